@@ -1,0 +1,51 @@
+/** Paths, prefixes and fixed limits of the ATH protocol as ath implements it. */
+
+export const ATH_VERSION = "0.1";
+
+/** Endpoint paths, relative to the gateway's base_url (spec §4). */
+export const PATHS = {
+  discovery: "/.well-known/ath.json",
+  appDiscovery: "/.well-known/ath-app.json",
+  health: "/health",
+  register: "/ath/agents/register",
+  authorize: "/ath/authorize",
+  consent: "/ath/consent", // + /{handle}
+  callback: "/ath/callback",
+  token: "/ath/token",
+  proxy: "/ath/proxy", // + /{provider_id}/{path}
+  revoke: "/ath/revoke",
+  introspect: "/ath/introspect",
+  adminProviders: "/ath/admin/providers",
+  nativeApi: "/api",
+} as const;
+
+/** Prefixes of identifiers and secrets ath mints; they make leaked secrets recognisable. */
+export const PREFIX = {
+  clientId: "ath_",
+  clientSecret: "ath_secret_",
+  session: "ath_sess_",
+  token: "ath_tk_",
+  code: "ath_code_",
+} as const;
+
+export const HEADERS = {
+  adminToken: "x-ath-user-token",
+  agentId: "x-ath-agent-id",
+} as const;
+
+export const LIMITS = {
+  /** Attestation clock skew: iat must be within ±5 min of now. */
+  attestationSkewSeconds: 300,
+  /** An attestation lives at most one hour (exp ≤ iat + 1 h). */
+  attestationMaxLifetimeSeconds: 3600,
+  /** Sessions live at most 10 minutes. */
+  sessionTtlMaxSeconds: 600,
+  tokenTtlDefaultSeconds: 3600,
+  approvalTtlDefaultSeconds: 365 * 24 * 3600,
+  stateMinLength: 16,
+  stateMaxLength: 512,
+  /** JSON/form bodies of the protocol endpoints. The proxy streams and is not bound by this. */
+  maxBodyBytes: 64 * 1024,
+  /** An upstream token within this margin of expiry counts as expired (DESIGN §8). */
+  refreshMarginSeconds: 30,
+} as const;

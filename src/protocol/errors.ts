@@ -1,0 +1,83 @@
+/**
+ * The one error table of the ATH wire protocol: code → HTTP status → default message.
+ * Codes of the official schema (ATHErrorCode) first, then the extensions of DESIGN.md §3.
+ */
+
+export const ERRORS = {
+  INVALID_ATTESTATION: { status: 401, message: "The agent attestation is invalid" },
+  AGENT_NOT_REGISTERED: { status: 403, message: "The client is not registered" },
+  AGENT_UNAPPROVED: { status: 403, message: "The agent is not approved" },
+  PROVIDER_NOT_APPROVED: { status: 403, message: "The agent is not approved for this provider" },
+  SCOPE_NOT_APPROVED: { status: 403, message: "A requested scope is not approved" },
+  SESSION_NOT_FOUND: { status: 400, message: "The authorization session was not found or was already used" },
+  SESSION_EXPIRED: { status: 400, message: "The authorization session has expired" },
+  STATE_MISMATCH: { status: 400, message: "The state or browser binding does not match" },
+  TOKEN_INVALID: { status: 401, message: "The access token is invalid" },
+  TOKEN_EXPIRED: { status: 401, message: "The access token has expired" },
+  TOKEN_REVOKED: { status: 401, message: "The access token has been revoked" },
+  AGENT_IDENTITY_MISMATCH: { status: 403, message: "The agent identity does not match the registration" },
+  PROVIDER_MISMATCH: { status: 403, message: "The token is not valid for this provider" },
+  USER_DENIED: { status: 403, message: "The user denied the authorization" },
+  OAUTH_ERROR: { status: 502, message: "The provider's OAuth server returned an error" },
+  INTERNAL_ERROR: { status: 500, message: "Internal error" },
+  // extensions (DESIGN.md §3)
+  INVALID_REQUEST: { status: 400, message: "The request is malformed" },
+  INVALID_GRANT: { status: 400, message: "The authorization code is invalid" },
+  INVALID_CLIENT: { status: 401, message: "Client authentication failed" },
+  UNAUTHORIZED: { status: 401, message: "A valid admin token is required" },
+  NOT_FOUND: { status: 404, message: "Not found" },
+  METHOD_NOT_ALLOWED: { status: 405, message: "Method not allowed" },
+  AGENT_ALREADY_REGISTERED: { status: 409, message: "This agent_id is already registered" },
+  PAYLOAD_TOO_LARGE: { status: 413, message: "The request body is too large" },
+  RATE_LIMITED: { status: 429, message: "Too many requests" },
+  UPSTREAM_UNAVAILABLE: { status: 502, message: "The provider API could not be reached" },
+  UPSTREAM_TIMEOUT: { status: 504, message: "The provider API did not answer in time" },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
+
+export type ErrorDetails = Record<string, unknown>;
+
+/** The wire shape of every ATH error body: `{code, message, details?}`. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  details?: ErrorDetails;
+}
+
+/**
+ * The one error type of ath. `toJSON()` is the wire body and never carries `cause` or a stack.
+ * @example throw new AthError("SCOPE_NOT_APPROVED", undefined, { unapproved_scopes: ["mail:send"] })
+ */
+export class AthError extends Error {
+  override readonly name = "AthError";
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details?: ErrorDetails;
+  /** Extra response headers (e.g. Retry-After on RATE_LIMITED). */
+  readonly headers?: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    details?: ErrorDetails,
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
+    super(message ?? ERRORS[code].message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.status = ERRORS[code].status;
+    if (details !== undefined) this.details = details;
+    if (options?.headers !== undefined) this.headers = options.headers;
+  }
+
+  toJSON(): ErrorBody {
+    return this.details === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && Object.hasOwn(ERRORS, value);
+}

@@ -1,0 +1,207 @@
+/**
+ * zod schemas of every ATH wire object (spec §2, ath-protocol-0.1.schema.json); types come from z.infer.
+ * Both the gateway (to parse requests and write responses) and the CLI (to parse responses) use these.
+ */
+import { z } from "zod";
+import { ERROR_CODES, type ErrorCode } from "./errors.ts";
+import { PREFIX } from "./constants.ts";
+
+/** An absolute URI (RFC 3986): anything `new URL` accepts with a scheme, e.g. https://… or did:key:…. */
+export const uri = z
+  .string()
+  .min(1)
+  .max(2048)
+  .refine((s) => URL.canParse(s), { message: "Invalid URI" });
+
+/** An absolute http(s) URL. */
+export const httpUrl = z
+  .string()
+  .max(2048)
+  .refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), { message: "Invalid http(s) URL" });
+
+const id = z.string().min(1).max(256);
+const scope = z.string().min(1).max(512);
+const scopes = z.array(scope).max(100);
+const isoDateTime = z.string().refine((s) => !Number.isNaN(Date.parse(s)), { message: "Invalid date-time" });
+
+// Discovery -------------------------------------------------------------------------------------
+
+export const ProviderInfo = z.object({
+  provider_id: id,
+  display_name: z.string(),
+  categories: z.array(z.string()).optional(),
+  available_scopes: z.array(z.string()),
+  auth_mode: z.string(),
+  agent_approval_required: z.boolean(),
+});
+export type ProviderInfo = z.infer<typeof ProviderInfo>;
+
+export const DiscoveryDocument = z.object({
+  ath_version: z.string(),
+  gateway_id: z.string(),
+  agent_registration_endpoint: uri,
+  supported_providers: z.array(ProviderInfo),
+  /** Extension: absolute URLs of every endpoint. */
+  endpoints: z
+    .object({ register: uri, authorize: uri, token: uri, revoke: uri, proxy: uri })
+    .partial()
+    .optional(),
+});
+export type DiscoveryDocument = z.infer<typeof DiscoveryDocument>;
+
+export const ServiceAuthConfig = z.object({
+  type: z.literal("oauth2"),
+  authorization_endpoint: uri,
+  token_endpoint: uri,
+  registration_endpoint: uri.optional(),
+  scopes_supported: z.array(z.string()),
+  agent_attestation_required: z.boolean().default(true),
+});
+
+export const ServiceDiscoveryDocument = z.object({
+  ath_version: z.string(),
+  app_id: z.string(),
+  name: z.string(),
+  auth: ServiceAuthConfig,
+  api_base: uri,
+});
+export type ServiceDiscoveryDocument = z.infer<typeof ServiceDiscoveryDocument>;
+
+// Identity --------------------------------------------------------------------------------------
+
+export const DeveloperInfo = z.object({
+  name: z.string().min(1).max(256),
+  id: z.string().min(1).max(256),
+  contact: z.string().max(256).optional(),
+});
+export type DeveloperInfo = z.infer<typeof DeveloperInfo>;
+
+export const AgentIdentityDocument = z.object({
+  ath_version: z.string(),
+  agent_id: uri,
+  name: z.string(),
+  developer: DeveloperInfo,
+  capabilities: z.array(z.string()).optional(),
+  /** JWK object or PEM string. */
+  public_key: z.union([z.record(z.string(), z.unknown()), z.string()]),
+});
+export type AgentIdentityDocument = z.infer<typeof AgentIdentityDocument>;
+
+// Phase A ---------------------------------------------------------------------------------------
+
+export const ProviderScopeRequest = z.object({ provider_id: id, scopes });
+export type ProviderScopeRequest = z.infer<typeof ProviderScopeRequest>;
+
+export const AgentRegistrationRequest = z.object({
+  agent_id: uri,
+  agent_attestation: z.string().min(1).max(8192),
+  developer: DeveloperInfo,
+  requested_providers: z.array(ProviderScopeRequest).min(1).max(50),
+  purpose: z.string().max(2000).optional(),
+  redirect_uris: z.array(uri).max(20).optional(),
+});
+export type AgentRegistrationRequest = z.infer<typeof AgentRegistrationRequest>;
+
+export const AgentStatus = z.enum(["approved", "pending", "denied"]);
+export type AgentStatus = z.infer<typeof AgentStatus>;
+
+export const ProviderApproval = z.object({
+  provider_id: z.string(),
+  approved_scopes: z.array(z.string()),
+  denied_scopes: z.array(z.string()),
+  denial_reason: z.string().optional(),
+});
+export type ProviderApproval = z.infer<typeof ProviderApproval>;
+
+export const AgentRegistrationResponse = z.object({
+  client_id: z.string().startsWith(PREFIX.clientId),
+  client_secret: z.string().startsWith(PREFIX.clientSecret),
+  agent_status: AgentStatus,
+  approved_providers: z.array(ProviderApproval),
+  approval_expires: isoDateTime,
+});
+export type AgentRegistrationResponse = z.infer<typeof AgentRegistrationResponse>;
+
+// Phase B ---------------------------------------------------------------------------------------
+
+export const AuthorizationRequest = z.object({
+  client_id: id,
+  agent_attestation: z.string().min(1).max(8192),
+  provider_id: id,
+  scopes: scopes.min(1),
+  state: z.string().min(16, "state must be 16 to 512 characters").max(512, "state must be 16 to 512 characters"),
+  user_redirect_uri: uri.optional(),
+  resource: uri.optional(),
+});
+export type AuthorizationRequest = z.infer<typeof AuthorizationRequest>;
+
+export const AuthorizationResponse = z.object({
+  authorization_url: uri,
+  ath_session_id: z.string().startsWith(PREFIX.session),
+});
+export type AuthorizationResponse = z.infer<typeof AuthorizationResponse>;
+
+export const TokenExchangeRequest = z.object({
+  grant_type: z.literal("authorization_code"),
+  client_id: id,
+  client_secret: z.string().min(1).max(512),
+  agent_attestation: z.string().min(1).max(8192),
+  code: z.string().min(1).max(512),
+  ath_session_id: z.string().min(1).max(256),
+});
+export type TokenExchangeRequest = z.infer<typeof TokenExchangeRequest>;
+
+export const ScopeIntersection = z.object({
+  agent_approved: z.array(z.string()),
+  user_consented: z.array(z.string()),
+  effective: z.array(z.string()),
+});
+export type ScopeIntersection = z.infer<typeof ScopeIntersection>;
+
+export const TokenResponse = z.object({
+  access_token: z.string().startsWith(PREFIX.token),
+  token_type: z.literal("Bearer"),
+  expires_in: z.number().int(),
+  effective_scopes: z.array(z.string()),
+  provider_id: z.string(),
+  agent_id: z.string(),
+  scope_intersection: ScopeIntersection,
+});
+export type TokenResponse = z.infer<typeof TokenResponse>;
+
+export const TokenRevocationRequest = z.object({
+  token: z.string().max(512),
+  client_id: z.string().max(256).optional(),
+  client_secret: z.string().max(512).optional(),
+});
+export type TokenRevocationRequest = z.infer<typeof TokenRevocationRequest>;
+
+// Errors ----------------------------------------------------------------------------------------
+
+export const ATHError = z.object({
+  code: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+export type ATHError = z.infer<typeof ATHError>;
+
+// Attestation claims ----------------------------------------------------------------------------
+
+/** Claims an ATH agent attestation must carry (schema: "MUST include iss, sub, aud, iat, exp, and jti"). */
+export const AttestationClaims = z.object({
+  iss: z.string().min(1),
+  sub: z.string().min(1),
+  aud: z.union([z.string(), z.array(z.string())]),
+  iat: z.number(),
+  exp: z.number(),
+  jti: z.string().min(1).max(256),
+});
+export type AttestationClaims = z.infer<typeof AttestationClaims>;
+
+/** Formats zod issues as `path: message` lines, e.g. `requested_providers.0.scopes: Expected array`. */
+export function formatIssues(error: z.ZodError, prefix = ""): string[] {
+  return error.issues.map((i) => {
+    const path = [prefix, ...i.path.map(String)].filter(Boolean).join(".");
+    return path ? `${path}: ${i.message}` : i.message;
+  });
+}

@@ -1,0 +1,195 @@
+/**
+ * The Store interface: every piece of gateway state, spoken in domain verbs. Every rule that must hold across
+ * requests — and across several `ath serve` instances — is enforced here atomically (unique keys,
+ * `UPDATE … WHERE … RETURNING`, row versions), never by a read-then-write in a handler.
+ *
+ * Times are epoch milliseconds. Secrets arrive already hashed (`*_hash`: hex SHA-256) or sealed (`*_sealed`:
+ * AES-256-GCM blobs from gateway/sealing.ts); the store never sees a plaintext secret.
+ */
+import type { AgentStatus, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
+
+export interface ProviderRecord {
+  provider_id: string;
+  /** The config with `client_secret` replaced by "" — the secret lives in `client_secret_sealed`. */
+  config: ProviderConfig;
+  client_secret_sealed: string;
+  /** "file" (upserted from --providers at every start) or "admin" (added through the admin API). */
+  source: "file" | "admin";
+  updated_at: number;
+}
+
+export interface AgentRecord {
+  client_id: string;
+  client_secret_hash: string;
+  agent_id: string;
+  developer: DeveloperInfo;
+  purpose: string | null;
+  redirect_uris: string[] | null;
+  status: AgentStatus | "suspended";
+  approvals: ProviderApproval[];
+  approval_expires: number;
+  created_at: number;
+}
+
+export type SessionStatus = "pending" | "consented" | "denied" | "used";
+
+export interface SessionRecord {
+  session_id: string;
+  /** Random handle in the consent URL; distinct from session_id so the URL never reveals it. */
+  handle: string;
+  client_id: string;
+  agent_id: string;
+  provider_id: string;
+  requested_scopes: string[];
+  agent_state: string;
+  user_redirect_uri: string | null;
+  resource: string | null;
+  pkce_verifier_sealed: string;
+  code_challenge: string;
+  /** The `state` sent to the provider; the callback finds the session by it. */
+  upstream_state: string;
+  status: SessionStatus;
+  /** Hash of the browser-binding cookie, set when the consent page is first opened. */
+  binding_hash: string | null;
+  /** Set at consent: */
+  code_hash: string | null;
+  user_id: string | null;
+  consented_scopes: string[] | null;
+  grant_id: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface TokenRecord {
+  token_hash: string;
+  client_id: string;
+  agent_id: string;
+  user_id: string;
+  provider_id: string;
+  scopes: string[];
+  grant_id: string | null;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
+/** One upstream grant per consent; never shared between agents or users. */
+export interface GrantRecord {
+  grant_id: string;
+  provider_id: string;
+  user_id: string;
+  agent_id: string;
+  access_token_sealed: string;
+  refresh_token_sealed: string | null;
+  /** Upstream access-token expiry, or null when the provider did not say. */
+  expires_at: number | null;
+  scope: string[];
+  status: "live" | "dead";
+  /** Bumped by every successful refresh; compare-and-set guard. */
+  version: number;
+  /** Single-flight refresh lease: who holds it and until when. */
+  refresh_owner: string | null;
+  refresh_lease_until: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AuditEvent {
+  /** `noun.verb` in the past tense: agent.registered, token.issued, token.revoked … */
+  type: string;
+  at: number;
+  client_id?: string | null;
+  agent_id?: string | null;
+  provider_id?: string | null;
+  user_id?: string | null;
+  /** Free-form reason/metadata; never a secret. */
+  data?: Record<string, unknown>;
+}
+
+export interface SweepResult {
+  sessions: number;
+  jti: number;
+  tokens: number;
+  grants: number;
+}
+
+export interface Store {
+  readonly kind: "sqlite" | "postgres";
+
+  // meta (schema version, generated admin-token hash, …)
+  getMeta(key: string): Promise<string | null>;
+  setMeta(key: string, value: string): Promise<void>;
+
+  // providers
+  upsertProvider(p: ProviderRecord): Promise<void>;
+  getProvider(providerId: string): Promise<ProviderRecord | null>;
+  listProviders(): Promise<ProviderRecord[]>;
+  deleteProvider(providerId: string): Promise<boolean>;
+
+  // agents
+  /** Inserts the agent; false (and nothing written) when the agent_id is already registered. */
+  createAgent(a: AgentRecord): Promise<boolean>;
+  getAgentByClientId(clientId: string): Promise<AgentRecord | null>;
+  getAgentByAgentId(agentId: string): Promise<AgentRecord | null>;
+  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires">>): Promise<boolean>;
+  listAgents(): Promise<AgentRecord[]>;
+
+  // attestation replay cache
+  /** Records (agentId, jti) until `expiresAt`; false when that pair was already recorded and is unexpired. */
+  recordJti(agentId: string, jti: string, expiresAt: number, now: number): Promise<boolean>;
+
+  // authorization sessions
+  createSession(s: SessionRecord): Promise<void>;
+  getSession(sessionId: string): Promise<SessionRecord | null>;
+  getSessionByHandle(handle: string): Promise<SessionRecord | null>;
+  getSessionByUpstreamState(state: string): Promise<SessionRecord | null>;
+  /** Binds a pending session to a browser; true when now bound to `bindingHash` (first binder wins). */
+  bindSession(sessionId: string, bindingHash: string): Promise<boolean>;
+  /** pending → consented, atomically; false if it was not pending. */
+  markSessionConsented(
+    sessionId: string,
+    c: { code_hash: string; user_id: string; consented_scopes: string[]; grant_id: string; expires_at: number },
+  ): Promise<boolean>;
+  /** pending → denied, atomically; false if it was not pending. */
+  markSessionDenied(sessionId: string): Promise<boolean>;
+  /**
+   * consented → used, atomically, only for this client and before expiry; returns the session as it was,
+   * or null when another request consumed it first (or it is not consumable).
+   */
+  consumeSession(sessionId: string, clientId: string, now: number): Promise<SessionRecord | null>;
+
+  // ATH tokens
+  createToken(t: TokenRecord): Promise<void>;
+  getToken(tokenHash: string): Promise<TokenRecord | null>;
+  /** Sets revoked_at if unset; returns the token as revoked, or null if no such token. */
+  revokeToken(tokenHash: string, now: number): Promise<TokenRecord | null>;
+  /** Revokes every live token of a client (and provider, if given); returns how many. */
+  revokeTokensOfClient(clientId: string, now: number, providerId?: string): Promise<number>;
+
+  // upstream grants
+  createGrant(g: GrantRecord): Promise<void>;
+  getGrant(grantId: string): Promise<GrantRecord | null>;
+  /**
+   * Takes the single-flight refresh lease if the grant is live, at `version`, and the lease is free or lapsed.
+   * Returns true to exactly one caller at a time, across processes.
+   */
+  claimGrantRefresh(grantId: string, version: number, owner: string, now: number, leaseMs: number): Promise<boolean>;
+  /** Stores refreshed tokens if `owner` still holds the lease; bumps version, frees the lease. */
+  completeGrantRefresh(
+    grantId: string,
+    owner: string,
+    update: { access_token_sealed: string; refresh_token_sealed: string | null; expires_at: number | null; scope: string[] },
+    now: number,
+  ): Promise<boolean>;
+  /** Frees the lease; with `dead: true` marks the grant dead (refresh refused by the provider). */
+  releaseGrantRefresh(grantId: string, owner: string, dead: boolean, now: number): Promise<void>;
+  deleteGrant(grantId: string): Promise<GrantRecord | null>;
+
+  // audit
+  appendAudit(e: AuditEvent): Promise<void>;
+  listAudit(opts?: { limit?: number; type?: string }): Promise<AuditEvent[]>;
+
+  /** Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, and dead/orphan grants. */
+  sweep(now: number, retainMs: number): Promise<SweepResult>;
+  close(): Promise<void>;
+}
