@@ -13,7 +13,7 @@ export class Sealer {
   private constructor(private readonly key: CryptoKey) {}
 
   /** `raw` must be 32 bytes. */
-  static async fromRawKey(raw: Uint8Array): Promise<Sealer> {
+  static async fromRawKey(raw: Uint8Array<ArrayBuffer>): Promise<Sealer> {
     if (raw.byteLength !== 32) throw new TypeError("master key must be 32 bytes");
     const key = await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
     return new Sealer(key);
@@ -42,7 +42,7 @@ export class Sealer {
  * The master key: `ATH_MASTER_KEY` (64 hex chars or base64url of 32 bytes) if set, else `<dataDir>/master.key`,
  * created (mode 0600) on first start.
  */
-export function loadOrCreateMasterKey(dataDir: string, fromEnv?: string): Uint8Array {
+export function loadOrCreateMasterKey(dataDir: string, fromEnv?: string): Uint8Array<ArrayBuffer> {
   if (fromEnv) {
     const raw = /^[0-9a-f]{64}$/i.test(fromEnv) ? Buffer.from(fromEnv, "hex") : Buffer.from(fromEnv, "base64url");
     if (raw.byteLength !== 32) throw new Error("ATH_MASTER_KEY must be 32 bytes (64 hex characters or base64url)");
