@@ -1,0 +1,26 @@
+/** Opens the Store named by `--db`: `sqlite:PATH` (or a bare path) or `postgres://…` / `postgresql://…`. */
+import { openPostgresStore } from "./postgres.ts";
+import { openSqliteStore } from "./sqlite.ts";
+import type { Store } from "./types.ts";
+
+export type * from "./types.ts";
+export { openPostgresStore, type PostgresStoreOptions } from "./postgres.ts";
+export { openSqliteStore } from "./sqlite.ts";
+
+/**
+ * `postgres://user@host/db?schema=ath` puts the tables in schema `ath` (the parameter is ath's, not libpq's,
+ * and is removed before connecting).
+ */
+export async function openStore(spec: string): Promise<Store> {
+  if (/^postgres(ql)?:\/\//i.test(spec)) {
+    const url = new URL(spec);
+    const schema = url.searchParams.get("schema") ?? undefined;
+    url.searchParams.delete("schema");
+    return openPostgresStore(url.toString(), { schema });
+  }
+  if (/^sqlite:/i.test(spec)) return openSqliteStore(spec.replace(/^sqlite:(\/\/)?/i, ""));
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) {
+    throw new TypeError(`unsupported store ${JSON.stringify(spec.split(":")[0])}: use sqlite:PATH or postgres://…`);
+  }
+  return openSqliteStore(spec);
+}

@@ -1,0 +1,115 @@
+/**
+ * The schema, as an ordered list of migrations shared by both dialects. Version N is `migrations(d)[N - 1]`;
+ * the applied version lives in `meta.schema_version`. Append new migrations, never edit a released one.
+ *
+ * Times are epoch-ms integers (BIGINT on PostgreSQL), arrays/objects are JSON text, so one set of queries
+ * (sql-store.ts) serves both databases.
+ */
+
+export type Dialect = "sqlite" | "postgres";
+
+export const SCHEMA_VERSION_KEY = "schema_version";
+
+/** Created before anything else: it holds the schema version the migrations are measured against. */
+export const META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
+
+export function migrations(d: Dialect): string[] {
+  const int = d === "sqlite" ? "INTEGER" : "BIGINT";
+  const autoId = d === "sqlite" ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY";
+  return [
+    `
+CREATE TABLE providers (
+  provider_id TEXT PRIMARY KEY,
+  config TEXT NOT NULL,
+  client_secret_sealed TEXT NOT NULL,
+  source TEXT NOT NULL CHECK (source IN ('file', 'admin')),
+  updated_at ${int} NOT NULL
+);
+CREATE TABLE agents (
+  client_id TEXT PRIMARY KEY,
+  client_secret_hash TEXT NOT NULL,
+  agent_id TEXT NOT NULL UNIQUE,
+  developer TEXT NOT NULL,
+  purpose TEXT,
+  redirect_uris TEXT,
+  status TEXT NOT NULL,
+  approvals TEXT NOT NULL,
+  approval_expires ${int} NOT NULL,
+  created_at ${int} NOT NULL
+);
+CREATE TABLE jti (
+  agent_id TEXT NOT NULL,
+  jti TEXT NOT NULL,
+  expires_at ${int} NOT NULL,
+  PRIMARY KEY (agent_id, jti)
+);
+CREATE INDEX jti_expires ON jti (expires_at);
+CREATE TABLE sessions (
+  session_id TEXT PRIMARY KEY,
+  handle TEXT NOT NULL UNIQUE,
+  client_id TEXT NOT NULL REFERENCES agents (client_id) ON DELETE CASCADE,
+  agent_id TEXT NOT NULL,
+  provider_id TEXT NOT NULL,
+  requested_scopes TEXT NOT NULL,
+  agent_state TEXT NOT NULL,
+  user_redirect_uri TEXT,
+  resource TEXT,
+  pkce_verifier_sealed TEXT NOT NULL,
+  code_challenge TEXT NOT NULL,
+  upstream_state TEXT NOT NULL UNIQUE,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'consented', 'denied', 'used')),
+  binding_hash TEXT,
+  code_hash TEXT,
+  user_id TEXT,
+  consented_scopes TEXT,
+  grant_id TEXT,
+  created_at ${int} NOT NULL,
+  expires_at ${int} NOT NULL
+);
+CREATE INDEX sessions_expires ON sessions (expires_at);
+CREATE INDEX sessions_grant ON sessions (grant_id);
+CREATE TABLE tokens (
+  token_hash TEXT PRIMARY KEY,
+  client_id TEXT NOT NULL REFERENCES agents (client_id) ON DELETE CASCADE,
+  agent_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  provider_id TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  grant_id TEXT,
+  created_at ${int} NOT NULL,
+  expires_at ${int} NOT NULL,
+  revoked_at ${int}
+);
+CREATE INDEX tokens_client ON tokens (client_id, provider_id);
+CREATE INDEX tokens_grant ON tokens (grant_id);
+CREATE INDEX tokens_expires ON tokens (expires_at);
+CREATE TABLE grants (
+  grant_id TEXT PRIMARY KEY,
+  provider_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  access_token_sealed TEXT NOT NULL,
+  refresh_token_sealed TEXT,
+  expires_at ${int},
+  scope TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('live', 'dead')),
+  version INTEGER NOT NULL,
+  refresh_owner TEXT,
+  refresh_lease_until ${int},
+  created_at ${int} NOT NULL,
+  updated_at ${int} NOT NULL
+);
+CREATE TABLE audit (
+  id ${autoId},
+  type TEXT NOT NULL,
+  at ${int} NOT NULL,
+  client_id TEXT,
+  agent_id TEXT,
+  provider_id TEXT,
+  user_id TEXT,
+  data TEXT
+);
+CREATE INDEX audit_type ON audit (type, id);
+`,
+  ];
+}

@@ -1,0 +1,158 @@
+/**
+ * Row ↔ record mapping shared by both drivers: JSON text columns are parsed, integers normalised (PostgreSQL
+ * returns BIGINT as a string), and the column lists used by the INSERT statements live next to the mappers.
+ */
+import type { AgentRecord, AuditEvent, GrantRecord, ProviderRecord, SessionRecord, TokenRecord } from "./types.ts";
+
+export type Row = Record<string, unknown>;
+
+export const AGENT_COLUMNS = [
+  "client_id", "client_secret_hash", "agent_id", "developer", "purpose", "redirect_uris", "status", "approvals",
+  "approval_expires", "created_at",
+] as const satisfies readonly (keyof AgentRecord)[];
+
+export const SESSION_COLUMNS = [
+  "session_id", "handle", "client_id", "agent_id", "provider_id", "requested_scopes", "agent_state",
+  "user_redirect_uri", "resource", "pkce_verifier_sealed", "code_challenge", "upstream_state", "status",
+  "binding_hash", "code_hash", "user_id", "consented_scopes", "grant_id", "created_at", "expires_at",
+] as const satisfies readonly (keyof SessionRecord)[];
+
+export const TOKEN_COLUMNS = [
+  "token_hash", "client_id", "agent_id", "user_id", "provider_id", "scopes", "grant_id", "created_at", "expires_at",
+  "revoked_at",
+] as const satisfies readonly (keyof TokenRecord)[];
+
+export const GRANT_COLUMNS = [
+  "grant_id", "provider_id", "user_id", "agent_id", "access_token_sealed", "refresh_token_sealed", "expires_at",
+  "scope", "status", "version", "refresh_owner", "refresh_lease_until", "created_at", "updated_at",
+] as const satisfies readonly (keyof GrantRecord)[];
+
+/** The values of `record` in `columns` order, objects and arrays as JSON text. */
+export function values<T extends object>(record: T, columns: readonly (keyof T)[]): unknown[] {
+  return columns.map((c) => {
+    const v = record[c];
+    return v !== null && typeof v === "object" ? JSON.stringify(v) : (v ?? null);
+  });
+}
+
+export function toProvider(r: Row): ProviderRecord {
+  return {
+    provider_id: str(r.provider_id),
+    config: json(r.config),
+    client_secret_sealed: str(r.client_secret_sealed),
+    source: str(r.source) as ProviderRecord["source"],
+    updated_at: num(r.updated_at),
+  };
+}
+
+export function toAgent(r: Row): AgentRecord {
+  return {
+    client_id: str(r.client_id),
+    client_secret_hash: str(r.client_secret_hash),
+    agent_id: str(r.agent_id),
+    developer: json(r.developer),
+    purpose: strOrNull(r.purpose),
+    redirect_uris: r.redirect_uris == null ? null : json(r.redirect_uris),
+    status: str(r.status) as AgentRecord["status"],
+    approvals: json(r.approvals),
+    approval_expires: num(r.approval_expires),
+    created_at: num(r.created_at),
+  };
+}
+
+export function toSession(r: Row): SessionRecord {
+  return {
+    session_id: str(r.session_id),
+    handle: str(r.handle),
+    client_id: str(r.client_id),
+    agent_id: str(r.agent_id),
+    provider_id: str(r.provider_id),
+    requested_scopes: json(r.requested_scopes),
+    agent_state: str(r.agent_state),
+    user_redirect_uri: strOrNull(r.user_redirect_uri),
+    resource: strOrNull(r.resource),
+    pkce_verifier_sealed: str(r.pkce_verifier_sealed),
+    code_challenge: str(r.code_challenge),
+    upstream_state: str(r.upstream_state),
+    status: str(r.status) as SessionRecord["status"],
+    binding_hash: strOrNull(r.binding_hash),
+    code_hash: strOrNull(r.code_hash),
+    user_id: strOrNull(r.user_id),
+    consented_scopes: r.consented_scopes == null ? null : json(r.consented_scopes),
+    grant_id: strOrNull(r.grant_id),
+    created_at: num(r.created_at),
+    expires_at: num(r.expires_at),
+  };
+}
+
+export function toToken(r: Row): TokenRecord {
+  return {
+    token_hash: str(r.token_hash),
+    client_id: str(r.client_id),
+    agent_id: str(r.agent_id),
+    user_id: str(r.user_id),
+    provider_id: str(r.provider_id),
+    scopes: json(r.scopes),
+    grant_id: strOrNull(r.grant_id),
+    created_at: num(r.created_at),
+    expires_at: num(r.expires_at),
+    revoked_at: numOrNull(r.revoked_at),
+  };
+}
+
+export function toGrant(r: Row): GrantRecord {
+  return {
+    grant_id: str(r.grant_id),
+    provider_id: str(r.provider_id),
+    user_id: str(r.user_id),
+    agent_id: str(r.agent_id),
+    access_token_sealed: str(r.access_token_sealed),
+    refresh_token_sealed: strOrNull(r.refresh_token_sealed),
+    expires_at: numOrNull(r.expires_at),
+    scope: json(r.scope),
+    status: str(r.status) as GrantRecord["status"],
+    version: num(r.version),
+    refresh_owner: strOrNull(r.refresh_owner),
+    refresh_lease_until: numOrNull(r.refresh_lease_until),
+    created_at: num(r.created_at),
+    updated_at: num(r.updated_at),
+  };
+}
+
+export function toAudit(r: Row): AuditEvent {
+  const e: AuditEvent = {
+    type: str(r.type),
+    at: num(r.at),
+    client_id: strOrNull(r.client_id),
+    agent_id: strOrNull(r.agent_id),
+    provider_id: strOrNull(r.provider_id),
+    user_id: strOrNull(r.user_id),
+  };
+  if (r.data != null) e.data = json(r.data);
+  return e;
+}
+
+// internal
+
+function str(v: unknown): string {
+  if (typeof v !== "string") throw new TypeError(`expected a string column, got ${typeof v}`);
+  return v;
+}
+
+function strOrNull(v: unknown): string | null {
+  return v == null ? null : str(v);
+}
+
+function num(v: unknown): number {
+  const n = typeof v === "number" ? v : typeof v === "string" || typeof v === "bigint" ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n)) throw new TypeError(`expected an integer column, got ${String(v)}`);
+  return n;
+}
+
+function numOrNull(v: unknown): number | null {
+  return v == null ? null : num(v);
+}
+
+function json<T>(v: unknown): T {
+  return JSON.parse(str(v)) as T;
+}

@@ -1,0 +1,62 @@
+/**
+ * The embedded Store on `bun:sqlite`: WAL (readers never wait for the writer), a busy timeout (several processes
+ * may share the file), foreign keys on, cached prepared statements, migrations under BEGIN IMMEDIATE.
+ */
+import { Database, type SQLQueryBindings } from "bun:sqlite";
+import { chmodSync, mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { META_TABLE, SCHEMA_VERSION_KEY, migrations } from "./migrations.ts";
+import type { Row } from "./rows.ts";
+import { type Driver, sqlStore } from "./sql-store.ts";
+import type { Store } from "./types.ts";
+
+const BUSY_TIMEOUT_MS = 5000;
+
+/** Opens (creating if needed) the SQLite database at `path` — or `:memory:` — and brings its schema up to date. */
+export function openSqliteStore(path: string): Store {
+  const memory = path === ":memory:" || path === "";
+  if (!memory) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const db = new Database(path, { create: true, readwrite: true, strict: true });
+  try {
+    db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec("PRAGMA synchronous = NORMAL");
+    db.exec("PRAGMA foreign_keys = ON");
+    // The file holds hashes and sealed upstream tokens: owner-only (SQLite gives -wal/-shm the same mode).
+    if (!memory) chmodSync(path, 0o600);
+    migrate(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return sqlStore(driver(db));
+}
+
+// internal
+
+function driver(db: Database): Driver {
+  const bind = (params: unknown[]) => params.map((p) => (p === undefined ? null : p)) as SQLQueryBindings[];
+  return {
+    kind: "sqlite",
+    all: async (sql, params = []) => db.query<Row, SQLQueryBindings[]>(sql).all(...bind(params)),
+    run: async (sql, params = []) => db.query<Row, SQLQueryBindings[]>(sql).run(...bind(params)).changes,
+    close: async () => db.close(),
+  };
+}
+
+function migrate(db: Database): void {
+  const all = migrations("sqlite");
+  // IMMEDIATE takes the write lock before reading the version, so two processes opening a fresh file
+  // cannot both apply migration 1.
+  db.transaction(() => {
+    db.exec(META_TABLE);
+    const row = db.query<{ value: string }, [string]>("SELECT value FROM meta WHERE key = ?").get(SCHEMA_VERSION_KEY);
+    const current = row ? Number(row.value) : 0;
+    if (current > all.length) {
+      throw new Error(`database schema version ${current} is newer than this ath (${all.length}); upgrade ath`);
+    }
+    all.slice(current).forEach((sql) => db.exec(sql));
+    db.query("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+      .run(SCHEMA_VERSION_KEY, String(all.length));
+  }).immediate();
+}
