@@ -1,0 +1,58 @@
+/**
+ * The `--providers` file: JSON keyed by provider id, `${ENV_NAME}` taken from the environment in any string,
+ * every problem reported with its path at once (`providers.github.token_endpoint: Invalid http(s) URL`).
+ */
+import { readFileSync } from "node:fs";
+import { formatIssues, ProvidersFile, type ProviderConfig } from "../protocol/index.ts";
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+/** Reads, interpolates and validates a providers file; throws ConfigError listing every problem. */
+export function loadProvidersFile(path: string, env: Record<string, string | undefined> = process.env): Record<string, ProviderConfig> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new ConfigError(`cannot read providers file ${path}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(`providers file ${path} is not valid JSON: ${(e as Error).message}`);
+  }
+  const missing: string[] = [];
+  const interpolated = interpolateEnv(raw, env, [], missing);
+  const parsed = ProvidersFile.safeParse(interpolated);
+  const problems = [...missing, ...(parsed.success ? [] : formatIssues(parsed.error, "providers"))];
+  if (problems.length > 0 || !parsed.success) {
+    throw new ConfigError(`invalid providers file ${path}:\n  ${problems.join("\n  ")}`);
+  }
+  return parsed.data;
+}
+
+// internal
+
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+function interpolateEnv(value: unknown, env: Record<string, string | undefined>, path: string[], missing: string[]): unknown {
+  if (typeof value === "string") {
+    return value.replace(ENV_REF, (_, name: string) => {
+      const v = env[name];
+      if (v === undefined) {
+        missing.push(`providers.${path.join(".")}: environment variable ${name} is not set`);
+        return "";
+      }
+      return v;
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, [...path, String(i)], missing));
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, interpolateEnv(v, env, [...path, k], missing)]),
+    );
+  }
+  return value;
+}
