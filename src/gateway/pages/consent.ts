@@ -1,0 +1,57 @@
+/**
+ * The consent page (GET /ath/consent/{handle}): which provider, which scopes, which agent — the agent's own
+ * claims marked as such — and until when. Approve and Deny post back to the gateway with the CSRF token.
+ */
+import { escapeHtml, renderPage } from "./layout.ts";
+import { expiryPhrase } from "./time.ts";
+
+export interface ConsentView {
+  /** The form POSTs here (same origin). */
+  actionUrl: string;
+  /** Hidden field "csrf". */
+  csrfToken: string;
+  provider: { id: string; displayName: string };
+  scopes: { name: string; description?: string }[];
+  agent: { agentId: string; developerName: string; developerId: string; purpose?: string | null };
+  expiresAt: Date;
+  now: Date;
+}
+
+export function renderConsentPage(v: ConsentView): string {
+  const provider = escapeHtml(v.provider.displayName);
+  const scopes = v.scopes
+    .map(
+      (s) =>
+        `<li><span class="scope-name">${escapeHtml(s.name)}</span>` +
+        (s.description ? `<span class="scope-desc">${escapeHtml(s.description)}</span>` : "") +
+        "</li>",
+    )
+    .join("\n");
+  const purpose = v.agent.purpose?.trim()
+    ? `<dt>Purpose</dt><dd>${escapeHtml(v.agent.purpose)}</dd>`
+    : `<dt>Purpose</dt><dd class="hint">none given</dd>`;
+  const body = `<h1>An agent wants access to your ${provider} account</h1>
+<p class="lead">If you approve, ${provider} will ask you to sign in and confirm. The agent gets only the access listed here, through this gateway.</p>
+<h2>Access requested</h2>
+<ul class="scopes">
+${scopes || '<li><span class="scope-desc">No scopes</span></li>'}
+</ul>
+<h2>The agent</h2>
+<div class="claim">
+<p class="claim-label">Claimed by the agent — not verified by the gateway</p>
+<dl>
+<dt>Agent</dt><dd>${escapeHtml(v.agent.agentId)}</dd>
+<dt>Developer</dt><dd>${escapeHtml(v.agent.developerName)} (${escapeHtml(v.agent.developerId)})</dd>
+${purpose}
+</dl>
+</div>
+<form method="post" action="${escapeHtml(v.actionUrl)}">
+<input type="hidden" name="csrf" value="${escapeHtml(v.csrfToken)}">
+<div class="actions">
+<button type="submit" name="decision" value="deny">Deny</button>
+<button type="submit" name="decision" value="approve" class="primary">Approve</button>
+</div>
+</form>
+<p class="expiry">This request ${escapeHtml(expiryPhrase(v.expiresAt, v.now))}.</p>`;
+  return renderPage({ title: `Allow access to ${v.provider.displayName}?`, body });
+}
