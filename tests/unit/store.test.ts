@@ -1,0 +1,406 @@
+/**
+ * One Store conformance suite, run against SQLite (temp file) and PostgreSQL (a fresh schema per test).
+ * Time is passed explicitly; concurrency tests spread their callers over two store instances.
+ * Set ATH_TEST_POSTGRES_URL to point elsewhere, or to "" to leave PostgreSQL out.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { SQL } from "bun";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openStore } from "../../src/store/index.ts";
+import type { Store } from "../../src/store/types.ts";
+import {
+  type Harness, T0, agentFixture, grantFixture, postgresHarness, sessionFixture, sqliteHarness, tokenFixture,
+} from "./store-harness.ts";
+
+const PG_URL = process.env.ATH_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+storeConformance("SQLite", sqliteHarness);
+if (PG_URL) storeConformance("PostgreSQL", () => postgresHarness(PG_URL));
+else describe.skip("PostgreSQL (ATH_TEST_POSTGRES_URL is empty)", () => {});
+
+function storeConformance(name: string, makeHarness: () => Harness) {
+  describe(`Store conformance — ${name}`, () => {
+    let h: Harness;
+    let store: Store;
+    beforeEach(async () => {
+      h = makeHarness();
+      store = await h.open();
+    });
+    afterEach(() => h.dispose());
+
+    test("the schema version is recorded and reopening applies nothing twice", async () => {
+      await store.setMeta("kept", "yes");
+      await store.close();
+      store = await h.open();
+      expect(await store.getMeta("schema_version")).toBe("1");
+      expect(await store.getMeta("kept")).toBe("yes");
+    });
+
+    test("instances starting together on a fresh database migrate it once", async () => {
+      const fresh = makeHarness();
+      try {
+        const stores = await Promise.all(Array.from({ length: 4 }, () => fresh.open()));
+        for (const s of stores) expect(await s.getMeta("schema_version")).toBe("1");
+        expect(await fresh.count("audit")).toBe(0);
+      } finally {
+        await fresh.dispose();
+      }
+    });
+
+    test("meta values are upserted by key", async () => {
+      expect(await store.getMeta("admin_token_hash")).toBeNull();
+      await store.setMeta("admin_token_hash", "h1");
+      await store.setMeta("admin_token_hash", "h2");
+      expect(await store.getMeta("admin_token_hash")).toBe("h2");
+    });
+
+    test("a provider is upserted by id, its config round-trips, and deletion reports whether it existed", async () => {
+      const config = {
+        display_name: "GitHub", available_scopes: ["repo"], authorize_endpoint: "https://gh.example/authorize",
+        token_endpoint: "https://gh.example/token", client_id: "cid", client_secret: "",
+        token_endpoint_auth_method: "client_secret_post" as const, consent_screen: true,
+        scope_rules: { repo: ["GET /repos/**"] },
+      };
+      await store.upsertProvider({ provider_id: "github", config, client_secret_sealed: "s1", source: "file", updated_at: T0 });
+      await store.upsertProvider({ provider_id: "github", config: { ...config, display_name: "GH" }, client_secret_sealed: "s2", source: "admin", updated_at: T0 + 1 });
+      expect(await store.getProvider("github")).toEqual({
+        provider_id: "github", config: { ...config, display_name: "GH" }, client_secret_sealed: "s2", source: "admin", updated_at: T0 + 1,
+      });
+      expect((await store.listProviders()).map((p) => p.provider_id)).toEqual(["github"]);
+      expect(await store.deleteProvider("github")).toBe(true);
+      expect(await store.deleteProvider("github")).toBe(false);
+      expect(await store.getProvider("github")).toBeNull();
+    });
+
+    test("an agent_id can be registered once", async () => {
+      const first = agentFixture();
+      expect(await store.createAgent(first)).toBe(true);
+      const sameAgentId = agentFixture({ agent_id: first.agent_id, purpose: "impostor" });
+      const [r1, r2] = await Promise.all([store.createAgent(sameAgentId), store.createAgent({ ...sameAgentId, client_id: "ath_cl_other" })]);
+      expect([r1, r2]).toEqual([false, false]);
+      expect(await store.createAgent(agentFixture({ client_id: first.client_id }))).toBe(false);
+      expect(await store.getAgentByClientId(sameAgentId.client_id)).toBeNull();
+      expect(await store.getAgentByAgentId(first.agent_id)).toEqual(first);
+      expect(await h.count("agents")).toBe(1);
+    });
+
+    test("updateAgent changes only the given fields and is false for an unknown client", async () => {
+      const a = agentFixture({ status: "pending" });
+      await store.createAgent(a);
+      expect(await store.updateAgent(a.client_id, { status: "approved" })).toBe(true);
+      expect(await store.getAgentByClientId(a.client_id)).toEqual({ ...a, status: "approved" });
+      expect(await store.updateAgent(a.client_id, { approvals: [], approval_expires: T0 + 5 })).toBe(true);
+      expect(await store.getAgentByClientId(a.client_id)).toEqual({ ...a, status: "approved", approvals: [], approval_expires: T0 + 5 });
+      expect(await store.updateAgent("ath_cl_nobody", { status: "suspended" })).toBe(false);
+      expect((await store.listAgents()).map((x) => x.client_id)).toEqual([a.client_id]);
+    });
+
+    test("a jti is accepted once until it expires", async () => {
+      expect(await store.recordJti("agent-a", "jti-1", T0 + 60_000, T0)).toBe(true);
+      expect(await store.recordJti("agent-a", "jti-1", T0 + 60_000, T0 + 1)).toBe(false);
+      expect(await store.recordJti("agent-a", "jti-1", T0 + 120_000, T0 + 59_999)).toBe(false);
+      expect(await store.recordJti("agent-b", "jti-1", T0 + 60_000, T0)).toBe(true);
+      // expired: may be recorded again, and is then unexpired again
+      expect(await store.recordJti("agent-a", "jti-1", T0 + 120_000, T0 + 60_000)).toBe(true);
+      expect(await store.recordJti("agent-a", "jti-1", T0 + 180_000, T0 + 60_001)).toBe(false);
+    });
+
+    test("a jti is accepted by exactly one of 10 concurrent recorders", async () => {
+      const other = await h.open();
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => (i % 2 ? other : store).recordJti("agent-a", "jti-race", T0 + 60_000, T0)),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    describe("sessions", () => {
+      test("a session is found by id, handle and upstream state", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const s = sessionFixture(a, { user_redirect_uri: "http://127.0.0.1:9999/cb", resource: "https://api.example" });
+        await store.createSession(s);
+        expect(await store.getSession(s.session_id)).toEqual(s);
+        expect(await store.getSessionByHandle(s.handle)).toEqual(s);
+        expect(await store.getSessionByUpstreamState(s.upstream_state)).toEqual(s);
+        expect(await store.getSession("nope")).toBeNull();
+      });
+
+      test("the first browser to open a pending session binds it", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const s = sessionFixture(a);
+        await store.createSession(s);
+        expect(await store.bindSession(s.session_id, "browser-1")).toBe(true);
+        expect(await store.bindSession(s.session_id, "browser-1")).toBe(true);
+        expect(await store.bindSession(s.session_id, "browser-2")).toBe(false);
+        expect((await store.getSession(s.session_id))?.binding_hash).toBe("browser-1");
+        await store.markSessionDenied(s.session_id);
+        expect(await store.bindSession(s.session_id, "browser-1")).toBe(false);
+      });
+
+      test("only a pending session can be consented or denied", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const s = sessionFixture(a);
+        await store.createSession(s);
+        const consent = { code_hash: "c".repeat(64), user_id: "user-1", consented_scopes: ["repo"], grant_id: "g-1", expires_at: T0 + 300_000 };
+        expect(await store.markSessionConsented(s.session_id, consent)).toBe(true);
+        expect(await store.markSessionConsented(s.session_id, { ...consent, user_id: "user-2" })).toBe(false);
+        expect(await store.markSessionDenied(s.session_id)).toBe(false);
+        expect(await store.getSession(s.session_id)).toEqual({ ...s, ...consent, status: "consented" });
+
+        const d = sessionFixture(a);
+        await store.createSession(d);
+        expect(await store.markSessionDenied(d.session_id)).toBe(true);
+        expect(await store.markSessionConsented(d.session_id, consent)).toBe(false);
+        expect((await store.getSession(d.session_id))?.status).toBe("denied");
+      });
+
+      test("a session is consumed exactly once under 20 concurrent consumers", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const s = sessionFixture(a);
+        await store.createSession(s);
+        const consent = { code_hash: "c".repeat(64), user_id: "user-1", consented_scopes: ["repo"], grant_id: "g-1", expires_at: T0 + 300_000 };
+        await store.markSessionConsented(s.session_id, consent);
+        const other = await h.open();
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => (i % 2 ? other : store).consumeSession(s.session_id, a.client_id, T0 + 1)),
+        );
+        const winners = results.filter((r) => r !== null);
+        expect(winners).toEqual([{ ...s, ...consent, status: "consented" }]);
+        expect((await store.getSession(s.session_id))?.status).toBe("used");
+      });
+
+      test("a session is consumed only by its client, only when consented, and only before it expires", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const s = sessionFixture(a);
+        await store.createSession(s);
+        expect(await store.consumeSession(s.session_id, a.client_id, T0 + 1)).toBeNull(); // still pending
+        await store.markSessionConsented(s.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: "g", expires_at: T0 + 1000 });
+        expect(await store.consumeSession(s.session_id, "ath_cl_other", T0 + 1)).toBeNull();
+        expect(await store.consumeSession(s.session_id, a.client_id, T0 + 1000)).toBeNull(); // expired
+        expect((await store.getSession(s.session_id))?.status).toBe("consented"); // nothing written by the misses
+        expect(await store.consumeSession(s.session_id, a.client_id, T0 + 999)).not.toBeNull();
+      });
+    });
+
+    describe("tokens", () => {
+      test("revocation keeps the first revocation time and unknown tokens give null", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const t = tokenFixture(a, { grant_id: "g-1" });
+        await store.createToken(t);
+        expect(await store.getToken(t.token_hash)).toEqual(t);
+        expect(await store.revokeToken(t.token_hash, T0 + 10)).toEqual({ ...t, revoked_at: T0 + 10 });
+        expect(await store.revokeToken(t.token_hash, T0 + 20)).toEqual({ ...t, revoked_at: T0 + 10 });
+        expect(await store.revokeToken("unknown", T0)).toBeNull();
+      });
+
+      test("revokeTokensOfClient revokes only the live tokens of that client and provider", async () => {
+        const a = agentFixture();
+        const b = agentFixture();
+        await store.createAgent(a);
+        await store.createAgent(b);
+        const gh = tokenFixture(a);
+        const slack = tokenFixture(a, { provider_id: "slack" });
+        const expired = tokenFixture(a, { expires_at: T0 + 5 });
+        const revoked = tokenFixture(a, { revoked_at: T0 + 1 });
+        const others = tokenFixture(b);
+        for (const t of [gh, slack, expired, revoked, others]) await store.createToken(t);
+        expect(await store.revokeTokensOfClient(a.client_id, T0 + 10, "github")).toBe(1);
+        expect((await store.getToken(slack.token_hash))?.revoked_at).toBeNull();
+        expect(await store.revokeTokensOfClient(a.client_id, T0 + 20)).toBe(1);
+        expect((await store.getToken(gh.token_hash))?.revoked_at).toBe(T0 + 10);
+        expect((await store.getToken(slack.token_hash))?.revoked_at).toBe(T0 + 20);
+        expect((await store.getToken(expired.token_hash))?.revoked_at).toBeNull();
+        expect((await store.getToken(revoked.token_hash))?.revoked_at).toBe(T0 + 1);
+        expect((await store.getToken(others.token_hash))?.revoked_at).toBeNull();
+      });
+
+      test("revocation persists across reopen", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const t = tokenFixture(a);
+        await store.createToken(t);
+        await store.revokeToken(t.token_hash, T0 + 10);
+        await store.close();
+        store = await h.open();
+        expect(await store.getToken(t.token_hash)).toEqual({ ...t, revoked_at: T0 + 10 });
+      });
+    });
+
+    describe("grants and single-flight refresh", () => {
+      const refreshed = { access_token_sealed: "sealed-access-1", refresh_token_sealed: "sealed-refresh-1", expires_at: T0 + 7_200_000, scope: ["repo", "user"] };
+
+      test("only one of N concurrent claimers gets the refresh lease", async () => {
+        const g = grantFixture();
+        await store.createGrant(g);
+        expect(await store.getGrant(g.grant_id)).toEqual(g);
+        const other = await h.open();
+        const results = await Promise.all(
+          Array.from({ length: 12 }, (_, i) => (i % 2 ? other : store).claimGrantRefresh(g.grant_id, 0, `owner-${i}`, T0, 30_000)),
+        );
+        expect(results.filter(Boolean)).toHaveLength(1);
+        const winner = `owner-${results.indexOf(true)}`;
+        expect(await store.getGrant(g.grant_id)).toEqual({ ...g, refresh_owner: winner, refresh_lease_until: T0 + 30_000 });
+      });
+
+      test("a lapsed lease can be taken over", async () => {
+        const g = grantFixture();
+        await store.createGrant(g);
+        expect(await store.claimGrantRefresh(g.grant_id, 0, "owner-1", T0, 30_000)).toBe(true);
+        expect(await store.claimGrantRefresh(g.grant_id, 0, "owner-2", T0 + 29_999, 30_000)).toBe(false);
+        expect(await store.claimGrantRefresh(g.grant_id, 0, "owner-2", T0 + 30_000, 30_000)).toBe(true);
+        // the first owner lost the lease: its late result is discarded
+        expect(await store.completeGrantRefresh(g.grant_id, "owner-1", refreshed, T0 + 30_001)).toBe(false);
+        expect(await store.completeGrantRefresh(g.grant_id, "owner-2", refreshed, T0 + 30_002)).toBe(true);
+      });
+
+      test("completeGrantRefresh by a non-owner writes nothing", async () => {
+        const g = grantFixture();
+        await store.createGrant(g);
+        expect(await store.completeGrantRefresh(g.grant_id, "owner-1", refreshed, T0 + 1)).toBe(false); // no lease at all
+        await store.claimGrantRefresh(g.grant_id, 0, "owner-1", T0, 30_000);
+        expect(await store.completeGrantRefresh(g.grant_id, "owner-2", refreshed, T0 + 1)).toBe(false);
+        expect(await store.getGrant(g.grant_id)).toEqual({ ...g, refresh_owner: "owner-1", refresh_lease_until: T0 + 30_000 });
+      });
+
+      test("a completed refresh stores the new tokens, bumps the version and frees the lease", async () => {
+        const g = grantFixture();
+        await store.createGrant(g);
+        await store.claimGrantRefresh(g.grant_id, 0, "owner-1", T0, 30_000);
+        expect(await store.completeGrantRefresh(g.grant_id, "owner-1", refreshed, T0 + 5)).toBe(true);
+        expect(await store.getGrant(g.grant_id)).toEqual({ ...g, ...refreshed, version: 1, updated_at: T0 + 5 });
+        // a claimer that read version 0 is too late; one at version 1 may go
+        expect(await store.claimGrantRefresh(g.grant_id, 0, "owner-2", T0 + 6, 30_000)).toBe(false);
+        expect(await store.claimGrantRefresh(g.grant_id, 1, "owner-2", T0 + 6, 30_000)).toBe(true);
+      });
+
+      test("releasing the lease lets the next claimer in; releasing as dead shuts everyone out", async () => {
+        const g = grantFixture();
+        await store.createGrant(g);
+        await store.claimGrantRefresh(g.grant_id, 0, "owner-1", T0, 30_000);
+        await store.releaseGrantRefresh(g.grant_id, "owner-2", true, T0 + 1); // not the owner: no effect
+        expect((await store.getGrant(g.grant_id))?.status).toBe("live");
+        await store.releaseGrantRefresh(g.grant_id, "owner-1", false, T0 + 2);
+        expect(await store.claimGrantRefresh(g.grant_id, 0, "owner-2", T0 + 3, 30_000)).toBe(true);
+        await store.releaseGrantRefresh(g.grant_id, "owner-2", true, T0 + 4);
+        expect(await store.getGrant(g.grant_id)).toEqual({ ...g, status: "dead", updated_at: T0 + 4 });
+        expect(await store.claimGrantRefresh(g.grant_id, 0, "owner-3", T0 + 100_000, 30_000)).toBe(false);
+      });
+
+      test("a grant is deleted once", async () => {
+        const g = grantFixture({ refresh_token_sealed: null, expires_at: null });
+        await store.createGrant(g);
+        expect(await store.deleteGrant(g.grant_id)).toEqual(g);
+        expect(await store.deleteGrant(g.grant_id)).toBeNull();
+      });
+    });
+
+    test("audit is append-only and listed newest first, filtered by type and limited", async () => {
+      await store.appendAudit({ type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", data: { status: "approved" } });
+      await store.appendAudit({ type: "token.issued", at: T0 + 1, client_id: "c1", provider_id: "github", user_id: "u1" });
+      await store.appendAudit({ type: "token.revoked", at: T0 + 2, data: { reason: "unknown_token" } });
+      const all = await store.listAudit();
+      expect(all.map((e) => e.type)).toEqual(["token.revoked", "token.issued", "agent.registered"]);
+      expect(all[2]).toEqual({ type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", provider_id: null, user_id: null, data: { status: "approved" } });
+      expect((await store.listAudit({ type: "token.issued" })).map((e) => e.at)).toEqual([T0 + 1]);
+      expect((await store.listAudit({ limit: 2 })).map((e) => e.at)).toEqual([T0 + 2, T0 + 1]);
+    });
+
+    test("sweep deletes expired rows and the tables shrink", async () => {
+      const a = agentFixture();
+      await store.createAgent(a);
+      const now = T0 + 1_000_000;
+      const retain = 60_000;
+      const cutoff = now - retain;
+      // expired or long-revoked rows
+      await store.createSession(sessionFixture(a, { expires_at: now }));
+      await store.recordJti(a.agent_id, "old", now - 1, T0);
+      const dead = grantFixture({ status: "dead", updated_at: cutoff });
+      const orphan = grantFixture({ created_at: cutoff });
+      await store.createGrant(dead);
+      await store.createGrant(orphan);
+      await store.createToken(tokenFixture(a, { expires_at: cutoff }));
+      await store.createToken(tokenFixture(a, { revoked_at: cutoff, expires_at: now + 1 }));
+      // rows that stay
+      const live = sessionFixture(a, { expires_at: now + 1 });
+      await store.createSession(live);
+      await store.recordJti(a.agent_id, "fresh", now + 1, T0);
+      const usedGrant = grantFixture({ created_at: T0 });
+      const pendingGrant = grantFixture({ created_at: T0 });
+      const newGrant = grantFixture({ created_at: cutoff + 1 });
+      const recentlyDead = grantFixture({ status: "dead", updated_at: cutoff + 1 });
+      for (const g of [usedGrant, pendingGrant, newGrant, recentlyDead]) await store.createGrant(g);
+      // a dead grant goes after `retain` even while tokens still name it (they can no longer be used)
+      const kept = [
+        tokenFixture(a, { expires_at: cutoff + 1, grant_id: usedGrant.grant_id }),
+        tokenFixture(a, { revoked_at: cutoff + 1, grant_id: recentlyDead.grant_id }),
+        tokenFixture(a, { grant_id: dead.grant_id }),
+      ];
+      for (const t of kept) await store.createToken(t);
+      const consented = sessionFixture(a, { expires_at: now + 1 });
+      await store.createSession(consented);
+      await store.markSessionConsented(consented.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: pendingGrant.grant_id, expires_at: now + 1 });
+
+      const before = { sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") };
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2 });
+      expect({ sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") })
+        .toEqual({ sessions: before.sessions - 1, jti: before.jti - 1, tokens: before.tokens - 2, grants: before.grants - 2 });
+      expect(await store.getGrant(dead.grant_id)).toBeNull();
+      expect(await store.getGrant(orphan.grant_id)).toBeNull();
+      for (const g of [usedGrant, pendingGrant, newGrant, recentlyDead]) expect(await store.getGrant(g.grant_id)).toEqual(g);
+      for (const t of kept) expect(await store.getToken(t.token_hash)).toEqual(t);
+      expect(await store.getSession(live.session_id)).toEqual(live);
+      expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0 });
+    });
+  });
+}
+
+describe("openStore", () => {
+  test("a sqlite: spec and a bare path both open the same SQLite file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ath-open-"));
+    try {
+      const path = join(dir, "nested", "ath.db");
+      const first = await openStore(`sqlite:${path}`);
+      expect(first.kind).toBe("sqlite");
+      await first.setMeta("k", "v");
+      await first.close();
+      const second = await openStore(path);
+      expect(await second.getMeta("k")).toBe("v");
+      await second.close();
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test.skipIf(!PG_URL)("a postgres:// spec opens PostgreSQL, with ?schema= naming the schema", async () => {
+    const schema = `ath_test_${crypto.randomUUID().replaceAll("-", "")}`;
+    const url = new URL(PG_URL);
+    url.searchParams.set("schema", schema);
+    const admin = new SQL(PG_URL, { max: 1 });
+    try {
+      const s = await openStore(url.toString());
+      expect(s.kind).toBe("postgres");
+      await s.close();
+      const [row] = await admin`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = ${schema}`;
+      expect(row.n).toBeGreaterThan(0);
+    } finally {
+      await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await admin.close();
+    }
+  });
+
+  test("an unknown scheme is refused without echoing the rest of the spec", async () => {
+    const err = await openStore("mysql://root:hunter2@127.0.0.1/ath").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TypeError);
+    expect(String(err)).toContain('unsupported store "mysql"');
+    expect(String(err)).not.toContain("hunter2");
+  });
+});
