@@ -1,0 +1,55 @@
+/**
+ * Test agents and their attestations, good and deliberately bad: an agent is a fresh ES256 key whose identity is its
+ * did:key (src/agent/keys.ts); `craftAttestation` builds any header/claims combination (wrong aud, expired, future
+ * iat, missing jti, alg none, HS256, another key) so the gateway's checks can each be exercised.
+ */
+import { SignJWT } from "jose";
+import { signAttestation } from "../../../src/agent/attestation.ts";
+import { generateKeyPem, loadKey, type AgentKey } from "../../../src/agent/keys.ts";
+import { randomString } from "./net.ts";
+
+export interface TestAgent {
+  key: AgentKey;
+  agentId: string;
+}
+
+/** A new agent whose agent_id is the did:key of a fresh P-256 key (or `agentId` if given, e.g. an http URL). */
+export async function makeAgent(agentId?: string): Promise<TestAgent> {
+  const key = await loadKey(await generateKeyPem());
+  return { key, agentId: agentId ?? key.didKey };
+}
+
+/** A valid attestation for `audience` (the gateway base URL, or `<base>/ath/token`). */
+export function attest(agent: TestAgent, audience: string): Promise<string> {
+  return signAttestation(agent.key, { agentId: agent.agentId, audience, ttlSeconds: 120 });
+}
+
+export interface CraftOptions {
+  /** Signing key (default: the agent's). */
+  key?: AgentKey;
+  alg?: "ES256" | "HS256" | "none";
+  /** Claims merged over the valid defaults; a value of `undefined` removes the claim. */
+  claims?: Record<string, unknown>;
+  header?: Record<string, unknown>;
+}
+
+/** An attestation with any claims/header/alg: valid defaults (iss=sub=agentId, aud, iat=now, exp=+120 s, jti). */
+export async function craftAttestation(agent: TestAgent, audience: string, o: CraftOptions = {}): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  const claims: Record<string, unknown> = { iss: agent.agentId, sub: agent.agentId, aud: audience, iat: now, exp: now + 120, jti: randomString(16) };
+  for (const [k, v] of Object.entries(o.claims ?? {})) {
+    if (v === undefined) delete claims[k];
+    else claims[k] = v;
+  }
+  const alg = o.alg ?? "ES256";
+  if (alg === "none") {
+    return `${b64({ alg: "none", typ: "JWT", ...o.header })}.${b64(claims)}.`;
+  }
+  const jwt = new SignJWT(claims).setProtectedHeader({ alg, typ: "JWT", ...o.header });
+  if (alg === "HS256") return jwt.sign(new TextEncoder().encode(randomString(32)));
+  return jwt.sign((o.key ?? agent.key).privateKey);
+}
+
+function b64(value: unknown): string {
+  return Buffer.from(JSON.stringify(value)).toString("base64url");
+}

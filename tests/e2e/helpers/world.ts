@@ -1,0 +1,105 @@
+/**
+ * One e2e "world" per test file: the upstream authorization server, the sample API and `ath serve` wired together
+ * (gateway port chosen first so the upstream knows `<gateway>/ath/callback`). Standard providers:
+ * - `mail`: client_secret_post, no scope_rules, api_base_url = the sample API root;
+ * - `mailrules`: client_secret_basic, scope_rules for /v1/messages, revocation endpoint;
+ * - `calendar`: same upstream, api_base_url with the `/v1` path prefix (for prefix and mismatch tests);
+ * - `noapi`: no api_base_url.
+ */
+import { startGateway, type Gateway, type GatewayOptions } from "./gateway.ts";
+import { freePort } from "./net.ts";
+import { startUpstreamApi, type UpstreamApi } from "./upstream-api.ts";
+import { startUpstreamAuth, type UpstreamAuth } from "./upstream-auth.ts";
+
+export const MAIL_SCOPES = ["openid", "offline_access", "mail:read", "mail:send"];
+
+export interface World {
+  auth: UpstreamAuth;
+  api: UpstreamApi;
+  gw: Gateway;
+  baseUrl: string;
+  stop(): Promise<void>;
+}
+
+export interface WorldOptions {
+  accessTokenTtl?: number;
+  extraArgs?: string[];
+  binary?: boolean;
+  dataDir?: string;
+  /** Extra or replacement providers, given the upstream (auth, api). */
+  providers?: (auth: UpstreamAuth, api: UpstreamApi) => GatewayOptions["providers"];
+}
+
+export async function startWorld(o: WorldOptions = {}): Promise<World> {
+  const port = await freePort();
+  const auth = await startUpstreamAuth({ redirectUris: [`http://127.0.0.1:${port}/ath/callback`], accessTokenTtl: o.accessTokenTtl });
+  const api = await startUpstreamApi(auth);
+  const common = {
+    authorize_endpoint: auth.authorizeEndpoint,
+    token_endpoint: auth.tokenEndpoint,
+  };
+  const providers: GatewayOptions["providers"] = {
+    mail: {
+      display_name: "Sample Mail",
+      available_scopes: MAIL_SCOPES,
+      ...common,
+      api_base_url: api.baseUrl,
+      client_id: auth.postClient.client_id,
+      client_secret: "${E2E_MAIL_SECRET}",
+      token_endpoint_auth_method: "client_secret_post",
+    },
+    mailrules: {
+      display_name: "Sample Mail (scope rules)",
+      available_scopes: MAIL_SCOPES,
+      ...common,
+      api_base_url: api.baseUrl,
+      client_id: auth.basicClient.client_id,
+      client_secret: auth.basicClient.client_secret,
+      token_endpoint_auth_method: "client_secret_basic",
+      revocation_endpoint: auth.revocationEndpoint,
+      scope_rules: { "mail:read": ["GET /v1/messages", "GET /v1/messages/**"], "mail:send": ["POST /v1/messages"] },
+    },
+    calendar: {
+      display_name: "Sample Calendar",
+      available_scopes: ["openid", "calendar:read"],
+      ...common,
+      api_base_url: `${api.baseUrl}/v1`,
+      client_id: auth.postClient.client_id,
+      client_secret: auth.postClient.client_secret,
+    },
+    noapi: {
+      display_name: "No API",
+      available_scopes: ["openid", "mail:read"],
+      ...common,
+      client_id: auth.postClient.client_id,
+      client_secret: auth.postClient.client_secret,
+    },
+    ...o.providers?.(auth, api),
+  };
+  let gw: Gateway;
+  try {
+    gw = await startGateway({
+      port,
+      providers,
+      env: { E2E_MAIL_SECRET: auth.postClient.client_secret },
+      extraArgs: o.extraArgs,
+      binary: o.binary,
+      dataDir: o.dataDir,
+    });
+  } catch (error) {
+    await api.stop();
+    await auth.stop();
+    throw error;
+  }
+  return {
+    auth,
+    api,
+    gw,
+    baseUrl: gw.baseUrl,
+    async stop() {
+      await gw.cleanup();
+      await api.stop();
+      await auth.stop();
+    },
+  };
+}
