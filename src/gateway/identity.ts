@@ -1,0 +1,313 @@
+/**
+ * Where an agent's public key comes from (DESIGN §3 "Identity and attestation"): a `did:key` carries it in the
+ * identifier; an `https://` agent_id names an agent identity document whose `public_key` holds it. Documents
+ * are fetched defensively (https only, no private/loopback hosts, 5 s, 64 KiB, ≤ 3 redirects) and cached.
+ */
+import { lookup as dnsLookup } from "node:dns/promises";
+import { isIP } from "node:net";
+import { importJWK, importSPKI } from "jose";
+import { AthError } from "../protocol/errors.ts";
+import { AgentIdentityDocument } from "../protocol/schemas.ts";
+import { jwkFromDidKey } from "../protocol/did-key.ts";
+
+export interface KeyResolver {
+  /** The key of `agentId` (cached for https ids); AthError INVALID_ATTESTATION when it cannot be had. */
+  get(agentId: string): Promise<CryptoKey>;
+  /** Re-fetches after a signature failure; null when nothing can be re-fetched (did:key, or fetched < 1 min ago). */
+  refresh(agentId: string): Promise<CryptoKey | null>;
+}
+
+export interface KeyResolverOptions {
+  /** `ath serve --dev`: also allow http:// and loopback hosts. */
+  dev: boolean;
+  fetch?: typeof fetch;
+  /** Clock in epoch ms. */
+  now?: () => number;
+  /** Host → all its addresses; defaults to `dns.lookup(host, {all: true})`. */
+  lookup?: (host: string) => Promise<string[]>;
+}
+
+export const IDENTITY_LIMITS = {
+  cacheMs: 5 * 60_000,
+  refreshIntervalMs: 60_000,
+  timeoutMs: 5_000,
+  maxBytes: 64 * 1024,
+  maxRedirects: 3,
+  maxCacheEntries: 1_000,
+} as const;
+
+export function createKeyResolver(o: KeyResolverOptions): KeyResolver {
+  const now = o.now ?? Date.now;
+  const cache = new Map<string, { key: CryptoKey; fetchedAt: number }>();
+  const lastFetch = new Map<string, number>();
+  const inflight = new Map<string, Promise<CryptoKey>>();
+  const env: FetchEnv = { dev: o.dev, fetch: o.fetch ?? fetch, lookup: o.lookup ?? defaultLookup };
+
+  function load(agentId: string): Promise<CryptoKey> {
+    const pending = inflight.get(agentId);
+    if (pending) return pending;
+    lastFetch.delete(agentId);
+    lastFetch.set(agentId, now());
+    trim(lastFetch);
+    const p = fetchDocumentKey(agentId, env)
+      .then((key) => {
+        cache.delete(agentId);
+        cache.set(agentId, { key, fetchedAt: now() });
+        trim(cache);
+        return key;
+      })
+      .finally(() => inflight.delete(agentId));
+    inflight.set(agentId, p);
+    return p;
+  }
+
+  return {
+    async get(agentId) {
+      if (kindOf(agentId, o.dev) === "did:key") return didKeyToCryptoKey(agentId);
+      const hit = cache.get(agentId);
+      if (hit && now() - hit.fetchedAt < IDENTITY_LIMITS.cacheMs) return hit.key;
+      return load(agentId);
+    },
+    async refresh(agentId) {
+      if (kindOf(agentId, o.dev) === "did:key") return null; // the key is the identifier: nothing to re-fetch
+      const last = lastFetch.get(agentId);
+      if (last !== undefined && now() - last < IDENTITY_LIMITS.refreshIntervalMs) return null;
+      return load(agentId);
+    },
+  };
+}
+
+/**
+ * Whether an IP address may be fetched: "public", "loopback" (allowed in dev), or "private" for every
+ * private, link-local, shared, reserved, multicast or documentation range (and anything unparseable).
+ */
+export function classifyAddress(ip: string): "public" | "loopback" | "private" {
+  const host = ip.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  if (isIP(host) === 4) return classifyV4(host.split(".").map(Number));
+  if (isIP(host) !== 6) return "private";
+  const g = parseV6(host);
+  if (g === undefined) return "private";
+  const zeros = (n: number) => g.slice(0, n).every((x) => x === 0);
+  const v4At = (i: number) => [g[i]! >> 8, g[i]! & 0xff, g[i + 1]! >> 8, g[i + 1]! & 0xff];
+  if (zeros(7) && g[7] === 1) return "loopback"; // ::1
+  if (zeros(5) && g[5] === 0xffff) return classifyV4(v4At(6)); // ::ffff:a.b.c.d (IPv4-mapped)
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return classifyV4(v4At(6)); // 64:ff9b::/96 NAT64
+  if (g[0] === 0x2002) return classifyV4(v4At(1)); // 6to4
+  const first = g[0]!;
+  if (
+    zeros(6) || // ::, ::a.b.c.d (IPv4-compatible, deprecated)
+    (first & 0xfe00) === 0xfc00 || // fc00::/7 unique local
+    (first & 0xffc0) === 0xfe80 || // fe80::/10 link-local
+    (first & 0xffc0) === 0xfec0 || // fec0::/10 site-local (deprecated)
+    (first & 0xff00) === 0xff00 || // ff00::/8 multicast
+    (first === 0x2001 && g[1] === 0x0db8) || // 2001:db8::/32 documentation
+    (first === 0x2001 && g[1] === 0) || // 2001::/32 Teredo (embeds an obfuscated IPv4)
+    (first === 0x0100 && g.slice(1, 4).every((x) => x === 0)) // 100::/64 discard
+  ) {
+    return "private";
+  }
+  return "public";
+}
+
+// internal
+
+interface FetchEnv {
+  dev: boolean;
+  fetch: typeof fetch;
+  lookup: (host: string) => Promise<string[]>;
+}
+
+/** A reason the document or its key could not be had; becomes the AthError message. */
+class Refusal extends Error {}
+
+const SUPPORTED = "supported agent_ids are https:// URLs of an agent identity document and did:key:z… (P-256)";
+
+function kindOf(agentId: string, dev: boolean): "did:key" | "url" {
+  if (agentId.startsWith("did:key:")) return "did:key";
+  if (agentId.startsWith("https://") || (dev && agentId.startsWith("http://"))) return "url";
+  const hint = agentId.startsWith("http://") ? " (http:// only with ath serve --dev)" : "";
+  throw new AthError("INVALID_ATTESTATION", `unsupported agent_id ${show(agentId)}: ${SUPPORTED}${hint}`);
+}
+
+async function didKeyToCryptoKey(agentId: string): Promise<CryptoKey> {
+  try {
+    return (await importJWK(jwkFromDidKey(agentId), "ES256")) as CryptoKey;
+  } catch (err) {
+    const why = err instanceof TypeError ? err.message : "not a P-256 key";
+    throw new AthError("INVALID_ATTESTATION", `agent_id ${show(agentId)} is not a valid did:key: ${why}`);
+  }
+}
+
+async function fetchDocumentKey(agentId: string, env: FetchEnv): Promise<CryptoKey> {
+  try {
+    const text = await fetchDocument(agentId, env);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new Refusal("the identity document is not JSON");
+    }
+    const doc = AgentIdentityDocument.safeParse(json);
+    if (!doc.success) throw new Refusal("the identity document does not match the AgentIdentityDocument schema");
+    if (doc.data.agent_id !== agentId) throw new Refusal(`the identity document is for ${show(doc.data.agent_id)}`);
+    return await importPublicKey(doc.data.public_key);
+  } catch (err) {
+    const why = err instanceof Refusal ? err.message : "the identity document could not be fetched";
+    throw new AthError("INVALID_ATTESTATION", `cannot get the public key of ${show(agentId)}: ${why}`, undefined, {
+      cause: err,
+    });
+  }
+}
+
+async function fetchDocument(agentId: string, env: FetchEnv): Promise<string> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), IDENTITY_LIMITS.timeoutMs);
+  const aborted = new Promise<never>((_, reject) =>
+    controller.signal.addEventListener("abort", () => reject(new Refusal("timed out after 5 s"))),
+  );
+  aborted.catch(() => undefined);
+  try {
+    let url = new URL(agentId);
+    for (let hop = 0; ; hop++) {
+      await Promise.race([checkTarget(url, env), aborted]);
+      const res = await Promise.race([
+        env.fetch(url, { redirect: "manual", signal: controller.signal, headers: { accept: "application/json" } }),
+        aborted,
+      ]);
+      const location = res.headers.get("location");
+      if (res.status >= 300 && res.status < 400 && location !== null) {
+        await res.body?.cancel();
+        if (hop >= IDENTITY_LIMITS.maxRedirects) throw new Refusal("too many redirects");
+        url = new URL(location, url);
+        continue;
+      }
+      if (res.status !== 200) {
+        await res.body?.cancel();
+        throw new Refusal(`the identity document answered HTTP ${res.status}`);
+      }
+      return await Promise.race([readCapped(res), aborted]);
+    }
+  } catch (err) {
+    if (controller.signal.aborted) throw new Refusal("timed out after 5 s");
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** https only (http in dev), no credentials, and every address of the host public (loopback too in dev). */
+async function checkTarget(url: URL, env: FetchEnv): Promise<void> {
+  if (!(url.protocol === "https:" || (env.dev && url.protocol === "http:"))) {
+    throw new Refusal(`${url.protocol}// is not allowed (https:// only${env.dev ? ", or http:// in dev" : ""})`);
+  }
+  if (url.username || url.password) throw new Refusal("URLs with credentials are not allowed");
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  // The check runs on the resolver's answer; a host that re-resolves differently at connect time (DNS
+  // rebinding) is not caught here. Pinning the address needs a connect hook Bun's fetch does not expose.
+  let addresses: string[];
+  try {
+    addresses = isIP(host) ? [host] : await env.lookup(host);
+  } catch {
+    throw new Refusal(`host ${host} does not resolve`);
+  }
+  if (addresses.length === 0) throw new Refusal(`host ${host} does not resolve`);
+  for (const address of addresses) {
+    const kind = classifyAddress(address);
+    if (kind === "public" || (kind === "loopback" && env.dev)) continue;
+    throw new Refusal(`host ${host} is or resolves to a ${kind} address, which is not allowed`);
+  }
+}
+
+async function readCapped(res: Response): Promise<string> {
+  const declared = Number(res.headers.get("content-length") ?? "0");
+  if (declared > IDENTITY_LIMITS.maxBytes) {
+    await res.body?.cancel();
+    throw new Refusal("the identity document is larger than 64 KiB");
+  }
+  if (res.body === null) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > IDENTITY_LIMITS.maxBytes) {
+      await reader.cancel();
+      throw new Refusal("the identity document is larger than 64 KiB");
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}
+
+/** `public_key`: a P-256 public JWK or an SPKI PEM ("-----BEGIN PUBLIC KEY-----"). */
+async function importPublicKey(pk: string | Record<string, unknown>): Promise<CryptoKey> {
+  let key: CryptoKey;
+  if (typeof pk === "string") {
+    if (!pk.includes("-----BEGIN PUBLIC KEY-----")) throw new Refusal("public_key is not an SPKI PEM or a JWK");
+    key = await importSPKI(pk.trim(), "ES256").catch(() => {
+      throw new Refusal("public_key is not a P-256 public key");
+    });
+  } else {
+    if ("d" in pk) throw new Refusal("public_key contains private key material");
+    const { kty, crv, x, y } = pk;
+    if (kty !== "EC" || crv !== "P-256" || typeof x !== "string" || typeof y !== "string") {
+      throw new Refusal("public_key is not a P-256 EC JWK");
+    }
+    key = (await importJWK({ kty, crv, x, y }, "ES256").catch(() => {
+      throw new Refusal("public_key is not a valid P-256 point");
+    })) as CryptoKey;
+  }
+  const algorithm = key.algorithm as EcKeyAlgorithm;
+  if (key.type !== "public" || algorithm.namedCurve !== "P-256") throw new Refusal("public_key is not a P-256 public key");
+  return key;
+}
+
+function classifyV4(o: number[]): "public" | "loopback" | "private" {
+  const [a = 0, b = 0, c = 0] = o;
+  if (a === 127) return "loopback";
+  const isPrivate =
+    a === 0 || a === 10 || a >= 224 || // this network, private, multicast + reserved + broadcast
+    (a === 100 && b >= 64 && b <= 127) || // shared address space (CGNAT)
+    (a === 169 && b === 254) || // link-local (cloud metadata)
+    (a === 172 && b >= 16 && b <= 31) ||
+    (a === 192 && b === 168) ||
+    (a === 192 && b === 0 && (c === 0 || c === 2)) || // IETF protocol assignments, TEST-NET-1
+    (a === 198 && (b === 18 || b === 19)) || // benchmarking
+    (a === 198 && b === 51 && c === 100) || // TEST-NET-2
+    (a === 203 && b === 0 && c === 113); // TEST-NET-3
+  return isPrivate ? "private" : "public";
+}
+
+/** Eight 16-bit groups of an IPv6 address (handles `::` and a dotted IPv4 tail). */
+function parseV6(ip: string): number[] | undefined {
+  let text = ip;
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted?.[1]) {
+    const [a = 0, b = 0, c = 0, d = 0] = dotted[1].split(".").map(Number);
+    text = text.slice(0, -dotted[1].length) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split("::");
+  if (halves.length > 2) return undefined;
+  const head = halves[0] ? halves[0].split(":") : [];
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(":") : [];
+  const fill = halves.length === 2 ? 8 - head.length - tail.length : 0;
+  const groups = [...head, ...Array<string>(Math.max(fill, 0)).fill("0"), ...tail].map((h) => parseInt(h, 16));
+  return groups.length === 8 && groups.every((n) => n >= 0 && n <= 0xffff) ? groups : undefined;
+}
+
+async function defaultLookup(host: string): Promise<string[]> {
+  const records = await dnsLookup(host, { all: true, verbatim: true });
+  return records.map((r) => r.address);
+}
+
+function trim(map: Map<string, unknown>): void {
+  // Maps iterate in insertion order: the first key is the oldest.
+  while (map.size > IDENTITY_LIMITS.maxCacheEntries) map.delete(map.keys().next().value as string);
+}
+
+/** An untrusted identifier, quoted and bounded, for error messages. */
+function show(value: string): string {
+  return JSON.stringify(value.length > 200 ? `${value.slice(0, 200)}…` : value);
+}
