@@ -1,0 +1,78 @@
+/**
+ * Requests to an ATH gateway (or a native ATH service, which serves the same /ath/* paths): discovery, register,
+ * authorize, token, revoke and proxy. Every answer is parsed with the protocol schema.
+ */
+import { PATHS } from "../protocol/constants.ts";
+import {
+  AgentRegistrationResponse,
+  AuthorizationResponse,
+  DiscoveryDocument,
+  ServiceDiscoveryDocument,
+  TokenResponse,
+  type AgentRegistrationRequest,
+  type AuthorizationRequest,
+  type TokenExchangeRequest,
+} from "../protocol/schemas.ts";
+import { z } from "zod";
+import { requestJson, send, type HttpOptions } from "./http.ts";
+
+/** Fetches GET /.well-known/ath.json. */
+export function discoverGateway(base: string, http: HttpOptions): Promise<DiscoveryDocument> {
+  return requestJson(DiscoveryDocument, { method: "GET", url: base + PATHS.discovery }, http);
+}
+
+/** Fetches GET /.well-known/ath-app.json of a native service. */
+export function discoverService(base: string, http: HttpOptions): Promise<ServiceDiscoveryDocument> {
+  return requestJson(ServiceDiscoveryDocument, { method: "GET", url: base + PATHS.appDiscovery }, http);
+}
+
+export function registerAgent(base: string, body: AgentRegistrationRequest, http: HttpOptions) {
+  return requestJson(AgentRegistrationResponse, { method: "POST", url: base + PATHS.register, json: body }, http);
+}
+
+export function startAuthorization(base: string, body: AuthorizationRequest, http: HttpOptions) {
+  return requestJson(AuthorizationResponse, { method: "POST", url: base + PATHS.authorize, json: body }, http);
+}
+
+/** POST /ath/token, form-encoded as RFC 6749 §4.1.3 requires. */
+export function exchangeCode(base: string, body: TokenExchangeRequest, http: HttpOptions) {
+  return requestJson(TokenResponse, { method: "POST", url: base + PATHS.token, form: new URLSearchParams(body) }, http);
+}
+
+/** POST /ath/revoke, form-encoded (RFC 7009 style); the gateway answers 200 `{}` whatever happened. */
+export function revokeToken(
+  base: string,
+  body: { token: string; client_id: string; client_secret: string },
+  http: HttpOptions,
+): Promise<Record<string, unknown>> {
+  return requestJson(z.record(z.string(), z.unknown()), { method: "POST", url: base + PATHS.revoke, form: new URLSearchParams(body) }, http);
+}
+
+/** The attestation audience of an endpoint: the base URL, or `${base}/ath/token` for the token endpoint. */
+export function audience(base: string, endpoint: "register" | "authorize" | "token"): string {
+  return endpoint === "token" ? base + PATHS.token : base;
+}
+
+/** The proxy URL of `path` (which may carry a query) for a provider, or the native API base. */
+export function proxyUrl(target: { base: string; apiBase?: string }, provider: string, path: string): string {
+  const rel = path.startsWith("/") ? path.slice(1) : path;
+  if (target.apiBase !== undefined) return `${target.apiBase.replace(/\/+$/, "")}/${rel}`;
+  return `${target.base}${PATHS.proxy}/${encodeURIComponent(provider)}/${rel}`;
+}
+
+/** Sends a proxied request; the answer (any status) is returned for the caller to relay. */
+export function callProxy(
+  url: string,
+  o: { method: string; token: string; agentId: string; headers: Record<string, string>; body?: string },
+  http: HttpOptions,
+): Promise<Response> {
+  return send(
+    {
+      method: o.method,
+      url,
+      headers: { ...o.headers, authorization: `Bearer ${o.token}`, "x-ath-agent-id": o.agentId },
+      ...(o.body === undefined ? {} : { body: o.body }),
+    },
+    http,
+  );
+}

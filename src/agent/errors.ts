@@ -1,0 +1,49 @@
+/**
+ * The client-side error type: every failure the CLI can report, classified by what the user must do next.
+ * `src/main.ts` maps the class to an exit code in one place (DESIGN.md §5).
+ */
+import type { ErrorDetails } from "../protocol/errors.ts";
+
+/**
+ * - `usage`: a bad flag or value (exit 2)
+ * - `config`: no gateway, not registered, no or expired token (exit 3)
+ * - `refused`: the gateway answered with an ATH error body (exit 4)
+ * - `network`: refused, timeout, DNS (exit 5)
+ * - `failure`: anything else, including an upstream answer ≥ 400 (exit 1)
+ */
+export type ErrorKind = "usage" | "config" | "refused" | "network" | "failure";
+
+export class ClientError extends Error {
+  override readonly name = "ClientError";
+  readonly kind: ErrorKind;
+  /** Stable machine code: an ATH error code for `refused`, else e.g. `NOT_REGISTERED`, `NETWORK_ERROR`. */
+  readonly code: string;
+  readonly status?: number;
+  readonly details?: ErrorDetails;
+  /** True when the command already wrote its JSON document to stdout (e.g. proxy with an upstream 404). */
+  readonly reported: boolean;
+
+  constructor(
+    kind: ErrorKind,
+    code: string,
+    message: string,
+    options: { status?: number; details?: ErrorDetails; cause?: unknown; reported?: boolean } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.kind = kind;
+    this.code = code;
+    if (options.status !== undefined) this.status = options.status;
+    if (options.details !== undefined) this.details = options.details;
+    this.reported = options.reported ?? false;
+  }
+}
+
+/** A usage error (exit 2). */
+export function usageError(message: string, details?: ErrorDetails): ClientError {
+  return new ClientError("usage", "USAGE", message, details === undefined ? {} : { details });
+}
+
+/** A "not configured" error (exit 3) whose message names the next step. */
+export function notConfigured(code: string, message: string, details?: ErrorDetails): ClientError {
+  return new ClientError("config", code, message, details === undefined ? {} : { details });
+}

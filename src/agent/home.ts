@@ -1,0 +1,127 @@
+/**
+ * The agent's home directory (`$ATH_HOME`, default `~/.ath`): config.json, credentials.json and keys/agent.pem.
+ * Both JSON files have a zod schema, are 0600 in a 0700 directory, and change only under a lock.
+ */
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { AgentStatus, ProviderApproval, ScopeIntersection, formatIssues } from "../protocol/schemas.ts";
+import { readIfExists, withLock, writeFileAtomic } from "./files.ts";
+
+export const ConfigFile = z.object({
+  /** Named gateways: name → base URL. */
+  gateways: z.record(z.string(), z.string()).default({}),
+  /** A gateway name or URL used when `-g` is not given. */
+  default_gateway: z.string().optional(),
+  agent_id: z.string().optional(),
+  key_path: z.string().optional(),
+  developer_name: z.string().optional(),
+  developer_id: z.string().optional(),
+});
+export type ConfigFile = z.infer<typeof ConfigFile>;
+
+export const SavedToken = z.object({
+  access_token: z.string(),
+  token_type: z.string(),
+  provider_id: z.string(),
+  agent_id: z.string(),
+  effective_scopes: z.array(z.string()),
+  scope_intersection: ScopeIntersection.optional(),
+  obtained_at: z.string(),
+  expires_at: z.string(),
+});
+export type SavedToken = z.infer<typeof SavedToken>;
+
+export const PendingSession = z.object({
+  provider_id: z.string(),
+  scopes: z.array(z.string()),
+  state: z.string(),
+  authorization_url: z.string(),
+  created_at: z.string(),
+  user_redirect_uri: z.string().optional(),
+});
+export type PendingSession = z.infer<typeof PendingSession>;
+
+export const Registration = z.object({
+  client_id: z.string(),
+  client_secret: z.string(),
+  agent_status: AgentStatus,
+  approved_providers: z.array(ProviderApproval),
+  approval_expires: z.string(),
+  registered_at: z.string(),
+  tokens: z.record(z.string(), SavedToken).default({}),
+  /** Authorization sessions started but not yet exchanged, by ath_session_id. */
+  pending: z.record(z.string(), PendingSession).default({}),
+});
+export type Registration = z.infer<typeof Registration>;
+
+export const CredentialsFile = z.object({
+  /** Gateway (or native service) base URL → agent_id → registration. */
+  gateways: z.record(z.string(), z.object({ agents: z.record(z.string(), Registration).default({}) })).default({}),
+});
+export type CredentialsFile = z.infer<typeof CredentialsFile>;
+
+export interface Home {
+  dir: string;
+  config: string;
+  credentials: string;
+  defaultKey: string;
+}
+
+/** Paths of the home directory chosen by `$ATH_HOME` (default `~/.ath`). */
+export function homePaths(env: Record<string, string | undefined> = process.env): Home {
+  const dir = env.ATH_HOME || join(homedir(), ".ath");
+  return {
+    dir,
+    config: join(dir, "config.json"),
+    credentials: join(dir, "credentials.json"),
+    defaultKey: join(dir, "keys", "agent.pem"),
+  };
+}
+
+export async function readConfig(home: Home): Promise<ConfigFile> {
+  return parseFile(ConfigFile, home.config, await readIfExists(home.config));
+}
+
+export async function readCredentials(home: Home): Promise<CredentialsFile> {
+  return parseFile(CredentialsFile, home.credentials, await readIfExists(home.credentials));
+}
+
+/** Read-modify-write of config.json under its lock; returns the new content. */
+export function updateConfig(home: Home, mutate: (c: ConfigFile) => void): Promise<ConfigFile> {
+  return update(ConfigFile, home.config, mutate);
+}
+
+/** Read-modify-write of credentials.json under its lock; returns the new content. */
+export function updateCredentials(home: Home, mutate: (c: CredentialsFile) => void): Promise<CredentialsFile> {
+  return update(CredentialsFile, home.credentials, mutate);
+}
+
+/** The registration saved for (gateway, agent), if any. */
+export function findRegistration(c: CredentialsFile, gateway: string, agentId: string): Registration | undefined {
+  return c.gateways[gateway]?.agents[agentId];
+}
+
+// internal
+
+function parseFile<S extends z.ZodType>(schema: S, path: string, text: string | undefined): z.infer<S> {
+  if (text === undefined || text.trim() === "") return schema.parse({});
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error(`${path} is not valid JSON: fix or remove it`);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw new Error(`${path} is invalid: ${formatIssues(parsed.error).join("; ")}`);
+  return parsed.data;
+}
+
+function update<S extends z.ZodType>(schema: S, path: string, mutate: (v: z.infer<S>) => void): Promise<z.infer<S>> {
+  return withLock(path, async () => {
+    const value = parseFile(schema, path, await readIfExists(path));
+    mutate(value);
+    await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`);
+    return value;
+  });
+}

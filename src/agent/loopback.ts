@@ -1,0 +1,83 @@
+/**
+ * The loopback redirect receiver of `authorize --wait` (RFC 8252 §7.3): a one-shot HTTP server on 127.0.0.1 and
+ * an ephemeral port that waits for `/callback?code&state&ath_session_id` (or `error=`), checks `state` in constant
+ * time and answers the browser with a small page.
+ */
+import { timingSafeEqual } from "node:crypto";
+import { ClientError } from "./errors.ts";
+
+export interface CallbackResult {
+  code: string;
+  sessionId?: string;
+}
+
+export interface LoopbackReceiver {
+  redirectUri: string;
+  /** Resolves with the code once a callback with the right state arrives; rejects on error or timeout. */
+  result: Promise<CallbackResult>;
+  stop(): void;
+}
+
+/** Starts the receiver; `state` is the value sent to /ath/authorize. */
+export function startLoopback(state: string, timeoutMs: number): LoopbackReceiver {
+  let settle!: { resolve: (r: CallbackResult) => void; reject: (e: unknown) => void };
+  const result = new Promise<CallbackResult>((resolve, reject) => (settle = { resolve, reject }));
+  let done = false;
+  const finish = (f: () => void) => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    f();
+  };
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      const url = new URL(req.url);
+      if (url.pathname !== "/callback" || done) return page(404, "Not found", "Nothing is waiting here.");
+      const q = url.searchParams;
+      // An answer without our state may come from another page: refuse it and keep waiting for the real one.
+      if (!sameState(q.get("state") ?? "", state)) return page(400, "State mismatch", "This response does not belong to the pending authorization.");
+      const error = q.get("error");
+      if (error !== null) {
+        const code = error === "access_denied" ? "USER_DENIED" : "OAUTH_ERROR";
+        const why = q.get("error_description") ?? (error === "access_denied" ? "the user denied the authorization" : error);
+        finish(() => settle.reject(new ClientError("refused", code, `authorization failed: ${why}`, { status: 403, details: { error } })));
+        return page(200, "Authorization denied", "You can close this tab.");
+      }
+      const code = q.get("code");
+      if (code === null || code === "") return page(400, "Missing code", "The redirect carried no code.");
+      const sessionId = q.get("ath_session_id") ?? undefined;
+      finish(() => settle.resolve(sessionId === undefined ? { code } : { code, sessionId }));
+      return page(200, "Authorization complete", "The agent received the approval. You can close this tab.");
+    },
+  });
+  const timer = setTimeout(
+    () =>
+      finish(() =>
+        settle.reject(new ClientError("failure", "AUTHORIZATION_TIMEOUT", `no approval arrived within ${Math.round(timeoutMs / 1000)} s: run \`ath authorize\` again`)),
+      ),
+    timeoutMs,
+  );
+  return {
+    redirectUri: `http://127.0.0.1:${server.port}/callback`,
+    result,
+    stop() {
+      clearTimeout(timer);
+      void server.stop(true);
+    },
+  };
+}
+
+// internal
+
+function sameState(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function page(status: number, title: string, text: string): Response {
+  const html = `<!doctype html><meta charset="utf-8"><title>ath — ${title}</title><body style="font:16px system-ui;margin:3em"><h1>${title}</h1><p>${text}</p></body>`;
+  return new Response(html, { status, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+}

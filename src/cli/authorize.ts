@@ -1,0 +1,137 @@
+/**
+ * `ath authorize` (Phase B): start the user consent. Without `--wait` it prints `authorization_url` and
+ * `ath_session_id` and saves the pending session for `ath token`. With `--wait` (the default on an interactive
+ * terminal) it receives the redirect on a loopback port, exchanges the code and saves the token in one step.
+ */
+import { defineCommand } from "citty";
+import { randomBytes } from "node:crypto";
+import { audience, discoverService, startAuthorization } from "../agent/client.ts";
+import { usageError } from "../agent/errors.ts";
+import { updateCredentials } from "../agent/home.ts";
+import { attest } from "../agent/identity.ts";
+import { startLoopback } from "../agent/loopback.ts";
+import { exchangeAndSave, requireRegistration } from "../agent/tokens.ts";
+import { collect, commonArgs, commonOptions, context, showSecretsArg, splitList, type CommonOptions } from "./common.ts";
+import { getDeps, type Deps } from "./deps.ts";
+import { renderToken } from "./token.ts";
+import { spinner } from "./spinner.ts";
+
+export interface AuthorizeOptions extends CommonOptions {
+  provider?: string;
+  scopes: string[];
+  wait: boolean;
+  open: boolean;
+  timeoutSeconds: number;
+  redirectUri?: string;
+  resource?: string;
+  showSecrets: boolean;
+}
+
+export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
+  if (opts.wait && opts.redirectUri !== undefined) throw usageError("--redirect-uri cannot be combined with --wait (it listens on its own loopback URI)");
+  const ctx = await context(opts, deps);
+  const { out } = ctx;
+  const base = ctx.base();
+  const identity = await ctx.identity();
+  const registration = await requireRegistration(ctx.home, base, identity.agentId);
+  const provider = opts.provider ?? (opts.mode === "native" ? (await discoverService(base, ctx.http)).app_id : undefined);
+  if (provider === undefined) throw usageError("authorize needs --provider <id>");
+  const scopes = opts.scopes.length > 0 ? opts.scopes : registration.approved_providers.find((p) => p.provider_id === provider)?.approved_scopes ?? [];
+  if (scopes.length === 0) throw usageError(`no scopes for ${provider}: pass --scopes (none were approved for it at registration)`);
+  const state = randomBytes(32).toString("base64url");
+  const receiver = opts.wait ? startLoopback(state, opts.timeoutSeconds * 1000) : undefined;
+  try {
+    const redirectUri = receiver?.redirectUri ?? opts.redirectUri;
+    const res = await startAuthorization(
+      base,
+      {
+        client_id: registration.client_id,
+        agent_attestation: await attest(identity, audience(base, "authorize")),
+        provider_id: provider,
+        scopes,
+        state,
+        ...(redirectUri === undefined ? {} : { user_redirect_uri: redirectUri }),
+        ...(opts.resource === undefined ? {} : { resource: opts.resource }),
+      },
+      ctx.http,
+    );
+    await updateCredentials(ctx.home, (c) => {
+      const reg = c.gateways[base]?.agents[identity.agentId];
+      if (reg === undefined) return;
+      reg.pending[res.ath_session_id] = {
+        provider_id: provider,
+        scopes,
+        state,
+        authorization_url: res.authorization_url,
+        created_at: new Date(deps.now()).toISOString(),
+        ...(redirectUri === undefined ? {} : { user_redirect_uri: redirectUri }),
+      };
+    });
+    if (receiver === undefined) {
+      if (out.json) return out.doc(res);
+      out.table([
+        ["authorization_url", res.authorization_url],
+        ["ath_session_id", res.ath_session_id],
+      ]);
+      out.info(`open the URL, approve, then run: ath token -g ${base} --code <code>`);
+      return;
+    }
+    const say = out.json ? out.info : out.line;
+    say(`Open this URL to approve ${provider} (${scopes.join(", ")}):\n  ${res.authorization_url}`);
+    if (opts.open) {
+      await deps.openUrl(res.authorization_url).catch((e: unknown) => out.info(`could not open a browser (${(e as Error).message}): open the URL yourself`));
+    }
+    const spin = deps.stderrTTY ? spinner("waiting for approval in the browser…", deps.stderr) : undefined;
+    let callback;
+    try {
+      callback = await receiver.result;
+    } finally {
+      spin?.stop();
+    }
+    const { response, saved } = await exchangeAndSave({
+      home: ctx.home,
+      http: ctx.http,
+      base,
+      identity,
+      registration,
+      code: callback.code,
+      sessionId: callback.sessionId ?? res.ath_session_id,
+      now: deps.now,
+    });
+    renderToken(out, response, saved, opts.showSecrets, deps.now());
+  } finally {
+    receiver?.stop();
+  }
+}
+
+export default defineCommand({
+  meta: { name: "authorize", description: "Obtain the authorization URL (Phase B); --wait completes it in one step" },
+  args: {
+    ...commonArgs,
+    provider: { type: "string", description: "Provider id (native mode: the app id)", valueHint: "id" },
+    scopes: { type: "string", description: "Comma-separated scopes (default: those approved at registration)", valueHint: "a,b" },
+    wait: { type: "boolean", description: "Receive the redirect on a loopback port and save the token (default on a TTY)" },
+    open: { type: "boolean", default: true, description: "Open the browser", negativeDescription: "Only print the URL" },
+    timeout: { type: "string", default: "300", description: "Seconds to wait for the approval", valueHint: "seconds" },
+    "redirect-uri": { type: "string", description: "user_redirect_uri to send (without --wait)", valueHint: "uri" },
+    resource: { type: "string", description: "RFC 8707 resource indicator", valueHint: "uri" },
+    ...showSecretsArg,
+  },
+  run: ({ args, rawArgs }) => {
+    const deps = getDeps();
+    const timeout = Number(args.timeout);
+    if (!Number.isInteger(timeout) || timeout <= 0) throw usageError(`--timeout must be a positive number of seconds, got "${args.timeout}"`);
+    const o: AuthorizeOptions = {
+      ...commonOptions(args),
+      scopes: splitList(collect(rawArgs, ["scopes"])),
+      wait: typeof args.wait === "boolean" ? args.wait : deps.stdinTTY && deps.stdoutTTY,
+      open: args.open !== false,
+      timeoutSeconds: timeout,
+      showSecrets: args["show-secrets"] === true,
+    };
+    for (const [k, v] of [["provider", args.provider], ["redirectUri", args["redirect-uri"]], ["resource", args.resource]] as const) {
+      if (typeof v === "string" && v !== "") o[k] = v;
+    }
+    return run(o, deps);
+  },
+});

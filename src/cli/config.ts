@@ -1,0 +1,174 @@
+/**
+ * `ath config init|show|set|set-gateway|use|unset`: the agent's config.json (named gateways, default gateway,
+ * agent_id, key_path, developer). Every change is a locked, atomic update.
+ */
+import { defineCommand } from "citty";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { usageError } from "../agent/errors.ts";
+import { ensurePrivateDir } from "../agent/files.ts";
+import { updateConfig, type ConfigFile } from "../agent/home.ts";
+import { normalizeBaseUrl } from "../agent/target.ts";
+import { commonArgs, commonOptions, context, type CommonOptions } from "./common.ts";
+import { getDeps, type Deps } from "./deps.ts";
+
+/** Settable keys (kebab-case on the command line) → config.json fields. */
+export const SETTINGS = {
+  "agent-id": "agent_id",
+  "key-path": "key_path",
+  "default-gateway": "default_gateway",
+  "developer-name": "developer_name",
+  "developer-id": "developer_id",
+} as const satisfies Record<string, Exclude<keyof ConfigFile, "gateways">>;
+type Setting = keyof typeof SETTINGS;
+
+/** `config init`: creates the home directory, the key and config.json; `-g <url>` saves it as the default gateway. */
+export async function init(opts: CommonOptions, deps: Deps): Promise<void> {
+  const ctx = await context(opts, deps);
+  await ensurePrivateDir(ctx.home.dir);
+  const gateway = opts.gateway === undefined ? undefined : checkUrl(opts.gateway);
+  const config = await updateConfig(ctx.home, (c) => {
+    if (opts.agentId !== undefined) c.agent_id = checkAgentId(opts.agentId);
+    if (opts.key !== undefined) c.key_path = resolve(opts.key);
+    if (gateway !== undefined) {
+      c.gateways.default = gateway;
+      c.default_gateway = "default";
+    }
+  });
+  const { loadIdentity } = await import("../agent/identity.ts");
+  const id = await loadIdentity({}, config, ctx.home);
+  const result = { home: ctx.home.dir, agent_id: id.agentId, key_path: id.keyPath, key_created: id.created, thumbprint: id.key.thumbprint, default_gateway: config.default_gateway ?? null };
+  if (ctx.out.json) return ctx.out.doc(result);
+  ctx.out.table(Object.entries(result).map(([k, v]) => [k, String(v)]));
+}
+
+export async function show(opts: CommonOptions, deps: Deps): Promise<void> {
+  const ctx = await context(opts, deps);
+  if (ctx.out.json) return ctx.out.doc(ctx.config);
+  const { gateways, ...rest } = ctx.config;
+  ctx.out.table([
+    ...Object.entries(rest).map(([k, v]) => [k.replace(/_/g, "-"), String(v)]),
+    ...Object.entries(gateways).map(([name, url]) => [`gateway.${name}`, url]),
+  ]);
+}
+
+export async function set(opts: CommonOptions, key: string, value: string, deps: Deps): Promise<void> {
+  const setting = settingOf(key);
+  let v = value;
+  if (setting === "agent-id") v = checkAgentId(value);
+  if (setting === "key-path") v = await checkKey(value);
+  const ctx = await context(opts, deps);
+  await updateConfig(ctx.home, (c) => {
+    if (setting === "default-gateway" && c.gateways[v] === undefined) v = checkUrl(v);
+    c[SETTINGS[setting]] = v;
+  });
+  done(ctx.out, opts, { [SETTINGS[setting]]: v }, `${setting} set to ${v}`);
+}
+
+export async function setGateway(opts: CommonOptions, name: string, url: string, deps: Deps): Promise<void> {
+  if (!/^[A-Za-z0-9][\w.-]*$/.test(name)) throw usageError(`gateway name "${name}" must be letters, digits, ".", "_" or "-"`);
+  const base = checkUrl(url);
+  const ctx = await context(opts, deps);
+  const c = await updateConfig(ctx.home, (c) => {
+    c.gateways[name] = base;
+    c.default_gateway ??= name;
+  });
+  done(ctx.out, opts, { name, url: base, default_gateway: c.default_gateway ?? null }, `gateway ${name} = ${base}${c.default_gateway === name ? " (default)" : ""}`);
+}
+
+export async function use(opts: CommonOptions, name: string, deps: Deps): Promise<void> {
+  const ctx = await context(opts, deps);
+  await updateConfig(ctx.home, (c) => {
+    if (c.gateways[name] === undefined) throw usageError(`no gateway named "${name}": add it with \`ath config set-gateway ${name} <url>\``);
+    c.default_gateway = name;
+  });
+  done(ctx.out, opts, { default_gateway: name }, `default gateway is now ${name}`);
+}
+
+export async function unset(opts: CommonOptions, key: string, name: string | undefined, deps: Deps): Promise<void> {
+  const ctx = await context(opts, deps);
+  if (key === "gateway") {
+    if (name === undefined) throw usageError("usage: ath config unset gateway <name>");
+    await updateConfig(ctx.home, (c) => {
+      delete c.gateways[name];
+      if (c.default_gateway === name) delete c.default_gateway;
+    });
+    return done(ctx.out, opts, { removed: `gateway.${name}` }, `gateway ${name} removed`);
+  }
+  const setting = settingOf(key);
+  await updateConfig(ctx.home, (c) => void delete c[SETTINGS[setting]]);
+  done(ctx.out, opts, { removed: setting }, `${setting} unset`);
+}
+
+// internal
+
+function settingOf(key: string): Setting {
+  const k = key.replace(/_/g, "-") === "gateway" ? "default-gateway" : key.replace(/_/g, "-");
+  if (!Object.hasOwn(SETTINGS, k)) throw usageError(`unknown setting "${key}": one of ${Object.keys(SETTINGS).join(", ")}`);
+  return k as Setting;
+}
+
+function checkUrl(url: string): string {
+  const base = normalizeBaseUrl(url);
+  if (base === undefined) throw usageError(`"${url}" is not an http(s) URL`);
+  return base;
+}
+
+function checkAgentId(id: string): string {
+  if (!URL.canParse(id)) throw usageError(`agent id must be a URI (https://… or did:key:…), got "${id}"`);
+  return id;
+}
+
+async function checkKey(path: string): Promise<string> {
+  const abs = resolve(path);
+  const { loadKey } = await import("../agent/keys.ts");
+  try {
+    await loadKey(await readFile(abs, "utf8"));
+  } catch (e) {
+    throw usageError(`${abs}: ${(e as Error).message}`);
+  }
+  return abs;
+}
+
+function done(out: { json: boolean; doc(v: unknown): void; success(s: string): void }, _opts: CommonOptions, json: unknown, text: string): void {
+  if (out.json) out.doc(json);
+  else out.success(text);
+}
+
+const str = (v: unknown) => (typeof v === "string" ? v : "");
+
+export default defineCommand({
+  meta: { name: "config", description: "Manage configuration (init, show, set, set-gateway, use, unset)" },
+  subCommands: {
+    init: defineCommand({
+      meta: { name: "init", description: "Create the home directory, the agent key and config.json" },
+      args: { ...commonArgs },
+      run: ({ args }) => init(commonOptions(args), getDeps()),
+    }),
+    show: defineCommand({
+      meta: { name: "show", description: "Print config.json" },
+      args: { ...commonArgs },
+      run: ({ args }) => show(commonOptions(args), getDeps()),
+    }),
+    set: defineCommand({
+      meta: { name: "set", description: `Set a setting: ${Object.keys(SETTINGS).join(", ")}` },
+      args: { ...commonArgs, key: { type: "positional", required: true }, value: { type: "positional", required: true } },
+      run: ({ args }) => set(commonOptions(args), str(args.key), str(args.value), getDeps()),
+    }),
+    "set-gateway": defineCommand({
+      meta: { name: "set-gateway", description: "Save a named gateway (the first one becomes the default)" },
+      args: { ...commonArgs, name: { type: "positional", required: true }, url: { type: "positional", required: true } },
+      run: ({ args }) => setGateway(commonOptions(args), str(args.name), str(args.url), getDeps()),
+    }),
+    use: defineCommand({
+      meta: { name: "use", description: "Make a saved gateway the default" },
+      args: { ...commonArgs, name: { type: "positional", required: true } },
+      run: ({ args }) => use(commonOptions(args), str(args.name), getDeps()),
+    }),
+    unset: defineCommand({
+      meta: { name: "unset", description: "Remove a setting, or `unset gateway <name>`" },
+      args: { ...commonArgs, key: { type: "positional", required: true }, name: { type: "positional", required: false } },
+      run: ({ args }) => unset(commonOptions(args), str(args.key), typeof args.name === "string" ? args.name : undefined, getDeps()),
+    }),
+  },
+});

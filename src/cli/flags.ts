@@ -1,0 +1,72 @@
+/**
+ * Strict flag checking on top of citty, which accepts unknown flags silently: every `--flag` / `-f` must be
+ * defined by the command (or an alias, camelCase/kebab-case twin or `--no-` negation of a boolean), string
+ * flags need a value, and extra positional words are refused. Violations are usage errors (exit 2).
+ */
+import type { ArgsDef } from "citty";
+import { usageError } from "../agent/errors.ts";
+
+/** Throws a usage error for the first flag or word `argv` has that `args` does not define. */
+export function checkFlags(argv: readonly string[], args: ArgsDef, command: string): void {
+  const byName = new Map<string, { type: string; name: string }>();
+  let positionals = 0;
+  for (const [name, def] of Object.entries(args)) {
+    if (def.type === "positional") {
+      positionals++;
+      continue;
+    }
+    const entry = { type: def.type ?? "string", name };
+    for (const n of [name, kebab(name), camel(name), ...toArray((def as { alias?: string | string[] }).alias)]) byName.set(n, entry);
+  }
+  let words = 0;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === "--") {
+      words += argv.length - i - 1;
+      break;
+    }
+    if (!a.startsWith("-") || a === "-" || /^-\d/.test(a)) {
+      words++;
+      continue;
+    }
+    const long = a.startsWith("--");
+    const [flag = "", inline] = splitOnce(a.slice(long ? 2 : 1), "=");
+    if (!long && flag.length !== 1) throw usageError(`unknown flag ${a} for \`${command}\` (short flags take one letter)`);
+    let def = byName.get(flag);
+    if (def === undefined && long && flag.startsWith("no-")) {
+      const positive = byName.get(flag.slice(3));
+      if (positive?.type === "boolean") def = positive;
+    }
+    if (def === undefined) throw usageError(`unknown flag ${long ? "--" : "-"}${flag} for \`${command}\`: see \`${command} --help\``);
+    if (def.type === "boolean") {
+      if (inline !== undefined && inline !== "true" && inline !== "false") throw usageError(`--${def.name} takes no value`);
+      continue;
+    }
+    if (inline !== undefined) continue;
+    const next = argv[i + 1];
+    if (next === undefined || (next.startsWith("-") && next.length > 1 && !/^-\d/.test(next))) {
+      throw usageError(`--${def.name} needs a value`);
+    }
+    i++;
+  }
+  if (words > positionals) throw usageError(`too many arguments for \`${command}\`: see \`${command} --help\``);
+}
+
+// internal
+
+function toArray(v: string | string[] | undefined): string[] {
+  return v === undefined ? [] : Array.isArray(v) ? v : [v];
+}
+
+function splitOnce(s: string, sep: string): [string, string | undefined] {
+  const i = s.indexOf(sep);
+  return i < 0 ? [s, undefined] : [s.slice(0, i), s.slice(i + 1)];
+}
+
+function kebab(s: string): string {
+  return s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+function camel(s: string): string {
+  return s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+}

@@ -1,0 +1,101 @@
+/**
+ * `ath proxy <provider> <method> <path>`: call the provider API through the gateway with the saved token (in
+ * native mode: the service's api_base directly). Like `gh api`: the body goes to stdout even for status ≥ 400,
+ * then `ath: HTTP 404` on stderr and exit 1 (exit 4 when the gateway itself refused with an ATH error).
+ */
+import { defineCommand } from "citty";
+import { callProxy, discoverService, proxyUrl } from "../agent/client.ts";
+import { ClientError, usageError } from "../agent/errors.ts";
+import { requireRegistration, requireToken } from "../agent/tokens.ts";
+import { ATHError } from "../protocol/schemas.ts";
+import { collect, commonArgs, commonOptions, context, type CommonOptions } from "./common.ts";
+import { getDeps, type Deps } from "./deps.ts";
+
+export interface ProxyOptions extends CommonOptions {
+  /** Positional words: provider method path, or method path in native mode. */
+  words: string[];
+  body?: string;
+  headers: string[];
+}
+
+export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
+  const ctx = await context(opts, deps);
+  const base = ctx.base();
+  const native = opts.mode === "native" ? await discoverService(base, ctx.http) : undefined;
+  const words = native !== undefined && opts.words.length === 2 ? [native.app_id, ...opts.words] : opts.words;
+  const [provider, rawMethod, path] = words;
+  if (provider === undefined || rawMethod === undefined || path === undefined) throw usageError("usage: ath proxy <provider> <method> <path>");
+  const method = rawMethod.toUpperCase();
+  if (!/^[A-Z]+$/.test(method)) throw usageError(`invalid HTTP method "${rawMethod}"`);
+  const headers = parseHeaders(opts.headers);
+  if (opts.body !== undefined) {
+    try {
+      JSON.parse(opts.body);
+    } catch {
+      throw usageError("--body must be valid JSON");
+    }
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json";
+  }
+  const identity = await ctx.identity();
+  const token = requireToken(await requireRegistration(ctx.home, base, identity.agentId), base, provider, deps.now());
+  const url = proxyUrl({ base, ...(native === undefined ? {} : { apiBase: native.api_base }) }, provider, path);
+  const res = await callProxy(
+    url,
+    { method, token: token.access_token, agentId: identity.agentId, headers, ...(opts.body === undefined ? {} : { body: opts.body }) },
+    ctx.http,
+  );
+  const text = await res.text();
+  if (ctx.out.json) {
+    ctx.out.doc({ status: res.status, headers: Object.fromEntries(res.headers), body: parseMaybeJson(text) });
+  } else {
+    deps.stdout(text.endsWith("\n") || text === "" ? text : `${text}\n`);
+  }
+  if (res.status < 400) return;
+  const ath = ATHError.safeParse(parseMaybeJson(text));
+  if (ath.success) {
+    const again = ath.data.code.startsWith("TOKEN_") ? `: run \`ath authorize -g ${base} --provider ${provider}\`` : "";
+    throw new ClientError("refused", ath.data.code, `${method} ${url}: ${res.status} ${ath.data.code} — ${ath.data.message}${again}`, {
+      status: res.status,
+      reported: true,
+    });
+  }
+  throw new ClientError("failure", "UPSTREAM_ERROR", `HTTP ${res.status}`, { status: res.status, reported: true });
+}
+
+// internal
+
+function parseHeaders(list: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const h of list) {
+    const i = h.indexOf(":");
+    if (i <= 0) throw usageError(`--header must be "Name: value", got "${h}"`);
+    headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
+  }
+  return headers;
+}
+
+function parseMaybeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+export default defineCommand({
+  meta: { name: "proxy", description: "Call the provider API with the saved token" },
+  args: {
+    ...commonArgs,
+    provider: { type: "positional", description: "Provider id (native mode: may be omitted)", required: true },
+    method: { type: "positional", description: "HTTP method", required: true },
+    path: { type: "positional", description: "API path, query included (e.g. /v1/items?limit=5)", required: false },
+    body: { type: "string", description: "JSON body for POST/PUT/PATCH", valueHint: "json" },
+    header: { type: "string", alias: "H", description: "Extra request header \"Name: value\"; repeatable", valueHint: "K:V" },
+  },
+  run: ({ args, rawArgs }) => {
+    const words = [args.provider, args.method, args.path].filter((w): w is string => typeof w === "string");
+    const o: ProxyOptions = { ...commonOptions(args), words, headers: collect(rawArgs, ["header", "H"]) };
+    if (typeof args.body === "string") o.body = args.body;
+    return run(o, getDeps());
+  },
+});

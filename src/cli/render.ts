@@ -1,0 +1,94 @@
+/**
+ * Output rules of every command: stdout is data, stderr is messages; `--format json` writes exactly one JSON
+ * document; text mode colours (kleur) only on a TTY without NO_COLOR; piped text is tab-separated with ISO
+ * times; secrets are masked unless `--show-secrets`.
+ */
+import kleur from "kleur";
+import type { Deps } from "./deps.ts";
+
+export type Format = "text" | "json";
+
+export interface Output {
+  json: boolean;
+  tty: boolean;
+  color: boolean;
+  /** Writes one JSON document to stdout (json mode). */
+  doc(value: unknown): void;
+  /** Writes a line of data to stdout. */
+  line(s?: string): void;
+  /** Writes rows: aligned columns on a TTY, tab-separated when piped. */
+  table(rows: string[][]): void;
+  /** A message for people on stderr (never in json mode's stdout). */
+  info(s: string): void;
+  /** A confirmation of a change: on a TTY only, since a piped successful change prints nothing (gh). */
+  success(s: string): void;
+  /** Formats a time: ISO when piped, ISO plus "in 59m" on a TTY. */
+  time(iso: string, now: number): string;
+  paint: typeof kleur;
+}
+
+export function output(format: Format, deps: Deps): Output {
+  const tty = deps.stdoutTTY;
+  const color = tty && !deps.env.NO_COLOR && deps.env.TERM !== "dumb";
+  kleur.enabled = color;
+  return {
+    json: format === "json",
+    tty,
+    color,
+    doc: (value) => deps.stdout(`${JSON.stringify(value, null, 2)}\n`),
+    line: (s = "") => deps.stdout(`${s}\n`),
+    table(rows) {
+      if (!tty) {
+        for (const r of rows) deps.stdout(`${r.join("\t")}\n`);
+        return;
+      }
+      const widths: number[] = [];
+      rows = rows.map((r) => r.map((c) => c.replaceAll("\t", "  ")));
+      for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, visible(c).length)));
+      for (const r of rows) {
+        deps.stdout(`${r.map((c, i) => (i === r.length - 1 ? c : c + " ".repeat((widths[i] ?? 0) - visible(c).length))).join("  ")}\n`);
+      }
+    },
+    info: (s) => deps.stderr(`${s}\n`),
+    success: (s) => {
+      if (tty && format === "text") deps.stdout(`${color ? kleur.green("✓") : "✓"} ${s}\n`);
+    },
+    time(iso, now) {
+      if (!tty) return iso;
+      return `${iso} (${relative(Date.parse(iso) - now)})`;
+    },
+    paint: kleur,
+  };
+}
+
+const SECRET_PREFIXES = ["ath_secret_", "ath_tk_", "ath_code_"];
+
+/** Masks a secret but keeps it recognisable: `ath_tk_abcd…` (as gh's displayToken keeps `gho_`). */
+export function mask(secret: string): string {
+  const prefix = SECRET_PREFIXES.find((p) => secret.startsWith(p)) ?? "";
+  return `${prefix}${secret.slice(prefix.length, prefix.length + 4)}…`;
+}
+
+/** `secret` itself with --show-secrets, else masked. */
+export function reveal(secret: string, show: boolean): string {
+  return show ? secret : mask(secret);
+}
+
+/** "in 59m", "3h ago", "expired". */
+export function relative(ms: number): string {
+  const past = ms < 0;
+  const s = Math.round(Math.abs(ms) / 1000);
+  const text = s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m` : s < 172_800 ? `${Math.floor(s / 3600)}h` : `${Math.floor(s / 86_400)}d`;
+  return past ? `${text} ago` : `in ${text}`;
+}
+
+/** Removes ANSI escape sequences (citty colours its messages). */
+export function stripAnsi(s: string): string {
+  return s.replace(/\u001b\[[0-9;]*m/g, "");
+}
+
+// internal
+
+function visible(s: string): string {
+  return stripAnsi(s);
+}

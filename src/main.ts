@@ -1,0 +1,128 @@
+#!/usr/bin/env bun
+/**
+ * `ath`: the root command. Subcommands load lazily (so `ath --version` starts fast); this file resolves the
+ * command, checks flags strictly, runs it with citty's `runCommand`, and maps every failure to an exit code
+ * in one place (DESIGN.md §5): 0 ok, 1 failure / upstream ≥ 400, 2 usage, 3 not configured, 4 the gateway
+ * refused, 5 network.
+ */
+import { defineCommand, renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
+import pkg from "../package.json" with { type: "json" };
+import { getDeps } from "./cli/deps.ts";
+import { usageError } from "./agent/errors.ts";
+
+export const root = defineCommand({
+  meta: { name: "ath", version: pkg.version, description: "Agent authorization gateway and CLI (ATH protocol v0.1)" },
+  subCommands: {
+    discover: () => import("./cli/discover.ts").then((m) => m.default),
+    register: () => import("./cli/register.ts").then((m) => m.default),
+    authorize: () => import("./cli/authorize.ts").then((m) => m.default),
+    token: () => import("./cli/token.ts").then((m) => m.default),
+    proxy: () => import("./cli/proxy.ts").then((m) => m.default),
+    revoke: () => import("./cli/revoke.ts").then((m) => m.default),
+    status: () => import("./cli/status.ts").then((m) => m.default),
+    config: () => import("./cli/config.ts").then((m) => m.default),
+    identity: () => import("./cli/identity.ts").then((m) => m.default),
+    serve: () => import("./cli/serve.ts").then((m) => m.default),
+  },
+});
+
+export const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, refused: 4, network: 5 } as const;
+
+/** Runs `ath` with `argv` (without the executable) and returns the exit code. */
+export async function main(argv: string[], cmd: CommandDef = root): Promise<number> {
+  const deps = getDeps();
+  let json = wantsJson(argv);
+  try {
+    if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-v")) {
+      deps.stdout(`${pkg.version}\n`);
+      return EXIT.ok;
+    }
+    const { leaf, path, rest, parents } = await resolveCommand(cmd, argv);
+    json = wantsJson(rest);
+    if (hasHelp(rest)) {
+      deps.stdout(`${await helpText(leaf, path, parents)}\n`);
+      return EXIT.ok;
+    }
+    const leafArgs = (await resolve(leaf.args)) ?? {};
+    const { checkFlags } = await import("./cli/flags.ts");
+    checkFlags(rest, leafArgs as ArgsDef, path.join(" "));
+    await runCommand(leaf, { rawArgs: rest });
+    return EXIT.ok;
+  } catch (e) {
+    const { exit, error, reported } = classify(e);
+    if (json) {
+      if (!reported) deps.stdout(`${JSON.stringify({ error })}\n`);
+    } else deps.stderr(`ath: ${error.message}\n`);
+    return exit;
+  }
+}
+
+// internal
+
+type Failure = { exit: number; reported: boolean; error: { code: string; message: string; status?: number; details?: unknown } };
+
+function classify(e: unknown): Failure {
+  const err = e as { name?: string; kind?: keyof typeof EXIT; code?: unknown; message?: string; status?: number; details?: unknown; reported?: boolean };
+  const message = stripAnsi(err?.message ?? String(e));
+  const extra = { ...(err?.status === undefined ? {} : { status: err.status }), ...(err?.details === undefined ? {} : { details: err.details }) };
+  if (err?.name === "ClientError" && err.kind !== undefined) {
+    return { exit: EXIT[err.kind], reported: err.reported === true, error: { code: String(err.code), message, ...extra } };
+  }
+  // citty's CLIError (unknown command, missing positional, bad enum value) is not exported; its name is stable.
+  if (err?.name === "CLIError") return { exit: EXIT.usage, reported: false, error: { code: "USAGE", message } };
+  if (err?.name === "AthError") return { exit: EXIT.refused, reported: false, error: { code: String(err.code), message, ...extra } };
+  return { exit: EXIT.failure, reported: false, error: { code: "ERROR", message } };
+}
+
+async function resolveCommand(cmd: CommandDef, argv: string[]) {
+  let leaf = cmd;
+  let rest = argv;
+  const path = ["ath"];
+  const parents: CommandDef[] = [];
+  for (;;) {
+    const subs = await resolve(leaf.subCommands);
+    if (subs === undefined || Object.keys(subs).length === 0) break;
+    const i = rest.findIndex((a) => !a.startsWith("-"));
+    if (i < 0) {
+      if (hasHelp(rest)) break;
+      throw usageError(`missing command: one of ${Object.keys(subs).join(", ")} (see \`${path.join(" ")} --help\`)`);
+    }
+    const name = rest[i] as string;
+    const sub = Object.hasOwn(subs, name) ? subs[name] : undefined;
+    if (sub === undefined) throw usageError(`unknown command "${name}" for \`${path.join(" ")}\`: one of ${Object.keys(subs).join(", ")}`);
+    parents.push(leaf);
+    leaf = (await resolve(sub)) as CommandDef;
+    rest = rest.slice(i + 1);
+    path.push(name);
+  }
+  return { leaf, path, rest, parents };
+}
+
+async function helpText(leaf: CommandDef, path: string[], parents: CommandDef[]): Promise<string> {
+  const parentName = path.slice(0, -1).join(" ");
+  const parent = parents.length > 0 ? { meta: { name: parentName, version: pkg.version } } : undefined;
+  const usageText = await renderUsage(leaf, parent as CommandDef | undefined);
+  const { EXAMPLES } = await import("./cli/examples.ts");
+  const examples = EXAMPLES[path.slice(1).join(" ") || "ath"] ?? [];
+  const text = examples.length === 0 ? usageText : `${usageText}\n\nEXAMPLES\n\n${examples.map((e) => `  ${e}`).join("\n")}\n`;
+  return getDeps().stdoutTTY ? text : stripAnsi(text);
+}
+
+function hasHelp(argv: readonly string[]): boolean {
+  const end = argv.indexOf("--");
+  return (end < 0 ? argv : argv.slice(0, end)).some((a) => a === "--help" || a === "-h");
+}
+
+function wantsJson(argv: readonly string[]): boolean {
+  return argv.some((a, i) => a === "--format=json" || (a === "--format" && argv[i + 1] === "json"));
+}
+
+function stripAnsi(s: string): string {
+  return s.replace(/\u001b\[[0-9;]*m/g, "");
+}
+
+async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>) | undefined): Promise<T | undefined> {
+  return typeof v === "function" ? await (v as () => T | Promise<T>)() : await v;
+}
+
+if (import.meta.main) process.exitCode = await main(process.argv.slice(2));
