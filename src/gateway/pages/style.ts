@@ -46,6 +46,7 @@ button:focus-visible,input:focus-visible{outline:3px solid var(--accent);outline
 label{display:block;font-weight:600;margin:16px 0 6px}
 input[type=text]{font:inherit;width:100%;padding:10px 12px;border:1px solid var(--line);border-radius:10px;
 background:var(--card);color:var(--fg)}
+.sandbox code{font:inherit;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 pre,code.block{display:block;margin:0 0 12px;padding:12px;background:var(--code);border:1px solid var(--line);
 border-radius:10px;font:.92rem/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;
 overflow-wrap:anywhere;user-select:all;-webkit-user-select:all}
