@@ -90,7 +90,8 @@ describe("provider config", () => {
 describe("authorization endpoint (RFC 6749 §4.1.1, RFC 7636)", () => {
   test("a bad client_id or redirect_uri is shown to the user, never redirected", async () => {
     const demo = createDemo({ baseUrl: BASE });
-    for (const over of [{ client_id: "nope" }, { redirect_uri: "http://evil.example/cb" }, { redirect_uri: null }]) {
+    const overs: Record<string, string | null>[] = [{ client_id: "nope" }, { redirect_uri: "http://evil.example/cb" }, { redirect_uri: null }];
+    for (const over of overs) {
       const res = await demo.fetch(new Request(authorizeUrl(demo, over)));
       expect(res.status).toBe(400);
       expect(res.headers.get("location")).toBeNull();
