@@ -28,6 +28,7 @@ export const ERRORS = {
   NOT_FOUND: { status: 404, message: "Not found" },
   METHOD_NOT_ALLOWED: { status: 405, message: "Method not allowed" },
   AGENT_ALREADY_REGISTERED: { status: 409, message: "This agent_id is already registered" },
+  PROVIDER_ALREADY_EXISTS: { status: 409, message: "A provider with this id already exists; use PUT to replace it" },
   PAYLOAD_TOO_LARGE: { status: 413, message: "The request body is too large" },
   RATE_LIMITED: { status: 429, message: "Too many requests" },
   UPSTREAM_UNAVAILABLE: { status: 502, message: "The provider API could not be reached" },

@@ -1,0 +1,45 @@
+/** The agent checks every Phase B endpoint shares: registered, approved, client-authenticated, attested. */
+import { AthError, type ProviderApproval } from "../protocol/index.ts";
+import type { AgentRecord } from "../store/types.ts";
+import { verifyAttestation, type AttestationCheck } from "./attestation.ts";
+import type { Gateway } from "./context.ts";
+import { constantTimeEqual, hashSecret } from "./secrets.ts";
+
+/** 403 AGENT_NOT_REGISTERED for an unknown client_id. */
+export async function requireAgent(gw: Gateway, clientId: string): Promise<AgentRecord> {
+  const agent = await gw.store.getAgentByClientId(clientId);
+  if (!agent) throw new AthError("AGENT_NOT_REGISTERED", undefined, { client_id: clientId });
+  return agent;
+}
+
+/** Client authentication (token, revoke): unknown client or wrong secret are the same 401 INVALID_CLIENT. */
+export async function authenticateClient(gw: Gateway, clientId: string, clientSecret: string): Promise<AgentRecord> {
+  const agent = await gw.store.getAgentByClientId(clientId);
+  // Hash even when the client is unknown so both failures take the same time.
+  const ok = constantTimeEqual(hashSecret(clientSecret), agent?.client_secret_hash ?? hashSecret(""));
+  if (!agent || !ok) throw new AthError("INVALID_CLIENT");
+  return agent;
+}
+
+/** Pending, denied, suspended or expired approval → 403 AGENT_UNAPPROVED. */
+export function requireApproved(gw: Gateway, agent: AgentRecord): void {
+  if (agent.status !== "approved") {
+    throw new AthError("AGENT_UNAPPROVED", `The agent's registration is ${agent.status}`, { agent_status: agent.status });
+  }
+  if (agent.approval_expires <= gw.now()) {
+    throw new AthError("AGENT_UNAPPROVED", "The agent's approval has expired; register again", {
+      approval_expires: new Date(agent.approval_expires).toISOString(),
+    });
+  }
+}
+
+/** The approval for one provider, if any scope of it was approved. */
+export function approvalFor(agent: AgentRecord, providerId: string): ProviderApproval | undefined {
+  return agent.approvals.find((a) => a.provider_id === providerId && a.approved_scopes.length > 0);
+}
+
+/** The attestation of a registered agent: sub must be its agent_id (403 AGENT_IDENTITY_MISMATCH otherwise). */
+export async function attest(gw: Gateway, jwt: string, agent: AgentRecord, audience: string): Promise<void> {
+  const check: AttestationCheck = { audience, agentId: agent.agent_id, subMismatch: "AGENT_IDENTITY_MISMATCH", now: gw.now() };
+  await verifyAttestation(jwt, check, { keys: gw.keys, recordJti: (a, j, e, n) => gw.store.recordJti(a, j, e, n) });
+}

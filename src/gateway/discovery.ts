@@ -1,0 +1,34 @@
+/** GET /.well-known/ath.json and GET /health. Never a secret. */
+import { ATH_VERSION, PATHS, type DiscoveryDocument } from "../protocol/index.ts";
+import type { Gateway } from "./context.ts";
+import { json } from "./http.ts";
+
+export async function discovery(gw: Gateway): Promise<Response> {
+  const base = gw.opts.baseUrl;
+  const providers = await gw.store.listProviders();
+  const doc: DiscoveryDocument = {
+    ath_version: ATH_VERSION,
+    gateway_id: new URL(base).host,
+    agent_registration_endpoint: base + PATHS.register,
+    supported_providers: providers.map((p) => ({
+      provider_id: p.provider_id,
+      display_name: p.config.display_name,
+      available_scopes: p.config.available_scopes,
+      auth_mode: "OAUTH2",
+      agent_approval_required: true,
+      ...(p.config.categories ? { categories: p.config.categories } : {}),
+    })),
+    endpoints: {
+      register: base + PATHS.register,
+      authorize: base + PATHS.authorize,
+      token: base + PATHS.token,
+      revoke: base + PATHS.revoke,
+      proxy: base + PATHS.proxy,
+    },
+  };
+  return json(doc, 200, { "cache-control": "public, max-age=60" });
+}
+
+export function health(gw: Gateway): Response {
+  return json({ status: "ok", version: gw.opts.version });
+}

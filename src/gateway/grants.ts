@@ -1,0 +1,170 @@
+/**
+ * Upstream grants: the provider tokens behind one consent, sealed at rest, and their refresh — single-flight per
+ * grant across requests in this process (a shared promise) and across `ath serve` instances (the store's lease +
+ * row version), with rotated refresh tokens stored and a refused refresh marking the grant dead.
+ */
+import { AthError, LIMITS } from "../protocol/index.ts";
+import type { GrantRecord } from "../store/types.ts";
+import { audit } from "./audit.ts";
+import type { Gateway } from "./context.ts";
+import { GrantRefusedError, refreshGrant, revokeUpstream, type UpstreamTokenResponse } from "./oauth.ts";
+import { openProvider } from "./providers.ts";
+import { parseScopeString } from "./scopes.ts";
+import { randomSecret } from "./secrets.ts";
+
+export interface LiveAccess {
+  accessToken: string;
+  /** The grant version this token belongs to; pass it back to `refreshAfterRejection`. */
+  version: number;
+  canRefresh: boolean;
+}
+
+export async function createGrant(
+  gw: Gateway,
+  o: { providerId: string; userId: string; agentId: string; tokens: UpstreamTokenResponse; requestedScopes: string[] },
+): Promise<GrantRecord> {
+  const grantId = randomSecret(16);
+  const now = gw.now();
+  const grant: GrantRecord = {
+    grant_id: grantId,
+    provider_id: o.providerId,
+    user_id: o.userId,
+    agent_id: o.agentId,
+    access_token_sealed: await gw.sealer.seal(o.tokens.access_token, aad(grantId, "access")),
+    refresh_token_sealed: o.tokens.refresh_token ? await gw.sealer.seal(o.tokens.refresh_token, aad(grantId, "refresh")) : null,
+    expires_at: o.tokens.expires_in !== undefined ? now + o.tokens.expires_in * 1000 : null,
+    scope: o.tokens.scope !== undefined ? parseScopeString(o.tokens.scope) : o.requestedScopes,
+    status: "live",
+    version: 1,
+    refresh_owner: null,
+    refresh_lease_until: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await gw.store.createGrant(grant);
+  return grant;
+}
+
+/** The access token to use now, refreshing first when it is expired or within 30 s of expiry (DESIGN §8). */
+export async function currentAccess(gw: Gateway, grantId: string): Promise<LiveAccess> {
+  return singleFlight(gw, grantId, (g) => isStale(gw, g), null);
+}
+
+/** After the provider answered 401 to `version`'s token: refresh once (unless another request already did). */
+export async function refreshAfterRejection(gw: Gateway, grantId: string, version: number): Promise<LiveAccess> {
+  return singleFlight(gw, grantId, (g) => g.version === version, version);
+}
+
+/** Drops the grant and, when the provider has a revocation endpoint, revokes its tokens there (RFC 7009). */
+export async function dropGrant(gw: Gateway, grantId: string): Promise<void> {
+  const grant = await gw.store.deleteGrant(grantId);
+  if (!grant) return;
+  const record = await gw.store.getProvider(grant.provider_id);
+  if (!record?.config.revocation_endpoint) return;
+  try {
+    const provider = await openProvider(gw, record);
+    // Revoking the refresh token revokes the grant's access tokens too at most providers (RFC 7009 §2.1).
+    const [token, hint] = grant.refresh_token_sealed
+      ? [await gw.sealer.open(grant.refresh_token_sealed, aad(grantId, "refresh")), "refresh_token" as const]
+      : [await gw.sealer.open(grant.access_token_sealed, aad(grantId, "access")), "access_token" as const];
+    const status = await revokeUpstream(provider, token, hint, gw.opts.upstreamTimeoutMs);
+    if (hint === "refresh_token") {
+      await revokeUpstream(provider, await gw.sealer.open(grant.access_token_sealed, aad(grantId, "access")), "access_token", gw.opts.upstreamTimeoutMs);
+    }
+    await audit(gw, "grant.revoked_upstream", { provider_id: grant.provider_id, agent_id: grant.agent_id, data: { status } });
+  } catch (err) {
+    // RFC 7009 failures never reach the agent: revoke still answers 200.
+    gw.log.warn(`upstream revocation failed for provider ${grant.provider_id}`, { error: String(err) });
+    await audit(gw, "grant.revocation_failed", { provider_id: grant.provider_id, agent_id: grant.agent_id, data: { error: String(err) } });
+  }
+}
+
+// internal
+
+const inflight = new Map<string, Promise<LiveAccess>>();
+const POLL_MS = 25;
+
+function aad(grantId: string, kind: "access" | "refresh"): string {
+  return `grant:${grantId}:${kind}`;
+}
+
+function isStale(gw: Gateway, g: GrantRecord): boolean {
+  return g.expires_at !== null && g.expires_at - LIMITS.refreshMarginSeconds * 1000 <= gw.now();
+}
+
+function deadGrant(): AthError {
+  return new AthError("TOKEN_EXPIRED", "The user's authorization at the provider was revoked or has lapsed; run authorize again", {
+    reason: "upstream_grant_revoked",
+  });
+}
+
+async function open(gw: Gateway, g: GrantRecord): Promise<LiveAccess> {
+  return { accessToken: await gw.sealer.open(g.access_token_sealed, aad(g.grant_id, "access")), version: g.version, canRefresh: g.refresh_token_sealed !== null };
+}
+
+/** Coalesces concurrent callers in this process; `key` includes the version being replaced. */
+function singleFlight(gw: Gateway, grantId: string, needsRefresh: (g: GrantRecord) => boolean, version: number | null): Promise<LiveAccess> {
+  const key = `${grantId}:${version ?? "stale"}`;
+  const running = inflight.get(key);
+  if (running) return running;
+  const p = refreshLoop(gw, grantId, needsRefresh).finally(() => inflight.delete(key));
+  inflight.set(key, p);
+  return p;
+}
+
+async function refreshLoop(gw: Gateway, grantId: string, needsRefresh: (g: GrantRecord) => boolean): Promise<LiveAccess> {
+  const leaseMs = gw.opts.upstreamTimeoutMs + 5_000;
+  const deadline = Date.now() + leaseMs * 2;
+  while (Date.now() < deadline) {
+    const g = await gw.store.getGrant(grantId);
+    if (!g || g.status === "dead") throw deadGrant();
+    if (!needsRefresh(g) || !g.refresh_token_sealed) return open(gw, g);
+    const owner = randomSecret(12);
+    if (await gw.store.claimGrantRefresh(grantId, g.version, owner, gw.now(), leaseMs)) {
+      return doRefresh(gw, g, owner);
+    }
+    // Another request (maybe another instance) holds the lease: wait for its result.
+    await Bun.sleep(POLL_MS);
+    const after = await gw.store.getGrant(grantId);
+    if (after && after.version !== g.version && after.status === "live") return open(gw, after);
+  }
+  throw new AthError("OAUTH_ERROR", "Timed out waiting for the provider token refresh", { reason: "refresh_timeout" });
+}
+
+async function doRefresh(gw: Gateway, g: GrantRecord, owner: string): Promise<LiveAccess> {
+  const record = await gw.store.getProvider(g.provider_id);
+  if (!record) {
+    await gw.store.releaseGrantRefresh(g.grant_id, owner, false, gw.now());
+    throw new AthError("NOT_FOUND", `Provider '${g.provider_id}' is not configured`, { provider_id: g.provider_id });
+  }
+  let tokens: UpstreamTokenResponse;
+  try {
+    const refreshToken = await gw.sealer.open(g.refresh_token_sealed!, aad(g.grant_id, "refresh"));
+    tokens = await refreshGrant(await openProvider(gw, record), refreshToken, gw.opts.upstreamTimeoutMs);
+  } catch (err) {
+    const dead = err instanceof GrantRefusedError;
+    await gw.store.releaseGrantRefresh(g.grant_id, owner, dead, gw.now());
+    await audit(gw, dead ? "grant.refresh_refused" : "grant.refresh_failed", {
+      provider_id: g.provider_id,
+      agent_id: g.agent_id,
+      user_id: g.user_id,
+      data: { error: err instanceof Error ? err.message : String(err) },
+    });
+    if (dead) throw deadGrant();
+    if (err instanceof AthError) throw err;
+    throw new AthError("OAUTH_ERROR", `Refreshing the token at '${g.provider_id}' failed`, { provider_id: g.provider_id }, { cause: err });
+  }
+  const now = gw.now();
+  const update = {
+    access_token_sealed: await gw.sealer.seal(tokens.access_token, aad(g.grant_id, "access")),
+    // Rotation: store the new refresh token when the provider returns one; keep the old one when it does not.
+    refresh_token_sealed: tokens.refresh_token ? await gw.sealer.seal(tokens.refresh_token, aad(g.grant_id, "refresh")) : g.refresh_token_sealed,
+    expires_at: tokens.expires_in !== undefined ? now + tokens.expires_in * 1000 : null,
+    scope: tokens.scope !== undefined ? parseScopeString(tokens.scope) : g.scope,
+  };
+  if (!(await gw.store.completeGrantRefresh(g.grant_id, owner, update, now))) {
+    throw new AthError("OAUTH_ERROR", "The token refresh lease was lost", { reason: "lease_lost" });
+  }
+  await audit(gw, "grant.refreshed", { provider_id: g.provider_id, agent_id: g.agent_id, user_id: g.user_id, data: { rotated: Boolean(tokens.refresh_token) } });
+  return { accessToken: tokens.access_token, version: g.version + 1, canRefresh: true };
+}

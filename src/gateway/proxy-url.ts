@@ -1,0 +1,49 @@
+/** Composing the upstream URL of a proxied request so it can never leave `api_base_url`. */
+import { AthError } from "../protocol/index.ts";
+
+/**
+ * Upstream URL = api_base_url + "/" + path + the original query string (DESIGN §3 "Proxy"). `rawPath` is the part
+ * of the request-target after `/ath/proxy/{provider_id}/`, still percent-encoded. Refused (400 INVALID_REQUEST):
+ * `.`/`..` segments, also percent-encoded (`%2e%2e`); encoded slashes or backslashes (`%2f`, `%5c`, `\`); empty
+ * segments (`//host` would become a scheme-relative URL); NUL; malformed percent-encoding; and any result whose
+ * origin or path prefix differs from api_base_url's.
+ * @example upstreamUrl("https://api.example.com/v1", "messages/42", "?q=1") // "https://api.example.com/v1/messages/42?q=1"
+ */
+export function upstreamUrl(apiBaseUrl: string, rawPath: string, search: string): URL {
+  const base = new URL(apiBaseUrl);
+  const prefix = base.pathname.endsWith("/") ? base.pathname : `${base.pathname}/`;
+  const segments = rawPath === "" ? [] : rawPath.split("/");
+  segments.forEach((segment, i) => {
+    // a trailing slash ("notes/") is kept: only inner empty segments are refused
+    if (segment === "" && i === segments.length - 1 && i > 0) return;
+    checkSegment(segment);
+  });
+  const target = new URL(base.origin + prefix + segments.join("/") + search);
+  if (target.origin !== base.origin || !target.pathname.startsWith(prefix)) {
+    throw traversal("the path leaves the provider's api_base_url");
+  }
+  return target;
+}
+
+/** The path relative to api_base_url (`/messages/42`), decoded, for scope_rules matching. */
+export function relativePath(rawPath: string): string {
+  return "/" + rawPath.split("/").map((s) => decodeURIComponent(s)).join("/");
+}
+
+// internal
+
+function checkSegment(segment: string): void {
+  if (segment === "") throw traversal("empty path segments are not allowed");
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(segment);
+  } catch {
+    throw traversal("malformed percent-encoding in the path");
+  }
+  if (decoded === "." || decoded === "..") throw traversal("dot segments are not allowed in the path");
+  if (/[/\\\0]/.test(decoded)) throw traversal("encoded slashes, backslashes and NUL are not allowed in the path");
+}
+
+function traversal(message: string): AthError {
+  return new AthError("INVALID_REQUEST", `Invalid proxy path: ${message}`, { field: "path" });
+}

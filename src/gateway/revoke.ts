@@ -1,0 +1,43 @@
+/**
+ * POST /ath/revoke — 200 `{}` whatever happens (no existence leak, spec §7). It acts only for the token's owning
+ * client (client_id + client_secret) or the admin token; the audit log records why nothing happened otherwise.
+ */
+import { TokenRevocationRequest } from "../protocol/index.ts";
+import { isAdmin } from "./admin-auth.ts";
+import { authenticateClient } from "./agents.ts";
+import { audit } from "./audit.ts";
+import type { Gateway } from "./context.ts";
+import { dropGrant } from "./grants.ts";
+import { json, readObject } from "./http.ts";
+import { hashSecret } from "./secrets.ts";
+
+export async function revoke(gw: Gateway, req: Request): Promise<Response> {
+  let outcome: string;
+  try {
+    outcome = await tryRevoke(gw, req);
+  } catch (err) {
+    outcome = `refused: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  if (outcome !== "revoked") await audit(gw, "token.revocation_ignored", { data: { reason: outcome } });
+  return json({});
+}
+
+// internal
+
+async function tryRevoke(gw: Gateway, req: Request): Promise<string> {
+  const parsed = TokenRevocationRequest.safeParse(await readObject(req, { form: true }));
+  if (!parsed.success) return "malformed request";
+  const body = parsed.data;
+  const token = await gw.store.getToken(hashSecret(body.token));
+  const admin = isAdmin(gw, req);
+  if (!admin) {
+    if (!body.client_id || !body.client_secret) return "no client credentials";
+    const agent = await authenticateClient(gw, body.client_id, body.client_secret);
+    if (!token || token.client_id !== agent.client_id) return "token unknown or owned by another client";
+  }
+  if (!token) return "token unknown";
+  const revoked = await gw.store.revokeToken(token.token_hash, gw.now());
+  if (revoked?.grant_id) await dropGrant(gw, revoked.grant_id);
+  await audit(gw, "token.revoked", { client_id: token.client_id, agent_id: token.agent_id, provider_id: token.provider_id, user_id: token.user_id, data: { by: admin ? "admin" : "client" } });
+  return "revoked";
+}
