@@ -23,6 +23,7 @@ const args = {
   "session-ttl": { type: "string", description: "Consent session lifetime, seconds (max 600)", valueHint: "s" },
   "token-ttl": { type: "string", description: "ATH token lifetime, seconds (default 3600)", valueHint: "s" },
   "upstream-timeout": { type: "string", description: "Provider API timeout, seconds (default 30)", valueHint: "s" },
+  "sweep-interval": { type: "string", description: "Seconds between sweeps of expired rows (default 60)", valueHint: "s" },
   "strict-scopes": { type: "boolean", description: "Refuse proxy calls to providers without scope_rules" },
   "tls-cert": { type: "string", description: "TLS certificate (PEM)", valueHint: "file" },
   "tls-key": { type: "string", description: "TLS private key (PEM)", valueHint: "file" },
@@ -52,6 +53,7 @@ export default defineCommand({
     const sessionTtl = int(a["session-ttl"] ?? "600", "--session-ttl", 1, LIMITS.sessionTtlMaxSeconds);
     const tokenTtl = int(a["token-ttl"] ?? String(LIMITS.tokenTtlDefaultSeconds), "--token-ttl", 1, 366 * 24 * 3600);
     const upstreamTimeout = int(a["upstream-timeout"] ?? "30", "--upstream-timeout", 1, 600);
+    const sweepInterval = int(a["sweep-interval"] ?? "60", "--sweep-interval", 1, 86400);
     const approval = (a.approval ?? env.ATH_APPROVAL ?? "auto") as string;
     if (approval !== "auto" && approval !== "manual") throw usageError(`ATH_APPROVAL must be auto or manual, got "${approval}"`);
     const dataDir = str(a["data-dir"], "ATH_DATA_DIR") ?? join(env.ATH_HOME || join(homedir(), ".ath"), "gateway");
@@ -86,6 +88,7 @@ export default defineCommand({
       tokenTtlSeconds: tokenTtl,
       strictScopes: Boolean(a["strict-scopes"]),
       upstreamTimeoutMs: upstreamTimeout * 1000,
+      sweepIntervalMs: sweepInterval * 1000,
       log,
     });
     if (a.dev) consola.warn("--dev: http:// and loopback agent identity documents are accepted. Never use this in production.");
