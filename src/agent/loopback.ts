@@ -22,6 +22,8 @@ export interface LoopbackReceiver {
 export function startLoopback(state: string, timeoutMs: number): LoopbackReceiver {
   let settle!: { resolve: (r: CallbackResult) => void; reject: (e: unknown) => void };
   const result = new Promise<CallbackResult>((resolve, reject) => (settle = { resolve, reject }));
+  // The browser may answer before the caller awaits `result` (e.g. while it opens the browser).
+  result.catch(() => undefined);
   let done = false;
   const finish = (f: () => void) => {
     if (done) return;

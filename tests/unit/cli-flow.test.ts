@@ -1,0 +1,254 @@
+/** The CLI's gateway-mode flow (spec §1.1 order) in process against a fake gateway: what is sent, saved and printed. */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway } from "./cli-harness.ts";
+
+let home: { dir: string; cleanup: () => Promise<void> };
+let gw: FakeGateway;
+beforeEach(async () => {
+  home = await tempHome();
+  gw = fakeGateway();
+});
+afterEach(() => home.cleanup());
+
+const ath = (argv: string[], tty = false) => runAth(home.dir, argv, { fetch: gw.fetch, tty });
+const creds = async () => JSON.parse(await readFile(join(home.dir, "credentials.json"), "utf8"));
+
+async function registered(): Promise<void> {
+  const r = await ath(["register", "-g", GW, "--provider", "github", "--scopes", "repo,read:user"]);
+  expect(r.code).toBe(0);
+}
+
+async function authorized(): Promise<string> {
+  await registered();
+  const a = await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"]);
+  expect(a.code).toBe(0);
+  const session = JSON.parse(a.stdout).ath_session_id as string;
+  const t = await ath(["token", "-g", GW, "--code", codeFor(session)]);
+  expect(t.code).toBe(0);
+  return session;
+}
+
+describe("register (Phase A)", () => {
+  test("one registration asks for several providers, adds the loopback redirect URI and saves the credentials 0600", async () => {
+    const r = await ath(["register", "-g", GW, "--provider", "github", "--provider", "gitlab", "--purpose", "triage", "--format", "json"]);
+    expect(r.code).toBe(0);
+    const sent = gw.requests.find((q) => q.path === "/ath/agents/register")!;
+    expect(sent.body.requested_providers).toEqual([
+      { provider_id: "github", scopes: ["repo", "read:user"] },
+      { provider_id: "gitlab", scopes: ["api"] },
+    ]);
+    expect(sent.body.redirect_uris).toEqual(["http://127.0.0.1/callback"]);
+    expect(sent.body.purpose).toBe("triage");
+    expect((sent.body.developer as { name: string }).name).toBe("local");
+    const doc = JSON.parse(r.stdout);
+    expect(doc.client_secret).toBe("ath_secret_s3cr…");
+    const saved = await creds();
+    const agent = Object.values(saved.gateways[GW].agents)[0] as { client_secret: string };
+    expect(agent.client_secret).toMatch(/^ath_secret_s3cr3tvalue/);
+    expect((await stat(join(home.dir, "credentials.json"))).mode & 0o777).toBe(0o600);
+    expect((await stat(home.dir)).mode & 0o777).toBe(0o700);
+  });
+
+  test("--request gives each provider its own scopes", async () => {
+    const r = await ath(["register", "-g", GW, "--request", "github:repo", "--request", "gitlab:api"]);
+    expect(r.code).toBe(0);
+    expect(gw.requests.at(-1)!.body.requested_providers).toEqual([
+      { provider_id: "github", scopes: ["repo"] },
+      { provider_id: "gitlab", scopes: ["api"] },
+    ]);
+  });
+
+  test("a 409 with saved credentials is not an error; without them it exits 4 and explains", async () => {
+    await registered();
+    const again = await ath(["register", "-g", GW, "--provider", "github", "--scopes", "repo"]);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain("already registered");
+    const other = await tempHome();
+    try {
+      // Same key in another home: the gateway knows the agent, this home has no credentials.
+      const { copyFile, mkdir } = await import("node:fs/promises");
+      await mkdir(join(other.dir, "keys"), { recursive: true });
+      await copyFile(join(home.dir, "keys", "agent.pem"), join(other.dir, "keys", "agent.pem"));
+      const r = await runAth(other.dir, ["register", "-g", GW, "--provider", "github", "--scopes", "repo", "--format", "json"], { fetch: gw.fetch });
+      expect(r.code).toBe(4);
+      const { error } = JSON.parse(r.stdout);
+      expect(error.code).toBe("AGENT_ALREADY_REGISTERED");
+      expect(error.status).toBe(409);
+      expect(error.message).toContain("no credentials for it are saved");
+    } finally {
+      await other.cleanup();
+    }
+  });
+
+  test("register without --provider is a usage error and sends nothing", async () => {
+    const r = await ath(["register", "-g", GW]);
+    expect(r.code).toBe(2);
+    expect(gw.requests).toHaveLength(0);
+  });
+});
+
+describe("authorize and token (Phase B)", () => {
+  test("authorize without --wait prints the URL and session and saves the pending session; token defaults --session to it", async () => {
+    await registered();
+    const a = await ath(["authorize", "-g", GW, "--provider", "github", "--scopes", "repo", "--no-wait", "--format", "json"]);
+    expect(a.code).toBe(0);
+    const res = JSON.parse(a.stdout);
+    expect(res.ath_session_id).toMatch(/^ath_sess_/);
+    const sent = gw.requests.find((q) => q.path === "/ath/authorize")!;
+    expect(String(sent.body.state)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(sent.body.user_redirect_uri).toBeUndefined();
+    const pending = (Object.values((await creds()).gateways[GW].agents)[0] as { pending: Record<string, unknown> }).pending;
+    expect(Object.keys(pending)).toEqual([res.ath_session_id]);
+
+    const t = await ath(["token", "-g", GW, "--code", codeFor(res.ath_session_id), "--format", "json"]);
+    expect(t.code).toBe(0);
+    const exchange = gw.requests.find((q) => q.path === "/ath/token")!;
+    expect(exchange.contentType).toBe("application/x-www-form-urlencoded");
+    expect(exchange.body.grant_type).toBe("authorization_code");
+    expect(exchange.body.ath_session_id).toBe(res.ath_session_id);
+    const tok = JSON.parse(t.stdout);
+    expect(tok.access_token).toBe("ath_tk_toke…");
+    expect(tok.effective_scopes).toEqual(["repo"]);
+    const agent = Object.values((await creds()).gateways[GW].agents)[0] as { pending: object; tokens: Record<string, { access_token: string }> };
+    expect(agent.pending).toEqual({});
+    expect(agent.tokens.github!.access_token).toMatch(/^ath_tk_tokenvalue/);
+  });
+
+  test("authorize --wait receives the loopback redirect, checks state, exchanges the code and saves the token", async () => {
+    await registered();
+    let opened = "";
+    let browserSaw = 0;
+    const r = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
+      fetch: gw.fetch,
+      openUrl: async (url) => {
+        opened = url;
+        const sent = gw.requests.find((q) => q.path === "/ath/authorize")!;
+        const redirect = String(sent.body.user_redirect_uri);
+        expect(redirect).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+        const session = "ath_sess_2";
+        // A response with a foreign state is refused and the CLI keeps waiting.
+        const wrong = await fetch(`${redirect}?code=x&state=${"a".repeat(43)}&ath_session_id=${session}`);
+        expect(wrong.status).toBe(400);
+        const ok = await fetch(`${redirect}?code=${codeFor(session)}&state=${sent.body.state}&ath_session_id=${session}`);
+        browserSaw = ok.status;
+        expect(await ok.text()).toContain("You can close this tab");
+      },
+    });
+    expect(r.code).toBe(0);
+    expect(opened).toContain("/ath/consent/");
+    expect(browserSaw).toBe(200);
+    expect(JSON.parse(r.stdout).scope_intersection.effective).toEqual(["repo", "read:user"]);
+    expect(r.stderr).toContain(opened);
+  });
+
+  test("authorize --wait: the user denying exits 4 USER_DENIED and saves no token", async () => {
+    await registered();
+    const r = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
+      fetch: gw.fetch,
+      openUrl: async () => {
+        const sent = gw.requests.find((q) => q.path === "/ath/authorize")!;
+        await fetch(`${sent.body.user_redirect_uri}?error=access_denied&state=${sent.body.state}`);
+      },
+    });
+    expect(r.code).toBe(4);
+    expect(JSON.parse(r.stdout).error.code).toBe("USER_DENIED");
+    expect(gw.requests.some((q) => q.path === "/ath/token")).toBe(false);
+  });
+
+  test("a refused token exchange exits 4 with the gateway's code and an ofetch-style message", async () => {
+    await registered();
+    await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait"]);
+    gw.tokenError = { status: 401, code: "INVALID_CLIENT", message: "Client authentication failed" };
+    const r = await ath(["token", "-g", GW, "--code", "whatever"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toBe(`ath: [POST] "${GW}/ath/token": 401 INVALID_CLIENT — Client authentication failed\n`);
+  });
+
+  test("authorize before register exits 3 and names `ath register`", async () => {
+    const r = await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait"]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain("ath register");
+    expect(gw.requests).toHaveLength(0);
+  });
+});
+
+describe("proxy and revoke", () => {
+  test("proxy sends the saved bearer token, the JSON body and extra headers; json mode wraps status, headers and parsed body", async () => {
+    await authorized();
+    const r = await ath(["proxy", "-g", GW, "github", "post", "/v1/items?x=1", "--body", '{"a":1}', "-H", "X-Trace: 7", "--format", "json"]);
+    expect(r.code).toBe(0);
+    const seen = gw.proxied[0]!;
+    expect(seen.path).toBe("/ath/proxy/github/v1/items?x=1");
+    expect(seen.headers.get("authorization")).toMatch(/^Bearer ath_tk_/);
+    expect(seen.headers.get("x-trace")).toBe("7");
+    expect(seen.headers.get("content-type")).toBe("application/json");
+    const doc = JSON.parse(r.stdout);
+    expect(doc.status).toBe(200);
+    expect(doc.body).toEqual({ ok: true, method: "POST", path: "/ath/proxy/github/v1/items", query: "?x=1", body: { a: 1 } });
+  });
+
+  test("an upstream answer ≥ 400: body on stdout, `ath: HTTP 404` on stderr, exit 1", async () => {
+    await authorized();
+    const r = await ath(["proxy", "-g", GW, "github", "GET", "/missing"]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({ message: "Not Found" });
+    expect(r.stderr).toBe("ath: HTTP 404\n");
+    const j = await ath(["proxy", "-g", GW, "github", "GET", "/missing", "--format", "json"]);
+    expect(j.code).toBe(1);
+    expect(JSON.parse(j.stdout).status).toBe(404); // exactly one JSON document
+  });
+
+  test("revoke calls /ath/revoke with the client credentials and forgets the token; proxy then exits 3", async () => {
+    await authorized();
+    const r = await ath(["revoke", "-g", GW, "--provider", "github"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(""); // a successful change prints nothing when piped
+    const call = gw.requests.find((q) => q.path === "/ath/revoke")!;
+    expect(call.contentType).toBe("application/x-www-form-urlencoded");
+    expect(String(call.body.token)).toMatch(/^ath_tk_/);
+    expect(String(call.body.client_secret)).toMatch(/^ath_secret_/);
+    const p = await ath(["proxy", "-g", GW, "github", "GET", "/v1/items", "--format", "json"]);
+    expect(p.code).toBe(3);
+    expect(JSON.parse(p.stdout).error.code).toBe("NO_TOKEN");
+    expect(gw.proxied).toHaveLength(0);
+  });
+
+  test("an expired saved token exits 3 before any request", async () => {
+    await authorized();
+    const later = Date.now() + 2 * 3600_000;
+    const r = await runAth(home.dir, ["proxy", "-g", GW, "github", "GET", "/v1/items"], { fetch: gw.fetch, now: () => later });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain("expired");
+    expect(r.stderr).toContain("ath authorize");
+    expect(gw.proxied).toHaveLength(0);
+  });
+});
+
+describe("status", () => {
+  for (const tty of [false, true]) {
+    test(`status never shows secrets unless --show-secrets (tty=${tty})`, async () => {
+      await authorized();
+      for (const format of ["text", "json"]) {
+        const r = await ath(["status", "--format", format], tty);
+        expect(r.code).toBe(0);
+        expect(r.stdout).not.toMatch(/s3cr3tvalue|tokenvalue/);
+        expect(r.stdout).toContain("ath_secret_s3cr…");
+        const shown = await ath(["status", "--format", format, "--show-secrets"], tty);
+        expect(shown.stdout).toMatch(/ath_secret_s3cr3tvalue\d/);
+        expect(shown.stdout).toMatch(/ath_tk_tokenvalue\d/);
+      }
+    });
+  }
+
+  test("piped status is plain, tab-separated, with ISO times; a TTY gets colour and relative times", async () => {
+    await authorized();
+    const piped = await ath(["status"]);
+    expect(piped.stdout).not.toContain("\u001b[");
+    expect(piped.stdout).toMatch(/^token\tgithub\tath_tk_toke…\trepo,read:user\t\d{4}-\d\d-\d\dT[\d:.]+Z\tin \d+m$/m);
+    const tty = await ath(["status"], true);
+    expect(tty.stdout).toContain("\u001b[");
+    expect(tty.stdout).toContain("(in ");
+  });
+});

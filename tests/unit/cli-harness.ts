@@ -1,0 +1,174 @@
+/**
+ * In-process harness for the CLI unit tests: a fake ATH gateway as a fetch function (it verifies every
+ * attestation's signature and audience, records every request, and follows the protocol's shapes), a temp
+ * ATH_HOME, and `runAth(argv)` which runs `main()` with captured stdout/stderr and chosen TTY flags.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { importJWK, jwtVerify } from "jose";
+import { jwkFromDidKey } from "../../src/protocol/did-key.ts";
+import { setDeps, type Deps } from "../../src/cli/deps.ts";
+import { main } from "../../src/main.ts";
+
+export const GW = "http://127.0.0.1:8787";
+
+export interface Recorded {
+  method: string;
+  path: string;
+  contentType: string | null;
+  body: Record<string, unknown>;
+  headers: Headers;
+}
+
+export interface FakeGateway {
+  fetch: Deps["fetch"];
+  requests: Recorded[];
+  /** Set to make the next /ath/token answer this ATH error. */
+  tokenError?: { status: number; code: string; message: string };
+  /** What the fake upstream API saw through the proxy. */
+  proxied: Recorded[];
+  revoked: string[];
+  registered: Set<string>;
+}
+
+/** A fake gateway offering provider "github" (repo, read:user) and "gitlab" (api). */
+export function fakeGateway(base = GW): FakeGateway {
+  const gw: FakeGateway = { requests: [], proxied: [], revoked: [], registered: new Set(), fetch: async () => new Response() };
+  const tokens = new Map<string, { provider: string; scopes: string[] }>();
+  const sessions = new Map<string, { provider: string; scopes: string[]; code: string }>();
+  let n = 0;
+  gw.fetch = async (input, init) => {
+    const req = new Request(input as string, init);
+    const url = new URL(req.url);
+    const text = req.method === "GET" ? "" : await req.text();
+    const contentType = req.headers.get("content-type");
+    const body: Record<string, unknown> = contentType?.includes("json") ? JSON.parse(text || "{}") : Object.fromEntries(new URLSearchParams(text));
+    const rec = { method: req.method, path: url.pathname + url.search, contentType, body, headers: req.headers };
+    gw.requests.push(rec);
+    const json = (status: number, v: unknown) => Response.json(v, { status });
+    const err = (status: number, code: string, message: string) => json(status, { code, message });
+    const attested = async (aud: string) => {
+      const jwt = String(body.agent_attestation ?? "");
+      const sub = JSON.parse(atob(jwt.split(".")[1]!.replace(/-/g, "+").replace(/_/g, "/"))).sub as string;
+      const key = await importJWK(jwkFromDidKey(sub), "ES256");
+      await jwtVerify(jwt, key, { audience: aud, algorithms: ["ES256"] });
+      return sub;
+    };
+    switch (url.pathname) {
+      case "/.well-known/ath.json":
+        return json(200, {
+          ath_version: "0.1",
+          gateway_id: "fake",
+          agent_registration_endpoint: `${base}/ath/agents/register`,
+          supported_providers: [
+            { provider_id: "github", display_name: "GitHub", available_scopes: ["repo", "read:user"], auth_mode: "OAUTH2", agent_approval_required: true },
+            { provider_id: "gitlab", display_name: "GitLab", available_scopes: ["api"], auth_mode: "OAUTH2", agent_approval_required: true },
+          ],
+        });
+      case "/ath/agents/register": {
+        const sub = await attested(base);
+        if (gw.registered.has(sub)) return err(409, "AGENT_ALREADY_REGISTERED", "This agent_id is already registered");
+        gw.registered.add(sub);
+        const requested = body.requested_providers as { provider_id: string; scopes: string[] }[];
+        return json(201, {
+          client_id: `ath_client${++n}`,
+          client_secret: `ath_secret_s3cr3tvalue${n}`,
+          agent_status: "approved",
+          approved_providers: requested.map((p) => ({ provider_id: p.provider_id, approved_scopes: p.scopes.filter((s) => s !== "admin"), denied_scopes: p.scopes.filter((s) => s === "admin") })),
+          approval_expires: "2099-01-01T00:00:00.000Z",
+        });
+      }
+      case "/ath/authorize": {
+        await attested(base);
+        const id = `ath_sess_${++n}`;
+        sessions.set(id, { provider: String(body.provider_id), scopes: body.scopes as string[], code: `ath_code_${n}` });
+        return json(200, { authorization_url: `${base}/ath/consent/h${n}?code_challenge=x&code_challenge_method=S256`, ath_session_id: id });
+      }
+      case "/ath/token": {
+        await attested(`${base}/ath/token`);
+        if (gw.tokenError !== undefined) {
+          const e = gw.tokenError;
+          delete gw.tokenError;
+          return err(e.status, e.code, e.message);
+        }
+        const s = sessions.get(String(body.ath_session_id));
+        if (s === undefined) return err(400, "SESSION_NOT_FOUND", "The authorization session was not found or was already used");
+        if (body.code !== s.code) return err(400, "INVALID_GRANT", "The authorization code is invalid");
+        sessions.delete(String(body.ath_session_id));
+        const token = `ath_tk_tokenvalue${++n}`;
+        tokens.set(token, { provider: s.provider, scopes: s.scopes });
+        return json(200, {
+          access_token: token,
+          token_type: "Bearer",
+          expires_in: 3600,
+          effective_scopes: s.scopes,
+          provider_id: s.provider,
+          agent_id: "x",
+          scope_intersection: { agent_approved: s.scopes, user_consented: s.scopes, effective: s.scopes },
+        });
+      }
+      case "/ath/revoke":
+        gw.revoked.push(String(body.token));
+        tokens.delete(String(body.token));
+        return json(200, {});
+    }
+    if (url.pathname.startsWith("/ath/proxy/")) {
+      const t = tokens.get((req.headers.get("authorization") ?? "").replace(/^Bearer /, ""));
+      if (t === undefined) return err(401, "TOKEN_INVALID", "The access token is invalid");
+      gw.proxied.push(rec);
+      if (url.pathname.endsWith("/missing")) return json(404, { message: "Not Found" });
+      return json(200, { ok: true, method: req.method, path: url.pathname, query: url.search, body: text === "" ? null : JSON.parse(text) });
+    }
+    return err(404, "NOT_FOUND", "Not found");
+  };
+  return gw;
+}
+
+/** The code the fake gateway minted for a session (`ath_sess_N` → `ath_code_N`). */
+export function codeFor(sessionId: string): string {
+  return sessionId.replace("ath_sess_", "ath_code_");
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  tty?: boolean;
+  fetch?: Deps["fetch"];
+  openUrl?: Deps["openUrl"];
+  env?: Record<string, string>;
+  now?: () => number;
+}
+
+/** Runs `ath argv` in process against `home`. */
+export async function runAth(home: string, argv: string[], o: RunOptions = {}): Promise<RunResult> {
+  let stdout = "";
+  let stderr = "";
+  const tty = o.tty ?? false;
+  const restore = setDeps({
+    env: { ATH_HOME: home, ...o.env },
+    stdout: (s) => void (stdout += s),
+    stderr: (s) => void (stderr += s),
+    stdinTTY: tty,
+    stdoutTTY: tty,
+    stderrTTY: false,
+    ...(o.fetch === undefined ? {} : { fetch: o.fetch }),
+    ...(o.now === undefined ? {} : { now: o.now }),
+    openUrl: o.openUrl ?? (async () => {}),
+  });
+  try {
+    return { code: await main(argv), stdout, stderr };
+  } finally {
+    restore();
+  }
+}
+
+/** A fresh temp ATH_HOME; `cleanup` removes it. */
+export async function tempHome(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), "ath-cli-"));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}

@@ -1,0 +1,167 @@
+/** DESIGN.md §5 exit codes and output contract of `ath`, checked in process through `main()`. */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import pkg from "../../package.json" with { type: "json" };
+import { GW, fakeGateway, runAth, tempHome } from "./cli-harness.ts";
+
+let home: { dir: string; cleanup: () => Promise<void> };
+beforeEach(async () => {
+  home = await tempHome();
+});
+afterEach(() => home.cleanup());
+
+/** A loopback port with nothing listening: bind one, then close it. */
+function closedPort(): number {
+  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  const port = s.port as number;
+  s.stop(true);
+  return port;
+}
+
+describe("ath --version and --help", () => {
+  test("--version prints the package version", async () => {
+    const r = await runAth(home.dir, ["--version"]);
+    expect(r).toEqual({ code: 0, stdout: `${pkg.version}\n`, stderr: "" });
+  });
+
+  test("every command has --help with examples, exit 0, plain when piped", async () => {
+    for (const cmd of [[], ["discover"], ["register"], ["authorize"], ["token"], ["proxy"], ["revoke"], ["status"], ["identity"], ["config"], ["config", "set"]]) {
+      const r = await runAth(home.dir, [...cmd, "--help"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("USAGE");
+      expect(r.stdout).toContain("EXAMPLES");
+      expect(r.stdout).not.toContain("\u001b[");
+    }
+  });
+});
+
+describe("usage errors exit 2", () => {
+  const cases: [string, string[]][] = [
+    ["no command", []],
+    ["an unknown command", ["bogus"]],
+    ["an unknown config subcommand", ["config", "bogus"]],
+    ["an unknown flag", ["status", "--bogus"]],
+    ["an unknown short flag", ["status", "-x"]],
+    ["a negated non-boolean", ["status", "--no-format"]],
+    ["a flag without its value", ["discover", "-g"]],
+    ["a bad enum value", ["status", "--mode", "cloud"]],
+    ["a bad --format", ["status", "--format", "xml"]],
+    ["a missing positional", ["proxy", "github"]],
+    ["too many positionals", ["status", "extra"]],
+    ["token without --code", ["token", "-g", GW]],
+    ["a value on a boolean flag", ["status", "--show-secrets=yes"]],
+    ["native mode without --service", ["discover", "--mode", "native"]],
+    ["an unknown config key", ["config", "set", "colour", "blue"]],
+    ["an agent id that is not a URI", ["config", "set", "agent-id", "not a uri"]],
+    ["a gateway URL that is not http(s)", ["config", "set-gateway", "x", "ftp://gw"]],
+    ["a bad --timeout", ["authorize", "-g", GW, "--provider", "github", "--timeout", "soon"]],
+  ];
+  for (const [what, argv] of cases) {
+    test(`${what} → exit 2, one JSON error document in json mode`, async () => {
+      const text = await runAth(home.dir, argv);
+      expect(text.code).toBe(2);
+      expect(text.stdout).toBe("");
+      expect(text.stderr).toMatch(/^ath: \S.*\n$/);
+      expect(text.stderr).not.toContain("\u001b[");
+      // a repeated --format takes the last value, so a bad --format is checked in text mode only
+      if (argv.includes("--format")) return;
+      const json = await runAth(home.dir, [...argv, "--format", "json"]);
+      expect(json.code).toBe(2);
+      const doc = JSON.parse(json.stdout);
+      expect(Object.keys(doc)).toEqual(["error"]);
+      expect(doc.error.code).toBe("USAGE");
+      expect(doc.error.message).not.toContain("\u001b[");
+    });
+  }
+});
+
+describe("not configured exits 3", () => {
+  test("no gateway configured names the fix", async () => {
+    const r = await runAth(home.dir, ["discover", "--format", "json"]);
+    expect(r.code).toBe(3);
+    expect(JSON.parse(r.stdout).error).toEqual({
+      code: "NO_GATEWAY",
+      message: "no gateway configured: pass -g <url>, or run `ath config set-gateway <name> <url>`",
+    });
+  });
+
+  test("an unknown gateway name names `ath config set-gateway`", async () => {
+    const r = await runAth(home.dir, ["discover", "-g", "staging"]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain("ath config set-gateway staging <url>");
+  });
+});
+
+describe("network failures exit 5 and name the URL and cause", () => {
+  test("a gateway that is down (connection refused)", async () => {
+    const url = `http://127.0.0.1:${closedPort()}`;
+    const r = await runAth(home.dir, ["discover", "-g", url, "--format", "json"]);
+    expect(r.code).toBe(5);
+    const { error } = JSON.parse(r.stdout);
+    expect(error.code).toBe("NETWORK_ERROR");
+    expect(error.message).toBe(`[GET] "${url}/.well-known/ath.json": connection refused`);
+  });
+
+  test("a gateway that does not answer in time (ATH_HTTP_TIMEOUT_MS)", async () => {
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Promise<Response>(() => {}) });
+    try {
+      const r = await runAth(home.dir, ["discover", "-g", `http://127.0.0.1:${server.port}`], { env: { ATH_HTTP_TIMEOUT_MS: "50" } });
+      expect(r.code).toBe(5);
+      expect(r.stderr).toContain("(timeout)");
+      expect(r.stderr).toContain(`http://127.0.0.1:${server.port}/.well-known/ath.json`);
+    } finally {
+      server.stop(true);
+    }
+  });
+});
+
+describe("discover", () => {
+  test("json prints the discovery document; piped text is one tab-separated row per provider", async () => {
+    const gw = fakeGateway();
+    const j = await runAth(home.dir, ["discover", "-g", GW, "--format", "json"], { fetch: gw.fetch });
+    expect(JSON.parse(j.stdout).gateway_id).toBe("fake");
+    const t = await runAth(home.dir, ["discover", "-g", GW], { fetch: gw.fetch });
+    expect(t.stdout).toBe("github\tGitHub\trepo,read:user\ngitlab\tGitLab\tapi\n");
+  });
+});
+
+describe("config and identity", () => {
+  test("set-gateway makes the first gateway the default; use switches; unset removes", async () => {
+    expect((await runAth(home.dir, ["config", "set-gateway", "local", "http://127.0.0.1:8787/"])).code).toBe(0);
+    expect((await runAth(home.dir, ["config", "set-gateway", "other", "http://127.0.0.1:9999"])).code).toBe(0);
+    let cfg = JSON.parse(await readFile(join(home.dir, "config.json"), "utf8"));
+    expect(cfg).toEqual({ gateways: { local: "http://127.0.0.1:8787", other: "http://127.0.0.1:9999" }, default_gateway: "local" });
+    expect((await runAth(home.dir, ["config", "use", "other"])).code).toBe(0);
+    expect((await runAth(home.dir, ["config", "use", "nope"])).code).toBe(2);
+    expect((await runAth(home.dir, ["config", "set", "developer-name", "Acme"])).code).toBe(0);
+    expect((await runAth(home.dir, ["config", "unset", "gateway", "local"])).code).toBe(0);
+    cfg = JSON.parse((await runAth(home.dir, ["config", "show", "--format", "json"])).stdout);
+    expect(cfg).toEqual({ gateways: { other: "http://127.0.0.1:9999" }, default_gateway: "other", developer_name: "Acme" });
+  });
+
+  test("the key is created once and reused; with no agent_id the identity is its did:key", async () => {
+    const first = JSON.parse((await runAth(home.dir, ["config", "init", "--format", "json"])).stdout);
+    expect(first.key_created).toBe(true);
+    expect(first.agent_id).toMatch(/^did:key:z/);
+    const again = JSON.parse((await runAth(home.dir, ["config", "init", "--format", "json"])).stdout);
+    expect(again.key_created).toBe(false);
+    expect(again.agent_id).toBe(first.agent_id);
+    const doc = JSON.parse((await runAth(home.dir, ["identity", "--format", "json"])).stdout);
+    expect(doc.agent_id).toBe(first.agent_id);
+    expect(doc.public_key).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", kid: first.thumbprint });
+    expect(doc.public_key.d).toBeUndefined();
+  });
+
+  test("--agent-id overrides the identity; --key loads a SEC1 PEM", async () => {
+    const proc = Bun.spawnSync(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout"]);
+    const pemPath = join(home.dir, "sec1.pem");
+    await Bun.write(pemPath, proc.stdout);
+    const r = await runAth(home.dir, ["identity", "--key", pemPath, "--agent-id", "https://agent.example/id", "--format", "json"]);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).agent_id).toBe("https://agent.example/id");
+    const bad = await runAth(home.dir, ["identity", "--key", join(home.dir, "missing.pem")]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("missing.pem");
+  });
+});
