@@ -30,7 +30,9 @@ declare module "oidc-provider" {
   export default class Provider {
     constructor(issuer: string, configuration: Record<string, unknown>);
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
-    on(event: string, listener: (ctx: ProviderContext, ...rest: unknown[]) => void): this;
+    on(event: "grant.success" | "grant.error", listener: (ctx: ProviderContext) => void): this;
+    /** Model events (`access_token.saved`, `refresh_token.consumed`, …) pass the model instance. */
+    on(event: string, listener: (model: { jti?: string; kind?: string }) => void): this;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
     interactionFinished(
       req: IncomingMessage,

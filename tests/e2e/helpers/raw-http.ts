@@ -9,6 +9,8 @@ export interface RawResponse {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /** The body bytes exactly as received (after de-chunking). */
+  bytes: Buffer;
 }
 
 /** Sends `METHOD target HTTP/1.1` to 127.0.0.1:`port` verbatim, with the given headers. */
@@ -48,7 +50,7 @@ function parse(raw: Buffer): RawResponse {
   }
   let body = raw.subarray(split + 4);
   if ((headers["transfer-encoding"] ?? "").toLowerCase().includes("chunked")) body = dechunk(body);
-  return { status, headers, body: body.toString("utf8") };
+  return { status, headers, body: body.toString("utf8"), bytes: body };
 }
 
 function dechunk(data: Buffer): Buffer {

@@ -88,7 +88,9 @@ async function route(method: string, url: URL, body: string, record: RecordedReq
     return Response.json({ received: body === "" ? null : JSON.parse(body) }, { status: 201 });
   }
   if (path === "/v1/echo") {
-    return Response.json({ method: record.method, path: record.path, query: record.query, headers: record.headers, body });
+    // never echo the bearer token: the test checks the agent never sees the upstream token
+    const { authorization: _, ...headers } = record.headers;
+    return Response.json({ method: record.method, path: record.path, query: record.query, headers, body });
   }
   if (path === "/v1/slow") {
     await Bun.sleep(Number(url.searchParams.get("ms") ?? "200"));

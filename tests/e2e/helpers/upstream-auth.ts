@@ -44,6 +44,8 @@ export interface UpstreamAuth {
   /** Every provider event seen, in order: `grant.success:authorization_code`, `refresh_token.consumed`, … */
   events: string[];
   count(event: string): number;
+  /** Every upstream access and refresh token value issued (opaque: the value is the jti), for at-rest checks. */
+  issuedTokens: { kind: string; value: string }[];
   /** Destroys every grant issued so far: its access and refresh tokens stop working (a user revoking access). */
   revokeAllGrants(): Promise<void>;
   stop(): Promise<void>;
@@ -58,6 +60,7 @@ export async function startUpstreamAuth(options: UpstreamAuthOptions): Promise<U
   const apiClient = { client_id: "sample-api", client_secret: randomString(32) };
   const events: string[] = [];
   const grantIds: string[] = [];
+  const issuedTokens: { kind: string; value: string }[] = [];
   let provider: Provider | undefined;
 
   const server = createServer((req, res) => {
@@ -113,6 +116,11 @@ export async function startUpstreamAuth(options: UpstreamAuthOptions): Promise<U
   });
 
   const record = (name: string) => () => events.push(name);
+  for (const name of ["access_token.saved", "refresh_token.saved"]) {
+    provider.on(name, (model) => {
+      if (model.jti !== undefined) issuedTokens.push({ kind: model.kind ?? name, value: model.jti });
+    });
+  }
   provider.on("grant.success", (ctx) => events.push(`grant.success:${String(ctx.oidc.params?.grant_type)}`));
   provider.on("grant.error", (ctx) => events.push(`grant.error:${String(ctx.oidc.params?.grant_type)}`));
   for (const name of [
@@ -141,6 +149,7 @@ export async function startUpstreamAuth(options: UpstreamAuthOptions): Promise<U
     basicClient,
     apiClient,
     events,
+    issuedTokens,
     count: (event) => events.filter((e) => e === event).length,
     async revokeAllGrants() {
       for (const id of grantIds.splice(0)) {
