@@ -1,6 +1,7 @@
 /** The routes table of the gateway and its one error boundary — nothing else. */
 import { AthError, PATHS } from "../protocol/index.ts";
 import * as admin from "./admin.ts";
+import * as adminAgents from "./admin-agents.ts";
 import { authorize } from "./authorize.ts";
 import { callback } from "./callback.ts";
 import { showConsent, submitConsent } from "./consent.ts";
@@ -34,6 +35,8 @@ const ROUTES: Route[] = [
   { path: PATHS.revoke, methods: { POST: (gw, req) => revoke(gw, req) } },
   { path: PATHS.adminProviders, methods: { GET: (gw, req) => admin.listProviders(gw, req), POST: (gw, req) => admin.createProvider(gw, req) } },
   { path: `${PATHS.adminProviders}/`, prefix: true, methods: { GET: admin.getProvider, PUT: admin.putProvider, DELETE: admin.deleteProvider } },
+  { path: PATHS.adminAgents, methods: { GET: (gw, req) => adminAgents.listAgents(gw, req) } },
+  { path: `${PATHS.adminAgents}/`, prefix: true, methods: { GET: adminAgents.getAgent, PATCH: adminAgents.patchAgent } },
 ];
 
 export async function handle(gw: Gateway, req: Request): Promise<Response> {

@@ -16,6 +16,7 @@ export const PATHS = {
   revoke: "/ath/revoke",
   introspect: "/ath/introspect",
   adminProviders: "/ath/admin/providers",
+  adminAgents: "/ath/admin/agents",
   nativeApi: "/api",
 } as const;
 

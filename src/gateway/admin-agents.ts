@@ -1,0 +1,57 @@
+/**
+ * The admin API for agents: list, read, and change an agent's status. This is what makes `--approval manual`
+ * usable: a pending agent waits until an admin sets it `approved`. Denying or suspending an agent revokes every
+ * token it holds at once.
+ */
+import { z } from "zod";
+import { AthError } from "../protocol/index.ts";
+import type { AgentRecord } from "../store/types.ts";
+import { requireAdmin } from "./admin-auth.ts";
+import { audit } from "./audit.ts";
+import type { Gateway } from "./context.ts";
+import { json, readJson } from "./http.ts";
+
+const AgentPatch = z.object({ status: z.enum(["approved", "denied", "suspended"]) });
+
+export async function listAgents(gw: Gateway, req: Request): Promise<Response> {
+  requireAdmin(gw, req);
+  return json({ agents: (await gw.store.listAgents()).map(view) });
+}
+
+export async function getAgent(gw: Gateway, req: Request, clientId: string): Promise<Response> {
+  requireAdmin(gw, req);
+  return json(view(await find(gw, clientId)));
+}
+
+export async function patchAgent(gw: Gateway, req: Request, clientId: string): Promise<Response> {
+  requireAdmin(gw, req);
+  const { status } = await readJson(req, AgentPatch);
+  const agent = await find(gw, clientId);
+  await gw.store.updateAgent(clientId, { status });
+  const revoked = status === "approved" ? 0 : await gw.store.revokeTokensOfClient(clientId, gw.now());
+  await audit(gw, `agent.${status}`, { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: revoked } });
+  return json({ ...view({ ...agent, status }), tokens_revoked: revoked });
+}
+
+// internal
+
+async function find(gw: Gateway, clientId: string): Promise<AgentRecord> {
+  const agent = await gw.store.getAgentByClientId(clientId);
+  if (!agent) throw new AthError("NOT_FOUND", `No agent with client_id '${clientId}'`, { client_id: clientId });
+  return agent;
+}
+
+/** Never the secret hash. */
+function view(a: AgentRecord) {
+  return {
+    client_id: a.client_id,
+    agent_id: a.agent_id,
+    developer: a.developer,
+    purpose: a.purpose,
+    redirect_uris: a.redirect_uris,
+    agent_status: a.status,
+    approved_providers: a.approvals,
+    approval_expires: new Date(a.approval_expires).toISOString(),
+    created_at: new Date(a.created_at).toISOString(),
+  };
+}
