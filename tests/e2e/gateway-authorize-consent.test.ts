@@ -198,7 +198,10 @@ describe("Phase B — consent page and redirect to the provider", () => {
     const c = await consent(String(r.json.authorization_url));
     expect(c.page.status).toBe(200);
     expect(c.code).toStartWith("ath_code_");
-    expect(c.page.body).toContain(`ath token --code ${c.code} --session ${String(r.json.ath_session_id)}`);
+    // the command may also name the gateway (`--gateway <url>`) so it works without a configured default
+    const command = /ath token (?:--gateway (\S+) )?--code (\S+) --session (\S+)</.exec(c.page.body);
+    expect(command?.slice(2)).toEqual([c.code ?? "", String(r.json.ath_session_id)]);
+    if (command?.[1] !== undefined) expect(command[1]).toBe(w.baseUrl);
   });
 
   test("consent_screen: false goes straight to the provider but still sets the binding cookie", async () => {
@@ -208,7 +211,8 @@ describe("Phase B — consent page and redirect to the provider", () => {
     expect(first.status).toBe(303);
     expect(new URL(first.url).origin).toBe(w.auth.issuer);
     expect(browser.cookies.some((k) => k.httpOnly)).toBe(true);
-    const c = await consent(String(r.json.authorization_url), {});
+    // the same browser carries on at the provider (the consent URL is bound to the first browser that opened it)
+    const c = await consent(first.url, { browser });
     expect(c.code).toStartWith("ath_code_");
   });
 });

@@ -62,6 +62,8 @@ describe("at rest", () => {
       }
     }
     expect(leaks).toEqual([]);
+    // the scan does see stored data: the (public) agent_id is there
+    expect(files.some((f) => f.bytes.includes(Buffer.from(live.agent.agentId)))).toBe(true);
   });
 });
 
