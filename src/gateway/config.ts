@@ -26,7 +26,10 @@ export function loadProvidersFile(path: string, env: Record<string, string | und
   const missing: string[] = [];
   const interpolated = interpolateEnv(raw, env, [], missing);
   const parsed = ProvidersFile.safeParse(interpolated);
-  const problems = [...missing, ...(parsed.success ? [] : formatIssues(parsed.error, "providers"))];
+  // A field whose ${ENV} is unset is reported once, as such, not again as the empty string zod then sees.
+  const missingPaths = new Set(missing.map((m) => m.slice(0, m.indexOf(":"))));
+  const invalid = parsed.success ? [] : formatIssues(parsed.error, "providers").filter((m) => !missingPaths.has(m.slice(0, m.indexOf(":"))));
+  const problems = [...missing, ...invalid];
   if (problems.length > 0 || !parsed.success) {
     throw new ConfigError(`invalid providers file ${path}:\n  ${problems.join("\n  ")}`);
   }
