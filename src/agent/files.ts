@@ -4,7 +4,6 @@
  */
 import { mkdir, open, readFile, rename, rm, stat, chmod } from "node:fs/promises";
 import { dirname } from "node:path";
-import { randomBytes } from "node:crypto";
 
 /** A lock older than this is left over from a crashed process and may be broken. */
 export const STALE_LOCK_MS = 10_000;
@@ -29,7 +28,7 @@ export async function readIfExists(path: string): Promise<string | undefined> {
 /** Writes `data` to `path` atomically with mode 0600: readers see the old or the new file, never a part. */
 export async function writeFileAtomic(path: string, data: string): Promise<void> {
   await ensurePrivateDir(dirname(path));
-  const tmp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+  const tmp = `${path}.${process.pid}.${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}.tmp`;
   const fh = await open(tmp, "wx", 0o600);
   try {
     await fh.writeFile(data, "utf8");

@@ -4,7 +4,6 @@
  * terminal) it receives the redirect on a loopback port, exchanges the code and saves the token in one step.
  */
 import { defineCommand } from "citty";
-import { randomBytes } from "node:crypto";
 import { audience, discoverService, startAuthorization } from "../agent/client.ts";
 import { usageError } from "../agent/errors.ts";
 import { updateCredentials } from "../agent/home.ts";
@@ -38,7 +37,7 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
   if (provider === undefined) throw usageError("authorize needs --provider <id>");
   const scopes = opts.scopes.length > 0 ? opts.scopes : registration.approved_providers.find((p) => p.provider_id === provider)?.approved_scopes ?? [];
   if (scopes.length === 0) throw usageError(`no scopes for ${provider}: pass --scopes (none were approved for it at registration)`);
-  const state = randomBytes(32).toString("base64url");
+  const state = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
   const receiver = opts.wait ? startLoopback(state, opts.timeoutSeconds * 1000) : undefined;
   try {
     const redirectUri = receiver?.redirectUri ?? opts.redirectUri;

@@ -100,7 +100,7 @@ export async function context(opts: CommonOptions, deps: Deps = getDeps()): Prom
     deps,
     home,
     config,
-    out: output(opts.format, deps),
+    out: await output(opts.format, deps),
     http: { fetch: deps.fetch, ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}) },
     base: () => resolveBase(opts, config),
     identity: () => (identity ??= loadIdentity(opts, config, home)),

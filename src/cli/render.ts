@@ -3,7 +3,6 @@
  * document; text mode colours (kleur) only on a TTY without NO_COLOR; piped text is tab-separated with ISO
  * times; secrets are masked unless `--show-secrets`.
  */
-import kleur from "kleur";
 import type { Deps } from "./deps.ts";
 
 export type Format = "text" | "json";
@@ -24,13 +23,30 @@ export interface Output {
   success(s: string): void;
   /** Formats a time: ISO when piped, ISO plus "in 59m" on a TTY. */
   time(iso: string, now: number): string;
-  paint: typeof kleur;
+  paint: Paint;
 }
 
-export function output(format: Format, deps: Deps): Output {
+/** The kleur colours the commands use. */
+export interface Paint {
+  bold(s: string): string;
+  green(s: string): string;
+  yellow(s: string): string;
+  red(s: string): string;
+  dim(s: string): string;
+}
+
+const PLAIN: Paint = { bold: (s) => s, green: (s) => s, yellow: (s) => s, red: (s) => s, dim: (s) => s };
+
+/** The output of a command. kleur is loaded only when colours are on: importing it reads process.stdout, slow in Bun. */
+export async function output(format: Format, deps: Deps): Promise<Output> {
   const tty = deps.stdoutTTY;
   const color = tty && !deps.env.NO_COLOR && deps.env.TERM !== "dumb";
-  kleur.enabled = color;
+  let paint = PLAIN;
+  if (color) {
+    const kleur = (await import("kleur")).default;
+    kleur.enabled = true;
+    paint = kleur;
+  }
   return {
     json: format === "json",
     tty,
@@ -51,13 +67,13 @@ export function output(format: Format, deps: Deps): Output {
     },
     info: (s) => deps.stderr(`${s}\n`),
     success: (s) => {
-      if (tty && format === "text") deps.stdout(`${color ? kleur.green("✓") : "✓"} ${s}\n`);
+      if (tty && format === "text") deps.stdout(`${paint.green("✓")} ${s}\n`);
     },
     time(iso, now) {
       if (!tty) return iso;
       return `${iso} (${relative(Date.parse(iso) - now)})`;
     },
-    paint: kleur,
+    paint,
   };
 }
 

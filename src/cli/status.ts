@@ -4,7 +4,6 @@
  * `--show-secrets`.
  */
 import { defineCommand } from "citty";
-import { existsSync } from "node:fs";
 import { readCredentials } from "../agent/home.ts";
 import { resolveGatewayName } from "../agent/target.ts";
 import { commonArgs, commonOptions, context, showSecretsArg, type CommonOptions, type Context } from "./common.ts";
@@ -54,7 +53,7 @@ export async function run(opts: StatusOptions, deps: Deps): Promise<void> {
 
 async function identity(ctx: Context): Promise<{ agent_id: string | null; key_path: string; key_exists: boolean }> {
   const keyPath = ctx.opts.key ?? ctx.config.key_path ?? ctx.home.defaultKey;
-  const keyExists = existsSync(keyPath);
+  const keyExists = await Bun.file(keyPath).exists();
   let agentId = ctx.opts.agentId ?? ctx.config.agent_id ?? null;
   // The did:key identity needs the key; status never creates one.
   if (agentId === null && keyExists) agentId = (await ctx.identity()).agentId;
