@@ -219,3 +219,20 @@ describe("Proxy — path traversal", () => {
     }
   });
 });
+
+describe("Proxy — upstream 401", () => {
+  test("when the upstream answers 401 once, the gateway refreshes the upstream token once and retries", async () => {
+    const f = await fullFlow(w.baseUrl, { provider_id: "mail", scopes: ["mail:read"] });
+    const headers = bearer(f.accessToken);
+    const first = w.api.requests.length;
+    expect((await call(proxy("mail/v1/messages"), { headers })).status).toBe(200);
+    const upstreamToken = (w.api.requests[first]?.headers.authorization ?? "").replace(/^Bearer /, "");
+    expect(await w.auth.revokeAccessToken(upstreamToken)).toBe(true);
+    const refreshes = w.auth.count("grant.success:refresh_token");
+    const before = w.api.requests.length;
+    const r = await call(proxy("mail/v1/messages"), { headers });
+    expect(r.status).toBe(200);
+    expect(w.auth.count("grant.success:refresh_token")).toBe(refreshes + 1);
+    expect(w.api.requests.slice(before).map((x) => x.active)).toEqual([false, true]);
+  });
+});

@@ -41,6 +41,7 @@ declare module "oidc-provider" {
       options?: { mergeWithLastSubmission?: boolean },
     ): Promise<void>;
     Grant: typeof Grant & { find(id: string): Promise<Grant | undefined> };
+    AccessToken: { find(value: string): Promise<{ destroy(): Promise<void> } | undefined> };
   }
   export type { ClientLike };
 }

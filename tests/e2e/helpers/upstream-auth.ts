@@ -48,6 +48,8 @@ export interface UpstreamAuth {
   issuedTokens: { kind: string; value: string }[];
   /** Destroys every grant issued so far: its access and refresh tokens stop working (a user revoking access). */
   revokeAllGrants(): Promise<void>;
+  /** Destroys one upstream access token (its refresh token stays valid): the API then answers 401 for it. */
+  revokeAccessToken(value: string): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -156,6 +158,11 @@ export async function startUpstreamAuth(options: UpstreamAuthOptions): Promise<U
         const grant = await provider?.Grant.find(id);
         await grant?.destroy();
       }
+    },
+    async revokeAccessToken(value) {
+      const token = await provider?.AccessToken.find(value);
+      await token?.destroy();
+      return token !== undefined;
     },
     stop: () =>
       new Promise<void>((resolve) => {

@@ -1,10 +1,12 @@
 /**
- * Token lifetimes at the proxy (DESIGN §3 "Proxy", §8): ATH tokens expire after `--token-ttl`; upstream access tokens
+ * Lifetimes (DESIGN §3 "Proxy", §8): sessions expire after `--session-ttl`; ATH tokens after `--token-ttl`; upstream access tokens
  * within 30 s of expiry are refreshed once, single-flight, with the rotated refresh token stored; a refresh the
  * provider refuses kills the grant (401 TOKEN_EXPIRED, reason upstream_grant_revoked).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { call, fullFlow } from "./helpers/agent.ts";
+import { authorize, call, consent, exchange, fullFlow, register } from "./helpers/agent.ts";
+import { makeAgent } from "./helpers/attestations.ts";
+import { randomString } from "./helpers/net.ts";
 import { expectError } from "./helpers/expect-error.ts";
 import { startWorld, type World } from "./helpers/world.ts";
 
@@ -64,5 +66,29 @@ describe("Proxy — ATH token lifetime (--token-ttl 2)", () => {
     const r = await call(`${w.baseUrl}/ath/proxy/mail/v1/messages`, { headers: { authorization: `Bearer ${flow.accessToken}` } });
     expectError(r, "TOKEN_EXPIRED");
     expect(w.api.requests.length).toBe(before);
+  });
+});
+
+describe("Phase B — session lifetime (--session-ttl 1)", () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await startWorld({ extraArgs: ["--session-ttl", "1"] });
+  });
+  afterAll(() => w?.stop());
+
+  test("an expired session yields no code at consent and 400 SESSION_EXPIRED at /ath/token", async () => {
+    const agent = await makeAgent();
+    const reg = await register(w.baseUrl, agent, { providers: [{ provider_id: "mail", scopes: ["mail:read"] }] });
+    const client = { client_id: String(reg.json.client_id), client_secret: String(reg.json.client_secret) };
+    const a = await authorize(w.baseUrl, agent, client, { provider_id: "mail", scopes: ["mail:read"] });
+    expect(a.status).toBe(200);
+    await Bun.sleep(2000);
+    const grantsBefore = w.auth.count("grant.success:authorization_code");
+    const c = await consent(String(a.json.authorization_url));
+    expect(c.code).toBeUndefined();
+    expect(c.page.status).toBeGreaterThanOrEqual(400);
+    expect(w.auth.count("grant.success:authorization_code")).toBe(grantsBefore);
+    const t = await exchange(w.baseUrl, agent, client, { code: `ath_code_${randomString()}`, ath_session_id: String(a.json.ath_session_id) });
+    expectError(t, "SESSION_EXPIRED");
   });
 });
