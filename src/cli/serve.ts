@@ -24,6 +24,7 @@ const args = {
   "token-ttl": { type: "string", description: "ATH token lifetime, seconds (default 3600)", valueHint: "s" },
   "upstream-timeout": { type: "string", description: "Provider API timeout, seconds (default 30)", valueHint: "s" },
   "sweep-interval": { type: "string", description: "Seconds between sweeps of expired rows (default 60)", valueHint: "s" },
+  "sweep-retention": { type: "string", description: "Seconds revoked/expired tokens and dead grants are kept (default 86400)", valueHint: "s" },
   "strict-scopes": { type: "boolean", description: "Refuse proxy calls to providers without scope_rules" },
   "tls-cert": { type: "string", description: "TLS certificate (PEM)", valueHint: "file" },
   "tls-key": { type: "string", description: "TLS private key (PEM)", valueHint: "file" },
@@ -54,6 +55,7 @@ export default defineCommand({
     const tokenTtl = int(a["token-ttl"] ?? String(LIMITS.tokenTtlDefaultSeconds), "--token-ttl", 1, 366 * 24 * 3600);
     const upstreamTimeout = int(a["upstream-timeout"] ?? "30", "--upstream-timeout", 1, 600);
     const sweepInterval = int(a["sweep-interval"] ?? "60", "--sweep-interval", 1, 86400);
+    const sweepRetention = int(a["sweep-retention"] ?? "86400", "--sweep-retention", 1, 366 * 24 * 3600);
     const approval = (a.approval ?? env.ATH_APPROVAL ?? "auto") as string;
     if (approval !== "auto" && approval !== "manual") throw usageError(`ATH_APPROVAL must be auto or manual, got "${approval}"`);
     const dataDir = str(a["data-dir"], "ATH_DATA_DIR") ?? join(env.ATH_HOME || join(homedir(), ".ath"), "gateway");
@@ -89,6 +91,7 @@ export default defineCommand({
       strictScopes: Boolean(a["strict-scopes"]),
       upstreamTimeoutMs: upstreamTimeout * 1000,
       sweepIntervalMs: sweepInterval * 1000,
+      sweepRetentionMs: sweepRetention * 1000,
       log,
     });
     if (a.dev) consola.warn("--dev: http:// and loopback agent identity documents are accepted. Never use this in production.");
@@ -96,9 +99,8 @@ export default defineCommand({
       // Printed once, at the first start: only its hash is kept.
       process.stderr.write(`admin token (shown once, store it now): ${running.generatedAdminToken}\n`);
     }
-    process.stdout.write(`listening on ${running.url}\n`);
-
-    await new Promise<void>((resolve) => {
+    // Handlers go in before the ready line: a supervisor may signal as soon as it reads it.
+    const stopped = new Promise<void>((resolve) => {
       const stop = () => {
         process.off("SIGTERM", stop);
         process.off("SIGINT", stop);
@@ -110,6 +112,9 @@ export default defineCommand({
       process.on("SIGTERM", stop);
       process.on("SIGINT", stop);
     });
+    await Bun.sleep(0); // let the runtime install the signal handlers
+    process.stdout.write(`listening on ${running.url}\n`);
+    await stopped;
   },
 });
 

@@ -26,6 +26,8 @@ export interface StartOptions extends Omit<GatewayOptions, "adminTokenHash" | "b
   log: Logger;
   /** How often expired rows are swept. */
   sweepIntervalMs?: number;
+  /** How long revoked/expired tokens and dead grants are kept before the sweeper deletes them (default 24 h). */
+  sweepRetentionMs?: number;
 }
 
 export interface RunningGateway {
@@ -73,7 +75,7 @@ export async function startGateway(o: StartOptions): Promise<RunningGateway> {
     await store.upsertProvider(await toRecord(gateway, id, config, "file"));
   }
   const sweeper = setInterval(() => {
-    store.sweep(Date.now(), RETAIN_MS).catch((err) => o.log.error("sweep failed", err));
+    store.sweep(Date.now(), o.sweepRetentionMs ?? RETAIN_MS).catch((err) => o.log.error("sweep failed", err));
   }, o.sweepIntervalMs ?? 60_000);
   sweeper.unref();
 
