@@ -44,8 +44,8 @@ function interpolateEnv(value: unknown, env: Record<string, string | undefined>,
   if (typeof value === "string") {
     return value.replace(ENV_REF, (_, name: string) => {
       const v = env[name];
-      if (v === undefined) {
-        missing.push(`providers.${path.join(".")}: environment variable ${name} is not set`);
+      if (v === undefined || v === "") {
+        missing.push(`providers.${path.join(".")}: environment variable ${name} is not set (or empty)`);
         return "";
       }
       return v;

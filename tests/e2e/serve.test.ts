@@ -1,0 +1,144 @@
+/**
+ * `ath serve` as an operator meets it, through the compiled binary: configuration errors name provider and field,
+ * the admin token is generated once and printed once, the master key is private, plain http off loopback is refused,
+ * and SIGTERM stops it cleanly.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { statSync, existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { freePort } from "./helpers/net.ts";
+
+const BIN = resolve(import.meta.dir, "../../dist/ath");
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+async function tmp(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), "ath-serve-"));
+  dirs.push(d);
+  return d;
+}
+
+const PROVIDER = {
+  display_name: "Mail",
+  available_scopes: ["mail:read"],
+  authorize_endpoint: "https://auth.example/authorize",
+  token_endpoint: "https://auth.example/token",
+  api_base_url: "https://api.example",
+  client_id: "client",
+  client_secret: "${MAIL_SECRET}",
+};
+
+/** Runs `ath serve` to completion (for start-up failures). */
+async function serveFails(args: string[], env: Record<string, string> = {}) {
+  const home = await tmp();
+  const p = Bun.spawn([BIN, "serve", "--data-dir", join(home, "data"), ...args], {
+    env: { ...process.env, ATH_HOME: home, NO_COLOR: "1", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, out, err] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
+  return { code, out, err };
+}
+
+/** Starts `ath serve` and resolves once it printed `listening on`. */
+async function serve(args: string[], env: Record<string, string> = {}) {
+  const p = Bun.spawn([BIN, "serve", "--port", String(await freePort()), ...args], {
+    env: { ...process.env, NO_COLOR: "1", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = p.stdout.getReader();
+  let out = "";
+  while (!out.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    out += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  const url = /^listening on (\S+)$/m.exec(out)?.[1];
+  if (!url) throw new Error(`ath serve did not start: ${out}`);
+  return { p, url, stderr: () => new Response(p.stderr).text() };
+}
+
+describe("ath serve — configuration errors", () => {
+  test("an invalid providers file stops the start with exit 2, naming every provider and field at once", async () => {
+    const dir = await tmp();
+    const file = join(dir, "providers.json");
+    await writeFile(file, JSON.stringify({ mail: { ...PROVIDER, token_endpoint: "not a url", available_scopes: "mail:read" }, "Bad Id": PROVIDER }));
+    const r = await serveFails(["--providers", file], { MAIL_SECRET: "s" });
+    expect(r.code).toBe(2);
+    expect(r.out).toBe("");
+    expect(r.err).toContain("providers.mail.token_endpoint");
+    expect(r.err).toContain("providers.mail.available_scopes");
+    expect(r.err).toContain("Bad Id");
+    expect(r.err).not.toContain("    at "); // no stack trace
+  });
+
+  test("an unset or empty ${ENV} is named with its provider and field", async () => {
+    const dir = await tmp();
+    const file = join(dir, "providers.json");
+    await writeFile(file, JSON.stringify({ mail: PROVIDER }));
+    const r = await serveFails(["--providers", file], { MAIL_SECRET: "" });
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("providers.mail.client_secret: environment variable MAIL_SECRET is not set (or empty)");
+  });
+
+  test("a missing providers file, a bad port and plain http on a public address are usage errors", async () => {
+    expect((await serveFails(["--providers", "/nonexistent/providers.json"])).err).toContain("cannot read providers file");
+    const port = await serveFails(["--port", "70000"]);
+    expect(port.code).toBe(2);
+    expect(port.err).toContain("--port must be an integer from 0 to 65535");
+    const open = await serveFails(["--host", "0.0.0.0", "--port", "0"]);
+    expect(open.code).toBe(2);
+    expect(open.err).toContain("refusing plain http on 0.0.0.0");
+    expect((await serveFails(["--bogus"])).code).toBe(2);
+  });
+});
+
+describe("ath serve — first start, admin token, master key, shutdown", () => {
+  test("without --admin-token a token is generated, printed once, works, and is kept only as a hash", async () => {
+    const home = await tmp();
+    const dataDir = join(home, "data");
+    const first = await serve(["--data-dir", dataDir], { ATH_HOME: home });
+    first.p.kill("SIGTERM");
+    expect(await first.p.exited).toBe(0);
+    const token = /admin token \(shown once, store it now\): (ath_admin_\S+)/.exec(await first.stderr())?.[1];
+    expect(token).toBeDefined();
+
+    const second = await serve(["--data-dir", dataDir], { ATH_HOME: home });
+    const ok = await fetch(`${second.url}/ath/admin/providers`, { headers: { "x-ath-user-token": token! } });
+    expect(ok.status).toBe(200);
+    const wrong = await fetch(`${second.url}/ath/admin/providers`, { headers: { "x-ath-user-token": `${token}x` } });
+    expect(wrong.status).toBe(401);
+    second.p.kill("SIGTERM");
+    expect(await second.p.exited).toBe(0);
+    expect(await second.stderr()).not.toContain("admin token");
+
+    const key = join(dataDir, "master.key");
+    expect(statSync(key).mode & 0o777).toBe(0o600);
+    for (const f of ["ath.db", "ath.db-wal", "master.key"]) {
+      if (existsSync(join(dataDir, f))) expect(await Bun.file(join(dataDir, f)).text()).not.toContain(token!);
+    }
+  });
+
+  test("SIGTERM stops accepting and exits 0; the default data dir is $ATH_HOME/gateway", async () => {
+    const home = await tmp();
+    const s = await serve(["--admin-token", "t0ken-for-test"], { ATH_HOME: home });
+    expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    s.p.kill("SIGTERM");
+    expect(await s.p.exited).toBe(0);
+    expect(existsSync(join(home, "gateway", "ath.db"))).toBe(true);
+    expect(existsSync(join(home, "gateway", "master.key"))).toBe(true);
+    let refused = false;
+    try {
+      await fetch(`${s.url}/health`);
+    } catch {
+      refused = true;
+    }
+    expect(refused).toBe(true);
+  });
+});
