@@ -10,6 +10,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import Provider from "oidc-provider";
 import { randomString } from "./net.ts";
 
+/** Re-exported: choose the gateway port first, so the upstream can register `<gateway>/ath/callback`. */
+export { freePort } from "./net.ts";
+
 export const DEFAULT_UPSTREAM_SCOPES = ["openid", "offline_access", "mail:read", "mail:send", "calendar:read"];
 
 export interface UpstreamAuthOptions {
