@@ -1,0 +1,82 @@
+/**
+ * Debian's Chromium driven by playwright-core for the real-browser tests: one launch per test file, screenshots of
+ * the pages a person sees (desktop and phone) under test-artifacts/, a record of JavaScript dialogs, and a way to
+ * stop a redirect hop before it reaches a server (CDP Fetch: Playwright's routes never see redirect targets).
+ */
+import { mkdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+
+export const CHROMIUM_PATH = process.env.ATH_CHROMIUM ?? "/usr/bin/chromium";
+
+/** Flags for a headless CI machine: no sandbox (root in a container), no GPU, no background traffic. */
+export const LAUNCH_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+  "--disable-quic",
+];
+
+export const VIEWPORTS = {
+  desktop: { width: 1280, height: 800 },
+  phone: { width: 390, height: 844 },
+} as const;
+
+export const ARTIFACTS = resolve(import.meta.dir, "../../../test-artifacts/browser");
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM_PATH, args: LAUNCH_ARGS });
+}
+
+/** A fresh context (own cookies) at the desktop size, and its first page. */
+export async function freshPage(browser: Browser): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: VIEWPORTS.desktop });
+  return { context, page: await context.newPage() };
+}
+
+/** Saves `<name>-desktop.png` and `<name>-phone.png` (full page) of what `page` shows now. */
+export async function screenshots(page: Page, name: string): Promise<void> {
+  await mkdir(ARTIFACTS, { recursive: true });
+  const before = page.viewportSize();
+  for (const [label, size] of Object.entries(VIEWPORTS)) {
+    await page.setViewportSize(size);
+    await page.screenshot({ path: join(ARTIFACTS, `${name}-${label}.png`), fullPage: true });
+  }
+  if (before) await page.setViewportSize(before);
+}
+
+/** Every alert/confirm/prompt the page opens, dismissed and recorded (an injected script would show here). */
+export function recordDialogs(page: Page): string[] {
+  const seen: string[] = [];
+  page.on("dialog", (dialog) => {
+    seen.push(`${dialog.type()}: ${dialog.message()}`);
+    void dialog.dismiss();
+  });
+  return seen;
+}
+
+/**
+ * Requests of `page` whose URL matches `pattern` (CDP wildcard, e.g. `*\/ath/callback*`) are failed before they
+ * leave the browser, redirect hops included; `first` resolves with the first such URL (where a server sent the
+ * browser, never delivered); `stop()` lets such requests through again.
+ */
+export async function interceptRequests(page: Page, pattern: string): Promise<{ first: Promise<string>; stop: () => Promise<void> }> {
+  const cdp = await page.context().newCDPSession(page);
+  let resolve!: (url: string) => void;
+  const first = new Promise<string>((r) => (resolve = r));
+  cdp.on("Fetch.requestPaused", (event) => {
+    resolve(event.request.url);
+    void cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByClient" });
+  });
+  await cdp.send("Fetch.enable", { patterns: [{ urlPattern: pattern, requestStage: "Request" }] });
+  return {
+    first,
+    async stop() {
+      await cdp.send("Fetch.disable");
+      await cdp.detach();
+    },
+  };
+}
