@@ -67,11 +67,13 @@ export async function dropGrant(gw: Gateway, grantId: string): Promise<void> {
     const [token, hint] = grant.refresh_token_sealed
       ? [await gw.sealer.open(grant.refresh_token_sealed, aad(grantId, "refresh")), "refresh_token" as const]
       : [await gw.sealer.open(grant.access_token_sealed, aad(grantId, "access")), "access_token" as const];
-    const status = await revokeUpstream(provider, token, hint, gw.opts.upstreamTimeoutMs);
+    const statuses = [await revokeUpstream(provider, token, hint, gw.opts.upstreamTimeoutMs)];
     if (hint === "refresh_token") {
-      await revokeUpstream(provider, await gw.sealer.open(grant.access_token_sealed, aad(grantId, "access")), "access_token", gw.opts.upstreamTimeoutMs);
+      statuses.push(await revokeUpstream(provider, await gw.sealer.open(grant.access_token_sealed, aad(grantId, "access")), "access_token", gw.opts.upstreamTimeoutMs));
     }
-    await audit(gw, "grant.revoked_upstream", { provider_id: grant.provider_id, agent_id: grant.agent_id, data: { status } });
+    // RFC 7009 §2.2: 200 means revoked (or already invalid); anything else (503: try later) did not revoke.
+    if (statuses.some((s) => s !== 200)) throw new Error(`revocation endpoint answered ${statuses.join(", ")}`);
+    await audit(gw, "grant.revoked_upstream", { provider_id: grant.provider_id, agent_id: grant.agent_id, data: { statuses } });
   } catch (err) {
     // RFC 7009 failures never reach the agent: revoke still answers 200.
     gw.log.warn(`upstream revocation failed for provider ${grant.provider_id}`, { error: String(err) });
