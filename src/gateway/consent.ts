@@ -3,7 +3,7 @@
  * (303 to the provider's authorize endpoint) or denies. Browser-facing: failures render HTML pages.
  */
 import { PATHS, type ErrorCode } from "../protocol/index.ts";
-import type { SessionRecord } from "../store/types.ts";
+import type { ProviderRecord, SessionRecord } from "../store/types.ts";
 import { audit } from "./audit.ts";
 import { bindingHash, csrfToken, ensureBinding, readBinding } from "./browser-binding.ts";
 import type { Gateway } from "./context.ts";
@@ -25,14 +25,7 @@ export async function showConsent(gw: Gateway, req: Request, handle: string): Pr
   }
   const record = await gw.store.getProvider(session.provider_id);
   if (!record) return errorPage("NOT_FOUND", `The provider '${session.provider_id}' is no longer configured.`);
-  const provider = await openProvider(gw, record);
-  const upstream = authorizeUrl(provider, {
-    redirectUri: gw.opts.baseUrl + PATHS.callback,
-    scopes: session.requested_scopes,
-    state: session.upstream_state,
-    codeChallenge: session.code_challenge,
-    resource: session.resource,
-  });
+  const upstream = await upstreamAuthorizeUrl(gw, session, record);
   if (record.config.consent_screen === false) return redirect(upstream, 303, headers);
 
   const agent = await gw.store.getAgentByClientId(session.client_id);
@@ -78,15 +71,7 @@ export async function submitConsent(gw: Gateway, req: Request, handle: string): 
   const record = await gw.store.getProvider(session.provider_id);
   if (!record) return errorPage("NOT_FOUND", `The provider '${session.provider_id}' is no longer configured.`);
   await audit(gw, "consent.approved", { client_id: session.client_id, agent_id: session.agent_id, provider_id: session.provider_id });
-  return redirect(
-    authorizeUrl(await openProvider(gw, record), {
-      redirectUri: gw.opts.baseUrl + PATHS.callback,
-      scopes: session.requested_scopes,
-      state: session.upstream_state,
-      codeChallenge: session.code_challenge,
-      resource: session.resource,
-    }),
-  );
+  return redirect(await upstreamAuthorizeUrl(gw, session, record));
 }
 
 /**
@@ -105,6 +90,17 @@ export async function denySession(gw: Gateway, session: SessionRecord, error: st
   }
   const provider = await gw.store.getProvider(session.provider_id);
   return htmlResponse(renderDeniedPage({ providerName: provider?.config.display_name ?? session.provider_id }));
+}
+
+/** The provider's authorization request for this session (DESIGN §3 Phase B step 2). */
+async function upstreamAuthorizeUrl(gw: Gateway, session: SessionRecord, record: ProviderRecord): Promise<string> {
+  return authorizeUrl(await openProvider(gw, record), {
+    redirectUri: gw.opts.baseUrl + PATHS.callback,
+    scopes: session.requested_scopes,
+    state: session.upstream_state,
+    codeChallenge: session.code_challenge,
+    resource: session.resource,
+  });
 }
 
 /** Why a session cannot proceed in the browser, or null. */
