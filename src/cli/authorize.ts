@@ -77,6 +77,7 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
     }
     const say = out.json ? out.info : out.line;
     say(`Open this URL to approve ${provider} (${scopes.join(", ")}):\n  ${res.authorization_url}`);
+    out.info(`waiting for the redirect on ${receiver.redirectUri}`);
     if (opts.open) {
       await deps.openUrl(res.authorization_url).catch((e: unknown) => out.info(`could not open a browser (${(e as Error).message}): open the URL yourself`));
     }
