@@ -215,6 +215,19 @@ describe("proxy and revoke", () => {
     expect(gw.proxied).toHaveLength(0);
   });
 
+  test("a token the gateway refuses at the proxy exits 4 with its code and names `ath authorize`", async () => {
+    await authorized();
+    const saved = Object.values((await creds()).gateways[GW].agents)[0] as { tokens: { github: { access_token: string } } };
+    await gw.fetch(`${GW}/ath/revoke`, { method: "POST", body: new URLSearchParams({ token: saved.tokens.github.access_token }) });
+    const r = await ath(["proxy", "-g", GW, "github", "GET", "/v1/items", "--format", "json"]);
+    expect(r.code).toBe(4);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 401, body: { code: "TOKEN_INVALID" } }); // one document: the relayed answer
+    const text = await ath(["proxy", "-g", GW, "github", "GET", "/v1/items"]);
+    expect(text.code).toBe(4);
+    expect(text.stderr).toContain("401 TOKEN_INVALID");
+    expect(text.stderr).toContain("ath authorize");
+  });
+
   test("an expired saved token exits 3 before any request", async () => {
     await authorized();
     const later = Date.now() + 2 * 3600_000;
@@ -250,5 +263,24 @@ describe("status", () => {
     const tty = await ath(["status"], true);
     expect(tty.stdout).toContain("\u001b[");
     expect(tty.stdout).toContain("(in ");
+  });
+});
+
+describe("native mode (--mode native --service <url>)", () => {
+  test("discovers ath-app.json, defaults the provider to its app_id and calls api_base directly", async () => {
+    const native = ["--mode", "native", "--service", GW];
+    const reg = await ath(["register", ...native]);
+    expect(reg.code).toBe(0);
+    expect(gw.requests.find((q) => q.path === "/ath/agents/register")!.body.requested_providers).toEqual([{ provider_id: "notes", scopes: ["notes:read", "notes:write"] }]);
+    const a = await ath(["authorize", ...native, "--no-wait", "--format", "json"]);
+    expect(a.code).toBe(0);
+    expect(gw.requests.find((q) => q.path === "/ath/authorize")!.body.provider_id).toBe("notes");
+    const t = await ath(["token", ...native, "--code", codeFor(JSON.parse(a.stdout).ath_session_id)]);
+    expect(t.code).toBe(0);
+    const p = await ath(["proxy", ...native, "GET", "/notes?limit=1", "--format", "json"]);
+    expect(p.code).toBe(0);
+    expect(gw.proxied[0]!.path).toBe("/api/notes?limit=1");
+    expect(gw.proxied[0]!.headers.get("authorization")).toMatch(/^Bearer ath_tk_/);
+    expect(gw.requests.some((q) => q.path.startsWith("/ath/proxy/"))).toBe(false);
   });
 });

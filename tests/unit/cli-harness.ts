@@ -32,7 +32,7 @@ export interface FakeGateway {
   registered: Set<string>;
 }
 
-/** A fake gateway offering provider "github" (repo, read:user) and "gitlab" (api). */
+/** A fake gateway offering provider "github" (repo, read:user) and "gitlab" (api); also a native service "notes" (/api). */
 export function fakeGateway(base = GW): FakeGateway {
   const gw: FakeGateway = { requests: [], proxied: [], revoked: [], registered: new Set(), fetch: async () => new Response() };
   const tokens = new Map<string, { provider: string; scopes: string[] }>();
@@ -65,6 +65,21 @@ export function fakeGateway(base = GW): FakeGateway {
             { provider_id: "github", display_name: "GitHub", available_scopes: ["repo", "read:user"], auth_mode: "OAUTH2", agent_approval_required: true },
             { provider_id: "gitlab", display_name: "GitLab", available_scopes: ["api"], auth_mode: "OAUTH2", agent_approval_required: true },
           ],
+        });
+      case "/.well-known/ath-app.json":
+        return json(200, {
+          ath_version: "0.1",
+          app_id: "notes",
+          name: "Notes",
+          auth: {
+            type: "oauth2",
+            authorization_endpoint: `${base}/ath/authorize`,
+            token_endpoint: `${base}/ath/token`,
+            registration_endpoint: `${base}/ath/agents/register`,
+            scopes_supported: ["notes:read", "notes:write"],
+            agent_attestation_required: true,
+          },
+          api_base: `${base}/api`,
         });
       case "/ath/agents/register": {
         const sub = await attested(base);
@@ -113,7 +128,7 @@ export function fakeGateway(base = GW): FakeGateway {
         tokens.delete(String(body.token));
         return json(200, {});
     }
-    if (url.pathname.startsWith("/ath/proxy/")) {
+    if (url.pathname.startsWith("/ath/proxy/") || url.pathname.startsWith("/api/")) {
       const t = tokens.get((req.headers.get("authorization") ?? "").replace(/^Bearer /, ""));
       if (t === undefined) return err(401, "TOKEN_INVALID", "The access token is invalid");
       gw.proxied.push(rec);
