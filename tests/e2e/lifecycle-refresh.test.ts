@@ -116,7 +116,7 @@ describe("Upstream refresh — rotation", () => {
 
     // the first refresh token was consumed at the provider: presenting it again is invalid_grant
     expect(await presentRefreshToken(w.auth, rotating.refreshToken)).toEqual({ status: 400, error: "invalid_grant" });
-  });
+   }, 15_000);
 
   test("after the provider revokes the grant for refresh-token reuse, the proxy answers upstream_grant_revoked", async () => {
     // the reuse above made oidc-provider revoke the whole grant: the current access token is no longer active,
