@@ -11,6 +11,7 @@ import { updateConfig, type ConfigFile } from "../agent/home.ts";
 import { normalizeBaseUrl } from "../agent/target.ts";
 import { commonArgs, commonOptions, context, type CommonOptions } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
+import type { Output } from "./render.ts";
 
 /** Settable keys (kebab-case on the command line) → config.json fields. */
 export const SETTINGS = {
@@ -62,7 +63,7 @@ export async function set(opts: CommonOptions, key: string, value: string, deps:
     if (setting === "default-gateway" && c.gateways[v] === undefined) v = checkUrl(v);
     c[SETTINGS[setting]] = v;
   });
-  done(ctx.out, opts, { [SETTINGS[setting]]: v }, `${setting} set to ${v}`);
+  done(ctx.out, { [SETTINGS[setting]]: v }, `${setting} set to ${v}`);
 }
 
 export async function setGateway(opts: CommonOptions, name: string, url: string, deps: Deps): Promise<void> {
@@ -73,7 +74,7 @@ export async function setGateway(opts: CommonOptions, name: string, url: string,
     c.gateways[name] = base;
     c.default_gateway ??= name;
   });
-  done(ctx.out, opts, { name, url: base, default_gateway: c.default_gateway ?? null }, `gateway ${name} = ${base}${c.default_gateway === name ? " (default)" : ""}`);
+  done(ctx.out, { name, url: base, default_gateway: c.default_gateway ?? null }, `gateway ${name} = ${base}${c.default_gateway === name ? " (default)" : ""}`);
 }
 
 export async function use(opts: CommonOptions, name: string, deps: Deps): Promise<void> {
@@ -82,7 +83,7 @@ export async function use(opts: CommonOptions, name: string, deps: Deps): Promis
     if (c.gateways[name] === undefined) throw usageError(`no gateway named "${name}": add it with \`ath config set-gateway ${name} <url>\``);
     c.default_gateway = name;
   });
-  done(ctx.out, opts, { default_gateway: name }, `default gateway is now ${name}`);
+  done(ctx.out, { default_gateway: name }, `default gateway is now ${name}`);
 }
 
 export async function unset(opts: CommonOptions, key: string, name: string | undefined, deps: Deps): Promise<void> {
@@ -93,11 +94,11 @@ export async function unset(opts: CommonOptions, key: string, name: string | und
       delete c.gateways[name];
       if (c.default_gateway === name) delete c.default_gateway;
     });
-    return done(ctx.out, opts, { removed: `gateway.${name}` }, `gateway ${name} removed`);
+    return done(ctx.out, { removed: `gateway.${name}` }, `gateway ${name} removed`);
   }
   const setting = settingOf(key);
   await updateConfig(ctx.home, (c) => void delete c[SETTINGS[setting]]);
-  done(ctx.out, opts, { removed: setting }, `${setting} unset`);
+  done(ctx.out, { removed: setting }, `${setting} unset`);
 }
 
 // internal
@@ -130,7 +131,8 @@ async function checkKey(path: string): Promise<string> {
   return abs;
 }
 
-function done(out: { json: boolean; doc(v: unknown): void; success(s: string): void }, _opts: CommonOptions, json: unknown, text: string): void {
+/** json mode: the change as a document; text: a confirmation on a TTY, nothing when piped. */
+function done(out: Output, json: unknown, text: string): void {
   if (out.json) out.doc(json);
   else out.success(text);
 }
