@@ -1,0 +1,93 @@
+/**
+ * Two `ath serve` processes on one PostgreSQL database (DESIGN §6): the rules that must hold across instances live
+ * in the database — a token revoked on A fails on B at once, and the single-flight upstream refresh holds across
+ * both (the store's lease and row version), with a real oidc-provider counting refresh grants. Each run uses its
+ * own schema (`?schema=`), dropped afterwards; both instances share the master key through ATH_MASTER_KEY.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SQL } from "bun";
+import { call, fullFlow } from "./helpers/agent.ts";
+import { expectError } from "./helpers/expect-error.ts";
+import { startGateway, type Gateway } from "./helpers/gateway.ts";
+import { providerRefreshes } from "./helpers/lifecycle.ts";
+import { freePort } from "./helpers/net.ts";
+import { startUpstreamApi, type UpstreamApi } from "./helpers/upstream-api.ts";
+import { startUpstreamAuth, type UpstreamAuth } from "./helpers/upstream-auth.ts";
+import { MAIL_SCOPES } from "./helpers/world.ts";
+
+const PG_URL = process.env.ATH_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+/** Upstream access tokens count as expired (30 s margin) 3 s after issue; a refreshed one stays usable for 3 s. */
+const ACCESS_TTL_S = 33;
+const STALE_AFTER_MS = (ACCESS_TTL_S - 30) * 1000 + 150;
+
+const schema = `ath_e2e_${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}`;
+let auth: UpstreamAuth;
+let api: UpstreamApi;
+let a: Gateway;
+let b: Gateway;
+let revokedFlow: Awaited<ReturnType<typeof fullFlow>>;
+let crowdFlow: Awaited<ReturnType<typeof fullFlow>>;
+
+beforeAll(async () => {
+  const portA = await freePort();
+  auth = await startUpstreamAuth({ redirectUris: [`http://127.0.0.1:${portA}/ath/callback`], accessTokenTtl: ACCESS_TTL_S });
+  api = await startUpstreamApi(auth);
+  const providers = {
+    mail: {
+      display_name: "Sample Mail",
+      available_scopes: MAIL_SCOPES,
+      authorize_endpoint: auth.authorizeEndpoint,
+      token_endpoint: auth.tokenEndpoint,
+      api_base_url: api.baseUrl,
+      client_id: auth.postClient.client_id,
+      client_secret: auth.postClient.client_secret,
+    },
+  };
+  const db = new URL(PG_URL);
+  db.searchParams.set("schema", schema);
+  const env = { ATH_MASTER_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex") };
+  const common = { providers, env, extraArgs: ["--db", db.href] };
+  // started together: the migrations take turns behind the advisory lock
+  [a, b] = await Promise.all([startGateway({ ...common, port: portA }), startGateway(common)]);
+  revokedFlow = await fullFlow(a.baseUrl, { provider_id: "mail", scopes: ["mail:read"] });
+  crowdFlow = await fullFlow(a.baseUrl, { provider_id: "mail", scopes: ["mail:read"] });
+  await Bun.sleep(STALE_AFTER_MS);
+}, 30_000);
+
+afterAll(async () => {
+  await a?.cleanup();
+  await b?.cleanup();
+  await api?.stop();
+  await auth?.stop();
+  const sql = new SQL(PG_URL);
+  try {
+    await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await sql.close();
+  }
+});
+
+const proxyVia = (g: Gateway, token: string) => call(`${g.baseUrl}/ath/proxy/mail/v1/messages`, { headers: { authorization: `Bearer ${token}` } });
+
+describe("Several instances on one PostgreSQL database", () => {
+  test("20 concurrent calls split across A and B after upstream expiry trigger exactly one refresh grant, and all succeed", async () => {
+    const before = providerRefreshes(auth);
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => proxyVia(i % 2 === 0 ? a : b, crowdFlow.accessToken)));
+    const statuses = results.map((r) => r.status);
+    const granted = providerRefreshes(auth).granted - before.granted;
+    console.info(`[multi-instance] 20 calls over 2 instances after expiry: ${statuses.filter((s) => s === 200).length} × 200, ${granted} refresh grant(s) at the provider`);
+    expect(statuses).toEqual(Array.from({ length: 20 }, () => 200));
+    expect(granted).toBe(1);
+    expect(providerRefreshes(auth).refused).toBe(before.refused);
+  });
+
+  test("a token revoked on A fails on B at once", async () => {
+    expect((await proxyVia(b, revokedFlow.accessToken)).status).toBe(200);
+    const r = await call(`${a.baseUrl}/ath/revoke`, { form: { token: revokedFlow.accessToken, ...revokedFlow.client } });
+    expect({ status: r.status, json: r.json }).toEqual({ status: 200, json: {} });
+    const before = api.requests.length;
+    expectError(await proxyVia(b, revokedFlow.accessToken), "TOKEN_REVOKED");
+    expectError(await proxyVia(a, revokedFlow.accessToken), "TOKEN_REVOKED");
+    expect(api.requests.length).toBe(before);
+  });
+});
