@@ -18,7 +18,7 @@ let db: string;
 beforeAll(async () => {
   w = await startWorld({ extraArgs: ["--token-ttl", "2", "--session-ttl", "3", "--sweep-interval", "1", "--sweep-retention", "3"] });
   db = join(w.gw.dataDir, "ath.db");
-});
+}, 30_000);
 afterAll(() => w?.stop());
 
 /** An attestation that expires in 3 s, so the gateway's jti replay entry lapses quickly. */

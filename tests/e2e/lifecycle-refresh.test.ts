@@ -60,7 +60,7 @@ beforeAll(async () => {
   rotating = await flow();
   revoked = await flow();
   await Bun.sleep(STALE_AFTER_MS);
-});
+}, 30_000);
 afterAll(async () => {
   await w?.stop();
   await recorder?.stop();

@@ -55,7 +55,7 @@ beforeAll(async () => {
     },
   });
   flow = await fullFlow(w.baseUrl, { provider_id: "scripted", scopes: ["mail:read"] });
-});
+}, 30_000);
 afterAll(async () => {
   await w?.stop();
   await scripted?.stop();
