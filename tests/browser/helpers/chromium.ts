@@ -31,9 +31,13 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: LAUNCH_ARGS });
 }
 
-/** A fresh context (own cookies) at the desktop size, and its first page. */
+/**
+ * A fresh context (own cookies) at the desktop size, and its first page. A missing button or a navigation that
+ * never comes fails after 15 s with Playwright's message (its library default is to wait forever).
+ */
 export async function freshPage(browser: Browser): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: VIEWPORTS.desktop });
+  context.setDefaultTimeout(15_000);
   return { context, page: await context.newPage() };
 }
 
