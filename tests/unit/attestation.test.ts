@@ -8,7 +8,8 @@ import {
   type AttestationCheck,
   type AttestationDeps,
 } from "../../src/gateway/attestation.ts";
-import { classifyAddress, createKeyResolver, type KeyResolver } from "../../src/gateway/identity.ts";
+import { createKeyResolver, type KeyResolver } from "../../src/gateway/identity.ts";
+import { classifyAddress } from "../../src/gateway/ip-address.ts";
 import { AthError } from "../../src/protocol/errors.ts";
 import type { AttestationClaims } from "../../src/protocol/schemas.ts";
 
