@@ -90,7 +90,7 @@ afterAll(async () => {
 
 describe("what the consent page shows", () => {
   for (const t of TARGETS) {
-    test(`for ${t.provider}: the provider, each scope with its description, the agent's id, developer and purpose marked as claimed, and the expiry`, async () => {
+    test(`for ${t.provider}: the provider, each scope with its description, the agent's proven id, its developer and purpose marked as claimed, and the expiry`, async () => {
       const { context, page } = await freshPage(browser);
       try {
         await openConsent(page, await consentUrl(agent, client, t));
@@ -106,8 +106,8 @@ describe("what the consent page shows", () => {
         const facts = Object.fromEntries(
           await claim.locator("dt").evaluateAll((dts) => dts.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent])),
         );
+        expect(await page.locator("dl.identity dd").textContent()).toBe(agent.agentId);
         expect(facts).toEqual({
-          Agent: agent.agentId,
           Developer: `${DEVELOPER.name} (${DEVELOPER.id})`,
           Purpose: "Summarise the inbox every morning",
         });

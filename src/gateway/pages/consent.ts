@@ -1,6 +1,6 @@
 /**
- * The consent page (GET /ath/consent/{handle}): which provider, which scopes, which agent — the agent's own
- * claims marked as such — and until when. Approve and Deny post back to the gateway with the CSRF token.
+ * The consent page (GET /ath/consent/{handle}): which provider, which scopes, which agent (its identity is proven
+ * by the attestation signature; its developer and purpose are only claimed, and marked as such) — and until when. Approve and Deny post back to the gateway with the CSRF token.
  */
 import { escapeHtml, renderPage } from "./layout.ts";
 import { expiryPhrase } from "./time.ts";
@@ -37,10 +37,13 @@ export function renderConsentPage(v: ConsentView): string {
 ${scopes || '<li><span class="scope-desc">No scopes</span></li>'}
 </ul>
 <h2>The agent</h2>
+<dl class="identity">
+<dt>Agent</dt><dd>${escapeHtml(v.agent.agentId)}</dd>
+</dl>
+<p class="hint">The agent proved, with a signature, that it holds the key of this identity.</p>
 <div class="claim">
 <p class="claim-label">Claimed by the agent — not verified by the gateway</p>
 <dl>
-<dt>Agent</dt><dd>${escapeHtml(v.agent.agentId)}</dd>
 <dt>Developer</dt><dd>${escapeHtml(v.agent.developerName)} (${escapeHtml(v.agent.developerId)})</dd>
 ${purpose}
 </dl>

@@ -30,6 +30,7 @@ ul.scopes li:first-child{border-top:0}
 .scope-name{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9rem;font-weight:600;
 overflow-wrap:anywhere}
 .scope-desc{display:block;color:var(--muted);font-size:.92rem}
+.identity{margin:0 0 4px}
 .claim{background:var(--claim);border:1px solid var(--claim-line);border-radius:10px;padding:12px 14px}
 .claim-label{margin:0 0 8px;font-size:.85rem;font-weight:700;color:var(--claim-fg)}
 dl{margin:0;display:grid;grid-template-columns:max-content 1fr;gap:4px 12px}
