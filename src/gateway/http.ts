@@ -3,7 +3,7 @@
  * and the one exposure rule for errors (an AthError goes out as is, anything else as INTERNAL_ERROR).
  */
 import type { z } from "zod";
-import { AthError, formatIssues, LIMITS } from "../protocol/index.ts";
+import { AthError, formatIssues, HEADERS, LIMITS } from "../protocol/index.ts";
 
 const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" };
 
@@ -14,11 +14,15 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
   });
 }
 
-/** The error boundary's exposure rule (node-oidc-provider's err_out): never a stack, never a cause. */
+/**
+ * The error boundary's exposure rule (node-oidc-provider's err_out): never a stack, never a cause. Every error the
+ * gateway itself answers carries `X-ATH-Error: <code>`, which the proxy never lets an upstream set, so a client can
+ * tell a gateway refusal from an upstream answer whose body merely looks like one.
+ */
 export function errorResponse(err: unknown, log: (msg: string, err: unknown) => void): Response {
-  if (err instanceof AthError) return json(err.toJSON(), err.status, err.headers);
-  log("internal error", err);
-  return json(new AthError("INTERNAL_ERROR").toJSON(), 500);
+  const e = err instanceof AthError ? err : new AthError("INTERNAL_ERROR");
+  if (!(err instanceof AthError)) log("internal error", err);
+  return json(e.toJSON(), e.status, { ...e.headers, [HEADERS.error]: e.code });
 }
 
 /** Reads the body as text, refusing more than `limit` bytes (413) without buffering past it. */

@@ -14,7 +14,7 @@ import { authenticateBearer } from "./bearer.ts";
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"];
 /** Credentials and routing of the agent↔gateway hop; the upstream must never see them. */
 const STRIP_REQUEST = ["host", "authorization", "cookie", "content-length", "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"];
-/** The upstream may not set cookies on the gateway's origin. */
+/** The upstream may not set cookies on the gateway's origin, nor speak for the gateway (X-ATH-*). */
 const STRIP_RESPONSE = ["set-cookie", "set-cookie2"];
 /** Bodies up to this size are buffered so the request can be replayed once after a token refresh. */
 const REPLAYABLE_BODY_BYTES = 1024 * 1024;
@@ -84,7 +84,7 @@ function responseHeaders(incoming: Headers): Headers {
   const connectionListed = (incoming.get("connection") ?? "").toLowerCase().split(",").map((s) => s.trim());
   for (const [name, value] of incoming) {
     const n = name.toLowerCase();
-    if (HOP_BY_HOP.includes(n) || STRIP_RESPONSE.includes(n) || connectionListed.includes(n)) continue;
+    if (HOP_BY_HOP.includes(n) || STRIP_RESPONSE.includes(n) || connectionListed.includes(n) || n.startsWith("x-ath-")) continue;
     out.append(name, value);
   }
   return out;

@@ -32,6 +32,8 @@ export const PREFIX = {
 export const HEADERS = {
   adminToken: "x-ath-user-token",
   agentId: "x-ath-agent-id",
+  /** Set by the gateway on its own error responses (never passed through from an upstream). */
+  error: "x-ath-error",
 } as const;
 
 export const LIMITS = {

@@ -74,7 +74,7 @@ describe("Proxy — relaying", () => {
     expect(seen?.headers.host).toBe(new URL(w.api.baseUrl).host);
   });
 
-  test("the upstream token never reaches the agent and Set-Cookie is stripped from the response", async () => {
+  test("the upstream token never reaches the agent; Set-Cookie and X-ATH-* are stripped from the response", async () => {
     const before = w.api.requests.length;
     const r = await fetch(proxy("mail/v1/messages"), { headers: bearer(mail.accessToken) });
     const text = await r.text();
@@ -83,6 +83,7 @@ describe("Proxy — relaying", () => {
     expect(text).not.toContain(upstreamToken);
     r.headers.forEach((value) => expect(value).not.toContain(upstreamToken));
     expect(r.headers.get("set-cookie")).toBeNull();
+    expect(r.headers.get("x-ath-error")).toBeNull(); // an upstream cannot pose as the gateway
     expect(r.headers.get("x-upstream")).toBe("sample-api");
   });
 

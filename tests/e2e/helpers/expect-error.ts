@@ -17,6 +17,7 @@ export function expectError(response: ErrorLike, code: ErrorCode, details?: Reco
   expect({ status: response.status, code: body?.code }).toEqual({ status: ERRORS[code].status, code });
   const contentType = response.headers instanceof Headers ? response.headers.get("content-type") : response.headers?.["content-type"];
   if (response.headers !== undefined) expect(contentType ?? "").toContain("application/json");
+  if (response.headers instanceof Headers) expect(response.headers.get("x-ath-error")).toBe(code);
   const parsed = ATHError.parse(body);
   expect(parsed.message.length).toBeGreaterThan(0);
   expect(response.text).not.toMatch(/\n\s+at |node_modules|\.ts:\d+/);

@@ -81,7 +81,7 @@ async function route(method: string, url: URL, body: string, record: RecordedReq
   if (path === "/v1/messages" && method === "GET") {
     return Response.json(
       { messages: [{ id: "m1", subject: "hello" }], query: url.search },
-      { headers: { "set-cookie": "upstream_session=secret; Path=/", "x-upstream": "sample-api", "cache-control": "no-store" } },
+      { headers: { "set-cookie": "upstream_session=secret; Path=/", "x-ath-error": "TOKEN_REVOKED", "x-upstream": "sample-api", "cache-control": "no-store" } },
     );
   }
   if (path === "/v1/messages" && method === "POST") {
