@@ -7,6 +7,7 @@ import { createKeyResolver } from "./identity.ts";
 import { toRecord } from "./providers.ts";
 import { loadOrCreateMasterKey, Sealer } from "./sealing.ts";
 import { handle } from "./server.ts";
+import { errorResponse } from "./http.ts";
 import { hashSecret, mintSecret } from "./secrets.ts";
 import type { Store } from "../store/types.ts";
 
@@ -54,7 +55,8 @@ export async function startGateway(o: StartOptions): Promise<RunningGateway> {
     idleTimeout: 255,
     ...(o.tls ? { tls: { cert: Bun.file(o.tls.cert), key: Bun.file(o.tls.key) } } : {}),
     fetch: (req) => handle(gateway, req),
-    error: () => new Response('{"code":"INTERNAL_ERROR","message":"Internal error"}', { status: 500, headers: { "content-type": "application/json" } }),
+    // Only reached if the router's own boundary failed; same exposure rule.
+    error: (err) => errorResponse(err, (msg, e) => o.log.error(msg, e)),
   });
   const baseUrl = (o.baseUrl ?? `${scheme}://${o.host.includes(":") ? `[${o.host}]` : o.host}:${server.port}`).replace(/\/+$/, "");
   const gateway: Gateway = {
