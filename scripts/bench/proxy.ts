@@ -7,7 +7,9 @@
  * The world is the e2e harness (tests/e2e/helpers): a real oidc-provider, a real `ath serve` process and the full
  * register → authorize → consent → token flow. The upstream is this file's own Bun.serve API: the harness's sample
  * API introspects every token at oidc-provider, which would dominate the timing. Ours accepts only the upstream
- * access token oidc-provider issued for the flow (constant-time comparison) — never the ATH token.
+ * access token oidc-provider issued for the flow (constant-time comparison) — never the ATH token. A second
+ * reference, a bare pass-through proxy in its own Bun process (no checks, no store), separates the cost of the
+ * extra HTTP hop itself from ath's own work.
  *
  * Usage: bun scripts/bench/proxy.ts [--requests 2000] [--concurrency 16] [--budget 20] [--binary]
  *          [--postgres [postgres://postgres@127.0.0.1:5432/test]] [--cpu-prof DIR]
@@ -65,6 +67,7 @@ const SHAPES: Shape[] = [
 ];
 
 const fast = startFastApi();
+const bare = await startBareProxy(fast.baseUrl);
 const worlds: World[] = [];
 let schema: string | undefined;
 
@@ -86,6 +89,8 @@ await withCleanup(
       await w.gw.stop("SIGTERM"); // graceful: lets --cpu-prof write its profile
       await w.stop();
     }
+    bare.kill("SIGKILL");
+    await bare.exited;
     await fast.stop();
     if (pgUrl !== undefined && schema !== undefined) {
       const sql = new SQL(pgUrl);
@@ -127,6 +132,7 @@ async function benchStore(label: string, extraArgs: string[]): Promise<void> {
   fast.accept(upstream);
 
   const direct = (s: Shape) => probe(`${fast.baseUrl}${s.path}`, upstream, s);
+  const hop = (s: Shape) => probe(`${bare.url}${s.path}`, upstream, s);
   const proxied = (s: Shape) => probe(`${world.baseUrl}/ath/proxy/fast${s.path}`, flow.accessToken, s);
   // The upstream refuses the ATH token: what it accepts through the gateway is the swapped-in upstream token.
   const refused = await fetch(`${fast.baseUrl}/small`, { headers: { authorization: `Bearer ${flow.accessToken}` } });
@@ -135,44 +141,49 @@ async function benchStore(label: string, extraArgs: string[]): Promise<void> {
 
   for (const s of SHAPES) {
     const deadline = performance.now() + 5_000;
-    await sequential([direct(s), proxied(s)], 200, deadline);
-    await concurrent(direct(s), clients * 20, clients, deadline);
-    await concurrent(proxied(s), clients * 20, clients, deadline);
+    await sequential([direct(s), hop(s), proxied(s)], 200, deadline);
+    for (const p of [direct(s), hop(s), proxied(s)]) await concurrent(p, clients * 20, clients, deadline);
   }
 
   console.log(`── ${label}`);
   const share = budgetMs / (SHAPES.length * 3);
   for (const s of SHAPES) {
-    const [d, p] = await sequential([direct(s), proxied(s)], requests, performance.now() + share);
-    const td = await abba(direct(s), proxied(s), share * 2);
-    console.log(`${s.name}`);
-    row("latency median", median(d!.samples), median(p!.samples), d!.samples.length);
-    row("latency p95", percentile(d!.samples, 95), percentile(p!.samples, 95));
-    row(`throughput ×${clients}`, td.direct.perSecond, td.proxy.perSecond, td.direct.requests, td.proxy.requests);
+    const [d, b, p] = await sequential([direct(s), hop(s), proxied(s)], requests, performance.now() + share);
+    const [td, tb, tp] = await abcCba([direct(s), hop(s), proxied(s)], share * 2);
+    console.log(`${s.name}: ${d!.samples.length} sequential requests each, then ${td!.requests}/${tb!.requests}/${tp!.requests} over ${clients} clients`);
+    console.log(`  ${"".padEnd(16)} ${"direct".padStart(12)}   ${"bare hop (Bun pass-through)".padEnd(44)}   ath proxy`);
+    for (const [what, f, rate] of [
+      ["latency median", (x: number[]) => median(x), false],
+      ["latency p95", (x: number[]) => percentile(x, 95), false],
+    ] as const) {
+      const [vd, vb, vp] = [f(d!.samples), f(b!.samples), f(p!.samples)];
+      line(what, vd, vb, vp, rate);
+    }
+    line(`throughput ×${clients}`, td!.perSecond, tb!.perSecond, tp!.perSecond, true);
   }
   if (fast.seen.refused !== seenBefore.refused) throw new Error("the upstream refused requests during the run");
   const accepted = fast.seen.accepted - seenBefore.accepted;
   console.log(`upstream check: all ${accepted} requests carried the upstream token; the ATH token sent to it directly got 401\n`);
 }
 
-/** Throughput of direct vs proxy in A-B-B-A halves, so drift over the run hits both alike. */
-async function abba(a: Probe, b: Probe, budget: number): Promise<{ direct: Throughput; proxy: Throughput }> {
+/** Throughput in A-B-C-C-B-A halves, so drift over the run hits every probe alike. */
+async function abcCba(probes: Probe[], budget: number): Promise<Throughput[]> {
   const half = Math.ceil(requests / 2);
-  const quarter = budget / 4;
-  const runs: Throughput[] = [];
-  for (const p of [a, b, b, a]) runs.push(await concurrent(p, half, clients, performance.now() + quarter));
-  const sum = (x: Throughput, y: Throughput): Throughput => {
+  const slot = budget / (probes.length * 2);
+  const runs = new Map<Probe, Throughput[]>(probes.map((p) => [p, []]));
+  for (const p of [...probes, ...[...probes].reverse()]) runs.get(p)!.push(await concurrent(p, half, clients, performance.now() + slot));
+  return probes.map((p) => {
+    const [x, y] = runs.get(p)! as [Throughput, Throughput];
     const total = { requests: x.requests + y.requests, ms: x.ms + y.ms };
     return { ...total, perSecond: (total.requests / total.ms) * 1000 };
-  };
-  return { direct: sum(runs[0]!, runs[3]!), proxy: sum(runs[1]!, runs[2]!) };
+  });
 }
 
-function row(what: string, direct: number, proxy: number, n?: number, n2?: number): void {
-  const rate = what.startsWith("throughput");
+function line(what: string, direct: number, hop: number, ath: number, rate: boolean): void {
   const fmt = (x: number) => (rate ? `${Math.round(x).toLocaleString("en")} req/s` : ms(x));
-  const count = n === undefined ? "" : `  (n=${n}${n2 !== undefined && n2 !== n ? `/${n2}` : ""})`;
-  console.log(`  ${what.padEnd(16)} direct ${fmt(direct).padStart(12)}   proxy ${fmt(proxy).padStart(12)} (${versus(proxy, direct, rate ? "req/s" : "ms")})${count}`);
+  const unit = rate ? "req/s" : "ms";
+  const hopCell = `${fmt(hop)} (${versus(hop, direct, unit)})`;
+  console.log(`  ${what.padEnd(16)} ${fmt(direct).padStart(12)}   ${hopCell.padEnd(44)}   ${fmt(ath)} (${versus(ath, direct, unit)}; ${versus(ath, hop, unit, "bare hop")})`);
 }
 
 function probe(url: string, token: string, s: Shape): Probe {
@@ -185,6 +196,31 @@ function probe(url: string, token: string, s: Shape): Probe {
       throw new Error(`${s.method} ${url}: ${res.status}, ${body.byteLength} bytes: ${new TextDecoder().decode(body.slice(0, 300))}`);
     }
   };
+}
+
+/**
+ * The reference hop: a Bun process that forwards every request to `upstream` as is (bodies of POSTs buffered, as
+ * ath buffers replayable ones; no decompression) — what any proxy in Bun costs before doing any work of its own.
+ */
+async function startBareProxy(upstream: string) {
+  const code = `const up = process.env.UPSTREAM;
+const s = Bun.serve({ hostname: "127.0.0.1", port: 0, async fetch(req) {
+  const u = new URL(req.url);
+  const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+  const res = await fetch(up + u.pathname + u.search, { method: req.method, headers: req.headers, body, redirect: "manual", decompress: false });
+  return new Response(res.body, { status: res.status, headers: res.headers });
+} });
+console.log(s.port);`;
+  const proc = Bun.spawn([process.execPath, "-e", code], { env: { ...process.env, UPSTREAM: upstream }, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+  const reader = proc.stdout.getReader();
+  const first = await Promise.race([reader.read(), Bun.sleep(10_000).then(() => undefined)]);
+  const port = Number(new TextDecoder().decode(first?.value ?? new Uint8Array()).trim());
+  if (!Number.isInteger(port) || port <= 0) {
+    proc.kill("SIGKILL");
+    throw new Error("the bare pass-through proxy did not start");
+  }
+  reader.releaseLock();
+  return { url: `http://127.0.0.1:${port}`, kill: (signal: NodeJS.Signals) => proc.kill(signal), exited: proc.exited };
 }
 
 /** The upstream API: a bearer check against the accepted tokens, then a fixed answer per route. */
