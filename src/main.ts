@@ -43,9 +43,9 @@ export async function main(argv: string[], cmd: CommandDef = root): Promise<numb
       deps.stdout(`${await helpText(leaf, path, parents)}\n`);
       return EXIT.ok;
     }
-    const leafArgs = (await resolve(leaf.args)) ?? {};
+    const leafArgs = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
     const { checkFlags } = await import("./cli/flags.ts");
-    checkFlags(rest, leafArgs as ArgsDef, path.join(" "));
+    checkFlags(rest, leafArgs, path.join(" "));
     await runCommand(leaf, { rawArgs: rest });
     return EXIT.ok;
   } catch (e) {
@@ -74,28 +74,36 @@ function classify(e: unknown): Failure {
   return { exit: EXIT.failure, reported: false, error: { code: "ERROR", message } };
 }
 
+/**
+ * Walks the command words down to the leaf command. Global flags may come before a command word (`ath -g local
+ * discover`): they are passed on to the leaf ahead of its own words, so a flag given after the command wins.
+ */
 async function resolveCommand(cmd: CommandDef, argv: string[]) {
+  const { leadingFlags } = await import("./cli/flags.ts");
   let leaf = cmd;
   let rest = argv;
   const path = ["ath"];
   const parents: CommandDef[] = [];
+  const globals: string[] = [];
   for (;;) {
     const subs = await resolve(leaf.subCommands);
     if (subs === undefined || Object.keys(subs).length === 0) break;
-    const i = rest.findIndex((a) => !a.startsWith("-"));
-    if (i < 0) {
-      if (hasHelp(rest)) break;
+    const lead = leadingFlags(rest, path.join(" "));
+    globals.push(...lead.flags);
+    rest = lead.rest;
+    const name = rest[0];
+    if (name === undefined) {
+      if (hasHelp(globals)) break;
       throw usageError(`missing command: one of ${Object.keys(subs).join(", ")} (see \`${path.join(" ")} --help\`)`);
     }
-    const name = rest[i] as string;
     const sub = Object.hasOwn(subs, name) ? subs[name] : undefined;
     if (sub === undefined) throw usageError(`unknown command "${name}" for \`${path.join(" ")}\`: one of ${Object.keys(subs).join(", ")}`);
     parents.push(leaf);
     leaf = (await resolve(sub)) as CommandDef;
-    rest = rest.slice(i + 1);
+    rest = rest.slice(1);
     path.push(name);
   }
-  return { leaf, path, rest, parents };
+  return { leaf, path, rest: [...globals, ...rest], parents };
 }
 
 async function helpText(leaf: CommandDef, path: string[], parents: CommandDef[]): Promise<string> {

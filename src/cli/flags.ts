@@ -1,7 +1,8 @@
 /**
  * Strict flag checking on top of citty, which accepts unknown flags silently: every `--flag` / `-f` must be
  * defined by the command (or an alias, camelCase/kebab-case twin or `--no-` negation of a boolean), string
- * flags need a value, and extra positional words are refused. Violations are usage errors (exit 2).
+ * flags need a value, and extra positional words are refused. Violations are usage errors (exit 2). Also: the
+ * global flags allowed before the command words.
  */
 import type { ArgsDef } from "citty";
 import { usageError } from "../agent/errors.ts";
@@ -50,6 +51,39 @@ export function checkFlags(argv: readonly string[], args: ArgsDef, command: stri
     i++;
   }
   if (words > positionals) throw usageError(`too many arguments for \`${command}\`: see \`${command} --help\``);
+}
+
+/** The global flags (DESIGN.md §5) that may also come before the command words; each takes a value. */
+const GLOBAL_FLAGS = new Set(["g", "gateway", "m", "mode", "s", "service", "agent-id", "key", "format"]);
+
+/**
+ * Splits `argv` at its first word that is not a flag (the command word): the global flags before it (with
+ * their values, `-h`/`--help` included) and the rest from the command word on. Any other flag before the
+ * command word is a usage error.
+ */
+export function leadingFlags(argv: readonly string[], command: string): { flags: string[]; rest: string[] } {
+  const flags: string[] = [];
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (!a.startsWith("-") || a === "-") break;
+    if (a === "--help" || a === "-h") {
+      flags.push(a);
+      continue;
+    }
+    const long = a.startsWith("--");
+    const [flag = "", inline] = splitOnce(a.slice(long ? 2 : 1), "=");
+    if (!GLOBAL_FLAGS.has(flag) || long !== (flag.length > 1)) {
+      throw usageError(`unknown flag ${a} before the command: only the global flags (-g, -m, -s, --agent-id, --key, --format) may come before it; see \`${command} --help\``);
+    }
+    flags.push(a);
+    if (inline !== undefined) continue;
+    const value = argv[i + 1];
+    if (value === undefined || (value.startsWith("-") && value.length > 1)) throw usageError(`${a} needs a value`);
+    flags.push(value);
+    i++;
+  }
+  return { flags, rest: argv.slice(i) };
 }
 
 // internal

@@ -56,6 +56,10 @@ describe("usage errors exit 2", () => {
     ["an agent id that is not a URI", ["config", "set", "agent-id", "not a uri"]],
     ["a gateway URL that is not http(s)", ["config", "set-gateway", "x", "ftp://gw"]],
     ["a bad --timeout", ["authorize", "-g", GW, "--provider", "github", "--timeout", "soon"]],
+    ["an unknown flag before the command", ["--bogus", "status"]],
+    ["a command flag before the command", ["--provider", "github", "register", "-g", GW]],
+    ["a global flag before the command without its value", ["-g"]],
+    ["an unknown command after global flags", ["-g", GW, "bogus"]],
   ];
   for (const [what, argv] of cases) {
     test(`${what} → exit 2, one JSON error document in json mode`, async () => {
@@ -74,6 +78,45 @@ describe("usage errors exit 2", () => {
       expect(doc.error.message).not.toContain("\u001b[");
     });
   }
+});
+
+describe("global flags (DESIGN.md §5) work before the command words as after them", () => {
+  test("-g / --gateway=… / --format before the command give the same answer as after it", async () => {
+    const gw = fakeGateway();
+    const after = await runAth(home.dir, ["discover", "-g", GW, "--format", "json"], { fetch: gw.fetch });
+    expect(after.code).toBe(0);
+    for (const argv of [
+      ["-g", GW, "discover", "--format", "json"],
+      ["--format", "json", "-g", GW, "discover"],
+      [`--gateway=${GW}`, "--format=json", "discover"],
+      ["-m", "gateway", "--agent-id", "https://agent.example/a", "-g", GW, "discover", "--format", "json"],
+    ]) {
+      const before = await runAth(home.dir, argv, { fetch: gw.fetch });
+      expect({ argv, ...before }).toEqual({ argv, ...after });
+    }
+  });
+
+  test("--format json before an unknown command: exit 2 and one JSON error document", async () => {
+    const r = await runAth(home.dir, ["--format", "json", "bogus"]);
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout).error).toMatchObject({ code: "USAGE", message: expect.stringContaining('unknown command "bogus"') });
+  });
+
+  test("between command words (`ath config -g x set-gateway …`) and with a flag after the command winning", async () => {
+    const r = await runAth(home.dir, ["config", "--format", "json", "set-gateway", "local", GW]);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ name: "local", url: GW, default_gateway: "local" });
+    const gw = fakeGateway();
+    const last = await runAth(home.dir, ["-g", "nowhere", "discover", "-g", "local"], { fetch: gw.fetch });
+    expect(last.code).toBe(0);
+    expect(gw.requests.map((q) => q.path)).toEqual(["/.well-known/ath.json"]);
+  });
+
+  test("--help before the command shows that command's help", async () => {
+    const r = await runAth(home.dir, ["--help", "discover"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("USAGE ath discover");
+  });
 });
 
 describe("not configured exits 3", () => {
