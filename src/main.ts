@@ -44,9 +44,10 @@ export async function main(argv: string[], cmd: CommandDef = root): Promise<numb
       return EXIT.ok;
     }
     const leafArgs = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
-    const { checkFlags } = await import("./cli/flags.ts");
-    checkFlags(rest, leafArgs, path.join(" "));
-    await runCommand(leaf, { rawArgs: rest });
+    const { checkFlags, expandShortInline } = await import("./cli/flags.ts");
+    const rawArgs = expandShortInline(rest, leafArgs);
+    checkFlags(rawArgs, leafArgs, path.join(" "));
+    await runCommand(leaf, { rawArgs });
     return EXIT.ok;
   } catch (e) {
     const { exit, error, reported } = classify(e);

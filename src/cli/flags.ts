@@ -2,7 +2,7 @@
  * Strict flag checking on top of citty, which accepts unknown flags silently: every `--flag` / `-f` must be
  * defined by the command (or an alias, camelCase/kebab-case twin or `--no-` negation of a boolean), string
  * flags need a value, and extra positional words are refused. Violations are usage errors (exit 2). Also: the
- * global flags allowed before the command words.
+ * global flags allowed before the command words, and `-f=value` rewritten to the `--flag=value` citty parses.
  */
 import type { ArgsDef } from "citty";
 import { usageError } from "../agent/errors.ts";
@@ -84,6 +84,23 @@ export function leadingFlags(argv: readonly string[], command: string): { flags:
     i++;
   }
   return { flags, rest: argv.slice(i) };
+}
+
+/**
+ * `-g=local` → `--gateway=local` for every short flag `args` defines: citty (node's parseArgs) would read the
+ * value of `-g=local` as "=local". Words after `--` and unknown short flags are left for `checkFlags`.
+ */
+export function expandShortInline(argv: readonly string[], args: ArgsDef): string[] {
+  const longOf = new Map<string, string>();
+  for (const [name, def] of Object.entries(args)) {
+    for (const a of toArray((def as { alias?: string | string[] }).alias)) if (a.length === 1) longOf.set(a, name);
+  }
+  const end = argv.indexOf("--");
+  return argv.map((a, i) => {
+    const m = /^-([A-Za-z])=/.exec(a);
+    const long = m === null || (end >= 0 && i > end) ? undefined : longOf.get(m[1] as string);
+    return long === undefined ? a : `--${long}=${a.slice(3)}`;
+  });
 }
 
 // internal

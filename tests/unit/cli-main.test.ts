@@ -119,6 +119,32 @@ describe("global flags (DESIGN.md §5) work before the command words as after th
   });
 });
 
+describe("short flags with =value (`-g=local`)", () => {
+  test("-g=<name> resolves the saved gateway named by the value, after and before the command", async () => {
+    expect((await runAth(home.dir, ["config", "set-gateway", "local", GW])).code).toBe(0);
+    expect((await runAth(home.dir, ["config", "set-gateway", "other", "http://127.0.0.1:9"])).code).toBe(0);
+    const gw = fakeGateway();
+    for (const argv of [["discover", "-g=local"], ["-g=local", "discover"], ["-g=local", "config", "show"]]) {
+      const r = await runAth(home.dir, [...argv, "--format", "json"], { fetch: gw.fetch });
+      expect({ argv, code: r.code, stderr: r.stderr }).toEqual({ argv, code: 0, stderr: "" });
+    }
+    expect(gw.requests.map((q) => q.path)).toEqual(["/.well-known/ath.json", "/.well-known/ath.json"]);
+  });
+
+  test("-m=native -s=<url> select native mode", async () => {
+    const gw = fakeGateway();
+    const r = await runAth(home.dir, ["discover", "-m=native", `-s=${GW}`, "--format", "json"], { fetch: gw.fetch });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).app_id).toBe("notes");
+  });
+
+  test("an unknown short flag with a value is still a usage error", async () => {
+    const r = await runAth(home.dir, ["status", "-x=1"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown flag -x");
+  });
+});
+
 describe("not configured exits 3", () => {
   test("no gateway configured names the fix", async () => {
     const r = await runAth(home.dir, ["discover", "--format", "json"]);
