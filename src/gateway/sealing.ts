@@ -3,38 +3,41 @@
  * `v1.<iv b64url>.<ciphertext+tag b64url>`; the associated data names what the value is (e.g. "grant:<id>:access")
  * so a sealed blob cannot be moved to another row or field.
  */
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-const enc = new TextEncoder();
-const dec = new TextDecoder();
+const TAG_BYTES = 16;
 
 export class Sealer {
-  private constructor(private readonly key: CryptoKey) {}
+  // node:crypto's AES-GCM: ~2.5 µs per open against ~44 µs for crypto.subtle, on the proxy's hot path
+  // (scripts/bench/proxy.ts: 25–40 µs off every proxied request's median).
+  private constructor(private readonly key: Buffer) {}
 
   /** `raw` must be 32 bytes. */
   static async fromRawKey(raw: Uint8Array<ArrayBuffer>): Promise<Sealer> {
     if (raw.byteLength !== 32) throw new TypeError("master key must be 32 bytes");
-    const key = await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
-    return new Sealer(key);
+    return new Sealer(Buffer.from(raw));
   }
 
   async seal(plaintext: string, aad: string): Promise<string> {
-    const iv = crypto.getRandomValues(new Uint8Array(12));
-    const ct = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: enc.encode(aad) }, this.key, enc.encode(plaintext));
-    return `v1.${Buffer.from(iv).toString("base64url")}.${Buffer.from(ct).toString("base64url")}`;
+    const iv = randomBytes(12);
+    const cipher = createCipheriv("aes-256-gcm", this.key, iv);
+    cipher.setAAD(Buffer.from(aad, "utf8"));
+    const ct = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final(), cipher.getAuthTag()]);
+    return `v1.${iv.toString("base64url")}.${ct.toString("base64url")}`;
   }
 
   /** Throws if the blob was altered, sealed under another key, or sealed for another `aad`. */
   async open(sealed: string, aad: string): Promise<string> {
-    const [v, iv, ct] = sealed.split(".");
-    if (v !== "v1" || !iv || !ct) throw new TypeError("not a sealed value");
-    const pt = await crypto.subtle.decrypt(
-      { name: "AES-GCM", iv: Buffer.from(iv, "base64url"), additionalData: enc.encode(aad) },
-      this.key,
-      Buffer.from(ct, "base64url"),
-    );
-    return dec.decode(pt);
+    const [v, iv, body] = sealed.split(".");
+    if (v !== "v1" || !iv || !body) throw new TypeError("not a sealed value");
+    const ct = Buffer.from(body, "base64url");
+    if (ct.byteLength < TAG_BYTES) throw new TypeError("not a sealed value");
+    const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(iv, "base64url"));
+    decipher.setAAD(Buffer.from(aad, "utf8"));
+    decipher.setAuthTag(ct.subarray(ct.byteLength - TAG_BYTES));
+    return Buffer.concat([decipher.update(ct.subarray(0, ct.byteLength - TAG_BYTES)), decipher.final()]).toString("utf8");
   }
 }
 
