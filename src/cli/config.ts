@@ -53,8 +53,8 @@ export async function show(opts: CommonOptions, deps: Deps): Promise<void> {
   ]);
 }
 
-export async function set(opts: CommonOptions, key: string, value: string, deps: Deps): Promise<void> {
-  const setting = settingOf(key);
+export async function set(opts: CommonOptions, name: string, value: string, deps: Deps): Promise<void> {
+  const setting = settingOf(name);
   let v = value;
   if (setting === "agent-id") v = checkAgentId(value);
   if (setting === "key-path") v = await checkKey(value);
@@ -86,9 +86,9 @@ export async function use(opts: CommonOptions, name: string, deps: Deps): Promis
   done(ctx.out, { default_gateway: name }, `default gateway is now ${name}`);
 }
 
-export async function unset(opts: CommonOptions, key: string, name: string | undefined, deps: Deps): Promise<void> {
+export async function unset(opts: CommonOptions, setting: string, name: string | undefined, deps: Deps): Promise<void> {
   const ctx = await context(opts, deps);
-  if (key === "gateway") {
+  if (setting === "gateway") {
     if (name === undefined) throw usageError("usage: ath config unset gateway <name>");
     await updateConfig(ctx.home, (c) => {
       delete c.gateways[name];
@@ -96,16 +96,16 @@ export async function unset(opts: CommonOptions, key: string, name: string | und
     });
     return done(ctx.out, { removed: `gateway.${name}` }, `gateway ${name} removed`);
   }
-  const setting = settingOf(key);
-  await updateConfig(ctx.home, (c) => void delete c[SETTINGS[setting]]);
-  done(ctx.out, { removed: setting }, `${setting} unset`);
+  const known = settingOf(setting);
+  await updateConfig(ctx.home, (c) => void delete c[SETTINGS[known]]);
+  done(ctx.out, { removed: known }, `${known} unset`);
 }
 
 // internal
 
-function settingOf(key: string): Setting {
-  const k = key.replace(/_/g, "-") === "gateway" ? "default-gateway" : key.replace(/_/g, "-");
-  if (!Object.hasOwn(SETTINGS, k)) throw usageError(`unknown setting "${key}": one of ${Object.keys(SETTINGS).join(", ")}`);
+function settingOf(name: string): Setting {
+  const k = name.replace(/_/g, "-") === "gateway" ? "default-gateway" : name.replace(/_/g, "-");
+  if (!Object.hasOwn(SETTINGS, k)) throw usageError(`unknown setting "${name}": one of ${Object.keys(SETTINGS).join(", ")}`);
   return k as Setting;
 }
 
@@ -154,8 +154,9 @@ export default defineCommand({
     }),
     set: defineCommand({
       meta: { name: "set", description: `Set a setting: ${Object.keys(SETTINGS).join(", ")}` },
-      args: { ...commonArgs, key: { type: "positional", required: true }, value: { type: "positional", required: true } },
-      run: ({ args }) => set(commonOptions(args), str(args.key), str(args.value), getDeps()),
+      // The positional is `setting`, not `key`: a positional named `key` would shadow the global --key flag.
+      args: { ...commonArgs, setting: { type: "positional", required: true }, value: { type: "positional", required: true } },
+      run: ({ args }) => set(commonOptions(args), str(args.setting), str(args.value), getDeps()),
     }),
     "set-gateway": defineCommand({
       meta: { name: "set-gateway", description: "Save a named gateway (the first one becomes the default)" },
@@ -169,8 +170,8 @@ export default defineCommand({
     }),
     unset: defineCommand({
       meta: { name: "unset", description: "Remove a setting, or `unset gateway <name>`" },
-      args: { ...commonArgs, key: { type: "positional", required: true }, name: { type: "positional", required: false } },
-      run: ({ args }) => unset(commonOptions(args), str(args.key), typeof args.name === "string" ? args.name : undefined, getDeps()),
+      args: { ...commonArgs, setting: { type: "positional", required: true }, name: { type: "positional", required: false } },
+      run: ({ args }) => unset(commonOptions(args), str(args.setting), typeof args.name === "string" ? args.name : undefined, getDeps()),
     }),
   },
 });

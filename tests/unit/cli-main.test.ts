@@ -209,6 +209,18 @@ describe("config and identity", () => {
     expect(cfg).toEqual({ gateways: { other: "http://127.0.0.1:9999" }, default_gateway: "other", developer_name: "Acme" });
   });
 
+  test("--key is the global flag on `config set` and `config unset` too (their positional is <setting>)", async () => {
+    const key = join(home.dir, "keys", "agent.pem");
+    expect((await runAth(home.dir, ["config", "init"])).code).toBe(0);
+    const set = await runAth(home.dir, ["config", "set", "developer-name", "Acme", "--key", key, "--format", "json"]);
+    expect({ code: set.code, stderr: set.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(JSON.parse(set.stdout)).toEqual({ developer_name: "Acme" });
+    const unset = await runAth(home.dir, ["config", "unset", "developer-name", "--key", key, "--format", "json"]);
+    expect({ code: unset.code, stderr: unset.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(JSON.parse(unset.stdout)).toEqual({ removed: "developer-name" });
+    expect((await runAth(home.dir, ["config", "set", "--help"])).stdout).toContain("<SETTING> <VALUE>");
+  });
+
   test("the key is created once and reused; with no agent_id the identity is its did:key", async () => {
     const first = JSON.parse((await runAth(home.dir, ["config", "init", "--format", "json"])).stdout);
     expect(first.key_created).toBe(true);
