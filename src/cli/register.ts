@@ -59,8 +59,15 @@ export async function run(opts: RegisterOptions, deps: Deps): Promise<void> {
         { ...(e.status === undefined ? {} : { status: e.status }) },
       );
     }
-    if (ctx.out.json) return ctx.out.doc({ already_registered: true, gateway: base, agent_id: id.agentId, ...summary(saved, opts.showSecrets) });
-    ctx.out.info(`already registered at ${base} as ${id.agentId} (client ${saved.client_id})`);
+    // The gateway kept the first registration: the scopes asked for now were not sent again, and an agent must not
+    // read exit 0 as "my new scopes were granted".
+    if (ctx.out.json) {
+      return ctx.out.doc({ already_registered: true, scopes_changed: false, gateway: base, agent_id: id.agentId, ...summary(saved, opts.showSecrets) });
+    }
+    ctx.out.info(
+      `already registered at ${base} as ${id.agentId} (client ${saved.client_id}); requested scopes were not changed — ` +
+        "register with a new agent identity (--agent-id/--key) to change them",
+    );
     return;
   }
   await updateCredentials(ctx.home, (c) => {

@@ -65,6 +65,15 @@ describe("register (Phase A)", () => {
     const again = await ath(["register", "-g", GW, "--provider", "github", "--scopes", "repo"]);
     expect(again.code).toBe(0);
     expect(again.stderr).toContain("already registered");
+    // exit 0, but the agent must not believe the scopes it asked for now were granted
+    expect(again.stderr).toContain("requested scopes were not changed — register with a new agent identity");
+    const json = await ath(["register", "-g", GW, "--provider", "gitlab", "--format", "json"]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      already_registered: true,
+      scopes_changed: false,
+      approved_providers: [{ provider_id: "github", approved_scopes: ["repo", "read:user"] }],
+    });
     const other = await tempHome();
     try {
       // Same key in another home: the gateway knows the agent, this home has no credentials.
