@@ -3,6 +3,7 @@
  * Both JSON files have a zod schema, are 0600 in a 0700 directory, and change only under a lock.
  */
 import { z } from "zod";
+import { LIMITS } from "../protocol/constants.ts";
 import { AgentStatus, ProviderApproval, ScopeIntersection, formatIssues } from "../protocol/schemas.ts";
 import { readIfExists, withLock, writeFileAtomic } from "./files.ts";
 
@@ -91,9 +92,29 @@ export function updateConfig(home: Home, mutate: (c: ConfigFile) => void): Promi
   return update(ConfigFile, home.config, mutate);
 }
 
-/** Read-modify-write of credentials.json under its lock; returns the new content. */
-export function updateCredentials(home: Home, mutate: (c: CredentialsFile) => void): Promise<CredentialsFile> {
-  return update(CredentialsFile, home.credentials, mutate);
+/** A pending session is dead once the gateway's maximum session lifetime (600 s) has passed since it started. */
+export const PENDING_TTL_MS = LIMITS.sessionTtlMaxSeconds * 1000;
+
+/** True while a pending session may still be exchanged (younger than PENDING_TTL_MS at `now`). */
+export function isPendingLive(p: PendingSession, now: number): boolean {
+  const started = Date.parse(p.created_at);
+  return Number.isFinite(started) && now < started + PENDING_TTL_MS;
+}
+
+/**
+ * Read-modify-write of credentials.json under its lock; returns the new content. Every write also drops the
+ * pending sessions that can no longer be exchanged, so abandoned `authorize` runs do not pile up.
+ */
+export function updateCredentials(home: Home, mutate: (c: CredentialsFile) => void, now: () => number = Date.now): Promise<CredentialsFile> {
+  return update(CredentialsFile, home.credentials, (c) => {
+    mutate(c);
+    const at = now();
+    for (const gw of Object.values(c.gateways)) {
+      for (const reg of Object.values(gw.agents)) {
+        for (const [id, p] of Object.entries(reg.pending)) if (!isPendingLive(p, at)) delete reg.pending[id];
+      }
+    }
+  });
 }
 
 /** The registration saved for (gateway, agent), if any. */

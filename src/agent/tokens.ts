@@ -4,8 +4,8 @@
  */
 import type { TokenResponse } from "../protocol/schemas.ts";
 import { audience, exchangeCode } from "./client.ts";
-import { notConfigured } from "./errors.ts";
-import { findRegistration, readCredentials, updateCredentials, type Home, type Registration, type SavedToken } from "./home.ts";
+import { ClientError, notConfigured } from "./errors.ts";
+import { findRegistration, isPendingLive, readCredentials, updateCredentials, type Home, type PendingSession, type Registration, type SavedToken } from "./home.ts";
 import type { HttpOptions } from "./http.ts";
 import { attest, type Identity } from "./identity.ts";
 
@@ -39,6 +39,28 @@ export function requireToken(reg: Registration, base: string, provider: string, 
   return token;
 }
 
+/** Pending sessions (unexpired at `now`) of a provider, or of any, newest first. */
+export function livePending(reg: Registration, now: number, provider?: string): [string, PendingSession][] {
+  return Object.entries(reg.pending)
+    .filter(([, p]) => isPendingLive(p, now) && (provider === undefined || p.provider_id === provider))
+    .sort(([, a], [, b]) => b.created_at.localeCompare(a.created_at));
+}
+
+/** Forgets a pending session that can no longer be exchanged (a failed or timed-out `authorize --wait`). */
+export async function forgetPending(home: Home, base: string, agentId: string, sessionId: string, now: () => number): Promise<void> {
+  await updateCredentials(
+    home,
+    (c) => {
+      const reg = c.gateways[base]?.agents[agentId];
+      if (reg !== undefined) delete reg.pending[sessionId];
+    },
+    now,
+  );
+}
+
+/** The gateway's answers after which a session can never be exchanged: its pending entry is dropped. */
+const DEAD_SESSION = new Set(["SESSION_NOT_FOUND", "SESSION_EXPIRED", "USER_DENIED"]);
+
 export interface ExchangeInput {
   home: Home;
   http: HttpOptions;
@@ -52,18 +74,25 @@ export interface ExchangeInput {
 
 /** POST /ath/token (aud = `${base}/ath/token`), then saves the token and forgets the pending session. */
 export async function exchangeAndSave(i: ExchangeInput): Promise<{ response: TokenResponse; saved: SavedToken }> {
-  const response = await exchangeCode(
-    i.base,
-    {
-      grant_type: "authorization_code",
-      client_id: i.registration.client_id,
-      client_secret: i.registration.client_secret,
-      agent_attestation: await attest(i.identity, audience(i.base, "token")),
-      code: i.code,
-      ath_session_id: i.sessionId,
-    },
-    i.http,
-  );
+  let response: TokenResponse;
+  try {
+    response = await exchangeCode(
+      i.base,
+      {
+        grant_type: "authorization_code",
+        client_id: i.registration.client_id,
+        client_secret: i.registration.client_secret,
+        agent_attestation: await attest(i.identity, audience(i.base, "token")),
+        code: i.code,
+        ath_session_id: i.sessionId,
+      },
+      i.http,
+    );
+  } catch (e) {
+    // A wrong code or authorization_pending may be retried with the same session; a dead session may not.
+    if (e instanceof ClientError && DEAD_SESSION.has(e.code)) await forgetPending(i.home, i.base, i.identity.agentId, i.sessionId, i.now);
+    throw e;
+  }
   const now = i.now();
   const saved: SavedToken = {
     access_token: response.access_token,
@@ -75,11 +104,15 @@ export async function exchangeAndSave(i: ExchangeInput): Promise<{ response: Tok
     obtained_at: new Date(now).toISOString(),
     expires_at: new Date(now + response.expires_in * 1000).toISOString(),
   };
-  await updateCredentials(i.home, (c) => {
-    const reg = c.gateways[i.base]?.agents[i.identity.agentId];
-    if (reg === undefined) return; // removed meanwhile by another process: nothing to attach the token to
-    reg.tokens[response.provider_id] = saved;
-    delete reg.pending[i.sessionId];
-  });
+  await updateCredentials(
+    i.home,
+    (c) => {
+      const reg = c.gateways[i.base]?.agents[i.identity.agentId];
+      if (reg === undefined) return; // removed meanwhile by another process: nothing to attach the token to
+      reg.tokens[response.provider_id] = saved;
+      delete reg.pending[i.sessionId];
+    },
+    i.now,
+  );
   return { response, saved };
 }

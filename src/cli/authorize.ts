@@ -9,7 +9,7 @@ import { usageError } from "../agent/errors.ts";
 import { updateCredentials } from "../agent/home.ts";
 import { attest } from "../agent/identity.ts";
 import { startLoopback } from "../agent/loopback.ts";
-import { exchangeAndSave, requireRegistration } from "../agent/tokens.ts";
+import { exchangeAndSave, forgetPending, requireRegistration } from "../agent/tokens.ts";
 import { collect, commonArgs, commonOptions, context, showSecretsArg, splitList, type CommonOptions } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import { renderToken } from "./token.ts";
@@ -54,18 +54,22 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
       },
       ctx.http,
     );
-    await updateCredentials(ctx.home, (c) => {
-      const reg = c.gateways[base]?.agents[identity.agentId];
-      if (reg === undefined) return;
-      reg.pending[res.ath_session_id] = {
-        provider_id: provider,
-        scopes,
-        state,
-        authorization_url: res.authorization_url,
-        created_at: new Date(deps.now()).toISOString(),
-        ...(redirectUri === undefined ? {} : { user_redirect_uri: redirectUri }),
-      };
-    });
+    await updateCredentials(
+      ctx.home,
+      (c) => {
+        const reg = c.gateways[base]?.agents[identity.agentId];
+        if (reg === undefined) return;
+        reg.pending[res.ath_session_id] = {
+          provider_id: provider,
+          scopes,
+          state,
+          authorization_url: res.authorization_url,
+          created_at: new Date(deps.now()).toISOString(),
+          ...(redirectUri === undefined ? {} : { user_redirect_uri: redirectUri }),
+        };
+      },
+      deps.now,
+    );
     if (receiver === undefined) {
       if (out.json) return out.doc(res);
       out.table([
@@ -81,24 +85,32 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
     if (opts.open) {
       await deps.openUrl(res.authorization_url).catch((e: unknown) => out.info(`could not open a browser (${(e as Error).message}): open the URL yourself`));
     }
-    const spin = deps.stderrTTY ? spinner("waiting for approval in the browser…", deps.stderr) : undefined;
-    let callback;
+    let exchanged;
     try {
-      callback = await receiver.result;
-    } finally {
-      spin?.stop();
+      const spin = deps.stderrTTY ? spinner("waiting for approval in the browser…", deps.stderr) : undefined;
+      let callback;
+      try {
+        callback = await receiver.result;
+      } finally {
+        spin?.stop();
+      }
+      exchanged = await exchangeAndSave({
+        home: ctx.home,
+        http: ctx.http,
+        base,
+        identity,
+        registration,
+        code: callback.code,
+        sessionId: callback.sessionId ?? res.ath_session_id,
+        now: deps.now,
+      });
+    } catch (e) {
+      // Only this process's loopback receiver could get the code: a failed or timed-out wait leaves nothing that
+      // `ath token` could exchange, so the pending entry goes (a failure to forget it must not hide the cause).
+      await forgetPending(ctx.home, base, identity.agentId, res.ath_session_id, deps.now).catch(() => undefined);
+      throw e;
     }
-    const { response, saved } = await exchangeAndSave({
-      home: ctx.home,
-      http: ctx.http,
-      base,
-      identity,
-      registration,
-      code: callback.code,
-      sessionId: callback.sessionId ?? res.ath_session_id,
-      now: deps.now,
-    });
-    renderToken(out, response, saved, opts.showSecrets, deps.now());
+    renderToken(out, exchanged.response, exchanged.saved, opts.showSecrets, deps.now());
   } finally {
     receiver?.stop();
   }

@@ -70,10 +70,14 @@ export async function run(opts: RegisterOptions, deps: Deps): Promise<void> {
     );
     return;
   }
-  await updateCredentials(ctx.home, (c) => {
-    const gw = (c.gateways[base] ??= { agents: {} });
-    gw.agents[id.agentId] = { ...res, registered_at: new Date(deps.now()).toISOString(), tokens: {}, pending: {} };
-  });
+  await updateCredentials(
+    ctx.home,
+    (c) => {
+      const gw = (c.gateways[base] ??= { agents: {} });
+      gw.agents[id.agentId] = { ...res, registered_at: new Date(deps.now()).toISOString(), tokens: {}, pending: {} };
+    },
+    deps.now,
+  );
   render(ctx, base, id.agentId, res, opts.showSecrets);
 }
 

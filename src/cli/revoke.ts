@@ -30,10 +30,14 @@ export async function run(opts: RevokeOptions, deps: Deps): Promise<void> {
   const revoked: string[] = [];
   for (const t of targets) {
     await revokeToken(base, { token: t.access_token, client_id: reg.client_id, client_secret: reg.client_secret }, ctx.http);
-    await updateCredentials(ctx.home, (c) => {
-      const saved = c.gateways[base]?.agents[identity.agentId]?.tokens;
-      if (saved?.[t.provider_id]?.access_token === t.access_token) delete saved[t.provider_id];
-    });
+    await updateCredentials(
+      ctx.home,
+      (c) => {
+        const saved = c.gateways[base]?.agents[identity.agentId]?.tokens;
+        if (saved?.[t.provider_id]?.access_token === t.access_token) delete saved[t.provider_id];
+      },
+      ctx.deps.now,
+    );
     revoked.push(t.provider_id);
   }
   if (ctx.out.json) return ctx.out.doc({ gateway: base, revoked });

@@ -1,11 +1,11 @@
 /**
  * `ath token --code X [--session S]`: exchange the agent code for a token (Phase B, RFC 6749 §4.1.3) and save it.
- * Without `--session` the most recent pending session from `ath authorize` is used.
+ * Without `--session` the most recent unexpired pending session from `ath authorize` is used.
  */
 import { defineCommand } from "citty";
 import { notConfigured, usageError } from "../agent/errors.ts";
 import type { SavedToken } from "../agent/home.ts";
-import { exchangeAndSave, requireRegistration } from "../agent/tokens.ts";
+import { exchangeAndSave, livePending, requireRegistration } from "../agent/tokens.ts";
 import type { TokenResponse } from "../protocol/schemas.ts";
 import { commonArgs, commonOptions, context, showSecretsArg, type CommonOptions } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
@@ -26,12 +26,14 @@ export async function run(opts: TokenOptions, deps: Deps): Promise<void> {
   const registration = await requireRegistration(ctx.home, base, identity.agentId);
   let sessionId = opts.session;
   if (sessionId === undefined) {
-    const pending = Object.entries(registration.pending)
-      .filter(([, p]) => opts.provider === undefined || p.provider_id === opts.provider)
-      .sort(([, a], [, b]) => b.created_at.localeCompare(a.created_at));
-    sessionId = pending[0]?.[0];
+    sessionId = livePending(registration, deps.now(), opts.provider)[0]?.[0];
     if (sessionId === undefined) {
-      throw notConfigured("NO_PENDING_SESSION", `no pending authorization at ${base}: pass --session, or run \`ath authorize -g ${base} --provider <id>\``);
+      const which = opts.provider === undefined ? "" : ` for ${opts.provider}`;
+      throw notConfigured(
+        "NO_PENDING_SESSION",
+        `no unexpired pending authorization${which} at ${base} (sessions last 10 minutes): pass --session <ath_sess_…>, ` +
+          `or run \`ath authorize -g ${base} --provider ${opts.provider ?? "<id>"}\` again`,
+      );
     }
   }
   const { response, saved } = await exchangeAndSave({ home: ctx.home, http: ctx.http, base, identity, registration, code: opts.code, sessionId, now: deps.now });

@@ -14,6 +14,8 @@ afterEach(() => home.cleanup());
 
 const ath = (argv: string[], tty = false) => runAth(home.dir, argv, { fetch: gw.fetch, tty });
 const creds = async () => JSON.parse(await readFile(join(home.dir, "credentials.json"), "utf8"));
+/** The ath_session_ids of the pending sessions saved for the one registered agent, oldest first. */
+const pendingIds = async () => Object.keys((Object.values((await creds()).gateways[GW].agents)[0] as { pending: object }).pending);
 
 async function registered(): Promise<void> {
   const r = await ath(["register", "-g", GW, "--provider", "github", "--scopes", "repo,read:user"]);
@@ -164,6 +166,63 @@ describe("authorize and token (Phase B)", () => {
     expect(r.code).toBe(4);
     expect(JSON.parse(r.stdout).error.code).toBe("USER_DENIED");
     expect(gw.requests.some((q) => q.path === "/ath/token")).toBe(false);
+    expect(await pendingIds()).toEqual([]); // nothing `ath token` could still exchange
+  });
+
+  test("authorize --wait: a failed exchange and a timeout leave no pending session behind", async () => {
+    await registered();
+    const r = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
+      fetch: gw.fetch,
+      openUrl: async () => {
+        const sent = gw.requests.find((q) => q.path === "/ath/authorize")!;
+        gw.tokenError = { status: 403, code: "SCOPE_NOT_APPROVED", message: "A requested scope is not approved" };
+        await fetch(`${sent.body.user_redirect_uri}?code=ath_code_x&state=${sent.body.state}`);
+      },
+    });
+    expect(r.code).toBe(4);
+    expect(await pendingIds()).toEqual([]);
+    const timedOut = await ath(["authorize", "-g", GW, "--provider", "github", "--wait", "--timeout", "1", "--format", "json"]);
+    expect(timedOut.code).toBe(1);
+    expect(JSON.parse(timedOut.stdout).error.code).toBe("AUTHORIZATION_TIMEOUT");
+    expect(await pendingIds()).toEqual([]);
+  });
+
+  test("pending sessions older than the gateway's 600 s session lifetime are pruned whenever credentials.json is written", async () => {
+    await registered();
+    const t0 = Date.now();
+    const at = (ms: number) => ({ fetch: gw.fetch, now: () => ms });
+    const first = JSON.parse((await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], at(t0))).stdout);
+    const second = JSON.parse((await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], at(t0 + 599_000))).stdout);
+    expect(await pendingIds()).toEqual([first.ath_session_id, second.ath_session_id]);
+    const third = JSON.parse((await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], at(t0 + 600_000))).stdout);
+    expect(await pendingIds()).toEqual([second.ath_session_id, third.ath_session_id]);
+  });
+
+  test("token without --session takes the newest unexpired pending session; none → exit 3 NO_PENDING_SESSION, nothing sent", async () => {
+    await registered();
+    const t0 = Date.now();
+    const a = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], { fetch: gw.fetch, now: () => t0 });
+    const session = JSON.parse(a.stdout).ath_session_id as string;
+    const late = await runAth(home.dir, ["token", "-g", GW, "--code", codeFor(session), "--format", "json"], { fetch: gw.fetch, now: () => t0 + 600_000 });
+    expect(late.code).toBe(3);
+    const { error } = JSON.parse(late.stdout);
+    expect(error.code).toBe("NO_PENDING_SESSION");
+    expect(error.message).toContain("pass --session");
+    expect(error.message).toContain(`run \`ath authorize -g ${GW} --provider <id>\` again`);
+    expect(gw.requests.some((q) => q.path === "/ath/token")).toBe(false);
+    const inTime = await runAth(home.dir, ["token", "-g", GW, "--code", codeFor(session)], { fetch: gw.fetch, now: () => t0 + 599_000 });
+    expect(inTime.code).toBe(0);
+    expect(await pendingIds()).toEqual([]); // exchanged: forgotten
+  });
+
+  test("token: a dead session (SESSION_EXPIRED) is forgotten; a wrong code keeps the session for another try", async () => {
+    await registered();
+    const a = JSON.parse((await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"])).stdout);
+    expect((await ath(["token", "-g", GW, "--code", "ath_code_wrong"])).code).toBe(4);
+    expect(await pendingIds()).toEqual([a.ath_session_id]);
+    gw.tokenError = { status: 400, code: "SESSION_EXPIRED", message: "The authorization session has expired" };
+    expect((await ath(["token", "-g", GW, "--code", codeFor(a.ath_session_id)])).code).toBe(4);
+    expect(await pendingIds()).toEqual([]);
   });
 
   test("a refused token exchange exits 4 with the gateway's code and an ofetch-style message", async () => {
