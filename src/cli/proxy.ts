@@ -1,12 +1,13 @@
 /**
  * `ath proxy <provider> <method> <path>`: call the provider API through the gateway with the saved token (in
  * native mode: the service's api_base directly). Like `gh api`: the body goes to stdout even for status ≥ 400,
- * then `ath: HTTP 404` on stderr and exit 1 (exit 4 when the gateway itself refused with an ATH error).
+ * then `ath: HTTP 404` on stderr and exit 1 (exit 4 when the gateway itself refused: X-ATH-Error).
  */
 import { defineCommand } from "citty";
 import { callProxy, discoverService, proxyUrl } from "../agent/client.ts";
 import { ClientError, usageError } from "../agent/errors.ts";
 import { requireRegistration, requireToken } from "../agent/tokens.ts";
+import { HEADERS } from "../protocol/constants.ts";
 import { ATHError } from "../protocol/schemas.ts";
 import { collect, commonArgs, commonOptions, context, type CommonOptions } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
@@ -51,10 +52,10 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
     deps.stdout(text.endsWith("\n") || text === "" ? text : `${text}\n`);
   }
   if (res.status < 400) return;
-  const ath = ATHError.safeParse(parseMaybeJson(text));
-  if (ath.success) {
-    const again = ath.data.code.startsWith("TOKEN_") ? `: run \`ath authorize -g ${base} --provider ${provider}\`` : "";
-    throw new ClientError("refused", ath.data.code, `${method} ${url}: ${res.status} ${ath.data.code} — ${ath.data.message}${again}`, {
+  const refused = refusal(res, text, native !== undefined);
+  if (refused !== undefined) {
+    const again = refused.code.startsWith("TOKEN_") ? `: run \`ath authorize -g ${base} --provider ${provider}\`` : "";
+    throw new ClientError("refused", refused.code, `${method} ${url}: ${res.status} ${refused.code} — ${refused.message}${again}`, {
       status: res.status,
       reported: true,
     });
@@ -63,6 +64,35 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
 }
 
 // internal
+
+/** What a native service answers when it refuses the ATH token itself (not an error of the API call). */
+const NATIVE_REFUSALS = new Set([
+  "TOKEN_INVALID",
+  "TOKEN_EXPIRED",
+  "TOKEN_REVOKED",
+  "SCOPE_NOT_APPROVED",
+  "PROVIDER_MISMATCH",
+  "AGENT_IDENTITY_MISMATCH",
+  "AGENT_NOT_REGISTERED",
+  "AGENT_UNAPPROVED",
+  "PROVIDER_NOT_APPROVED",
+]);
+
+/**
+ * The ATH error of an answer ≥ 400 when ATH itself refused the call (exit 4), else undefined: the upstream
+ * answered (exit 1). Gateway mode: the gateway marks every error it produces with X-ATH-Error and strips X-ATH-*
+ * from upstream answers, so the header alone decides — an upstream body that merely looks like `{code, message}`
+ * is the upstream's. Native mode: no gateway stands between agent and API; the service checks the ATH token
+ * itself, so besides the header (if it sends one) an ATH error body with a token/agent refusal code is its
+ * refusal. Other codes stay the API's own errors.
+ */
+function refusal(res: Response, text: string, native: boolean): { code: string; message: string } | undefined {
+  const header = res.headers.get(HEADERS.error);
+  const body = ATHError.safeParse(parseMaybeJson(text));
+  if (header !== null && header !== "") return { code: header, message: body.success ? body.data.message : `HTTP ${res.status}` };
+  if (native && body.success && NATIVE_REFUSALS.has(body.data.code)) return body.data;
+  return undefined;
+}
 
 function parseHeaders(list: readonly string[]): Record<string, string> {
   const headers: Record<string, string> = {};

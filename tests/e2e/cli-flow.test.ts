@@ -135,6 +135,24 @@ describe("gateway mode, in the spec's order (manual consent path)", () => {
     expect(token.seconds_left).toBeGreaterThan(3000);
   });
 
+  test("a saved token the gateway refuses at the proxy exits 4 with the code of its X-ATH-Error and names `ath authorize`", async () => {
+    const creds = JSON.parse(await Bun.file(`${home.path}/credentials.json`).text());
+    const agent = Object.values(creds.gateways[gw].agents)[0] as { client_id: string; client_secret: string; tokens: { mail: { access_token: string } } };
+    // Revoked at the gateway behind the CLI's back: the token stays saved.
+    const revoked = await fetch(`${gw}/ath/revoke`, {
+      method: "POST",
+      body: new URLSearchParams({ token: agent.tokens.mail.access_token, client_id: agent.client_id, client_secret: agent.client_secret }),
+    });
+    expect(revoked.status).toBe(200);
+    const json = await ath(home.path, ["proxy", "mail", "GET", "/v1/messages", "--format", "json"]);
+    expect(json.code).toBe(4);
+    expect(json.json()).toMatchObject({ status: 401, headers: { "x-ath-error": "TOKEN_REVOKED" }, body: { code: "TOKEN_REVOKED" } });
+    const text = await ath(home.path, ["proxy", "mail", "GET", "/v1/messages"]);
+    expect(text.code).toBe(4);
+    expect(text.stderr).toContain("401 TOKEN_REVOKED");
+    expect(text.stderr).toContain("ath authorize");
+  });
+
   test("revoke forgets the token and the gateway refuses it; proxy then exits 3", async () => {
     const creds = JSON.parse(await Bun.file(`${home.path}/credentials.json`).text());
     const token = (Object.values(creds.gateways[gw].agents)[0] as { tokens: { mail: { access_token: string } } }).tokens.mail.access_token;

@@ -296,6 +296,17 @@ describe("proxy and revoke", () => {
     expect(text.stderr).toContain("ath authorize");
   });
 
+  test("an upstream ≥ 400 whose body looks like an ATH error exits 1 UPSTREAM_ERROR: only X-ATH-Error means the gateway refused", async () => {
+    await authorized();
+    const r = await ath(["proxy", "-g", GW, "github", "GET", "/lookalike"]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({ code: "TOKEN_REVOKED", message: "upstream: your upstream token was revoked" });
+    expect(r.stderr).toBe("ath: HTTP 401\n");
+    const j = await ath(["proxy", "-g", GW, "github", "GET", "/lookalike", "--format", "json"]);
+    expect(j.code).toBe(1);
+    expect(JSON.parse(j.stdout)).toMatchObject({ status: 401, body: { code: "TOKEN_REVOKED" } });
+  });
+
   test("an expired saved token exits 3 before any request", async () => {
     await authorized();
     const later = Date.now() + 2 * 3600_000;
@@ -350,5 +361,20 @@ describe("native mode (--mode native --service <url>)", () => {
     expect(gw.proxied[0]!.path).toBe("/api/notes?limit=1");
     expect(gw.proxied[0]!.headers.get("authorization")).toMatch(/^Bearer ath_tk_/);
     expect(gw.requests.some((q) => q.path.startsWith("/ath/proxy/"))).toBe(false);
+  });
+
+  test("proxy: the service refusing the token (an ATH error body, no X-ATH-Error) exits 4; its API's other errors exit 1", async () => {
+    const native = ["--mode", "native", "--service", GW];
+    expect((await ath(["register", ...native])).code).toBe(0);
+    const a = await ath(["authorize", ...native, "--no-wait", "--format", "json"]);
+    expect((await ath(["token", ...native, "--code", codeFor(JSON.parse(a.stdout).ath_session_id)])).code).toBe(0);
+    const missing = await ath(["proxy", ...native, "GET", "/missing"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe("ath: HTTP 404\n");
+    const saved = Object.values((await creds()).gateways[GW].agents)[0] as { tokens: { notes: { access_token: string } } };
+    await gw.fetch(`${GW}/ath/revoke`, { method: "POST", body: new URLSearchParams({ token: saved.tokens.notes.access_token }) });
+    const refused = await ath(["proxy", ...native, "GET", "/notes"]);
+    expect(refused.code).toBe(4);
+    expect(refused.stderr).toContain("401 TOKEN_INVALID");
   });
 });

@@ -47,7 +47,8 @@ export function fakeGateway(base = GW): FakeGateway {
     const rec = { method: req.method, path: url.pathname + url.search, contentType, body, headers: req.headers };
     gw.requests.push(rec);
     const json = (status: number, v: unknown) => Response.json(v, { status });
-    const err = (status: number, code: string, message: string) => json(status, { code, message });
+    // Like the real gateway (src/gateway/http.ts), every error it produces itself carries X-ATH-Error.
+    const err = (status: number, code: string, message: string) => Response.json({ code, message }, { status, headers: { "x-ath-error": code } });
     const attested = async (aud: string) => {
       const jwt = String(body.agent_attestation ?? "");
       const sub = JSON.parse(atob(jwt.split(".")[1]!.replace(/-/g, "+").replace(/_/g, "/"))).sub as string;
@@ -130,9 +131,15 @@ export function fakeGateway(base = GW): FakeGateway {
     }
     if (url.pathname.startsWith("/ath/proxy/") || url.pathname.startsWith("/api/")) {
       const t = tokens.get((req.headers.get("authorization") ?? "").replace(/^Bearer /, ""));
-      if (t === undefined) return err(401, "TOKEN_INVALID", "The access token is invalid");
+      if (t === undefined) {
+        // The native service's own API (/api/…) checks the token itself and answers a bare ATH error body.
+        if (url.pathname.startsWith("/api/")) return json(401, { code: "TOKEN_INVALID", message: "The access token is invalid" });
+        return err(401, "TOKEN_INVALID", "The access token is invalid");
+      }
       gw.proxied.push(rec);
       if (url.pathname.endsWith("/missing")) return json(404, { message: "Not Found" });
+      // An upstream error whose body looks like an ATH error (the gateway strips any X-ATH-* it sets).
+      if (url.pathname.endsWith("/lookalike")) return json(401, { code: "TOKEN_REVOKED", message: "upstream: your upstream token was revoked" });
       return json(200, { ok: true, method: req.method, path: url.pathname, query: url.search, body: text === "" ? null : JSON.parse(text) });
     }
     return err(404, "NOT_FOUND", "Not found");
