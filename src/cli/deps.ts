@@ -8,7 +8,8 @@ import type { Fetch } from "../agent/http.ts";
 export interface Deps {
   fetch: Fetch;
   env: Record<string, string | undefined>;
-  stdout: (s: string) => void;
+  /** Writes to stdout: text, or bytes as they are (`proxy` relays an upstream body unchanged). */
+  stdout: (s: string | Uint8Array) => void;
   stderr: (s: string) => void;
   now: () => number;
   stdinTTY: boolean;
@@ -64,8 +65,8 @@ function isTerminal(fd: number): boolean {
   }
 }
 
-function writeAll(fd: number, s: string): void {
-  const buf = Buffer.from(s);
+function writeAll(fd: number, s: string | Uint8Array): void {
+  const buf = typeof s === "string" ? Buffer.from(s) : s;
   for (let off = 0; off < buf.length; ) {
     try {
       off += writeSync(fd, buf, off);

@@ -1,7 +1,8 @@
 /**
  * `ath proxy <provider> <method> <path>`: call the provider API through the gateway with the saved token (in
- * native mode: the service's api_base directly). Like `gh api`: the body goes to stdout even for status ≥ 400,
- * then `ath: HTTP 404` on stderr and exit 1 (exit 4 when the gateway itself refused: X-ATH-Error).
+ * native mode: the service's api_base directly). Like `gh api`: the body goes to stdout even for status ≥ 400
+ * (text: its bytes unchanged; json: `{status, headers, body}`), then `ath: HTTP 404` on stderr and exit 1 (exit 4
+ * when the gateway itself refused: X-ATH-Error).
  */
 import { defineCommand } from "citty";
 import { callProxy, discoverService, proxyUrl } from "../agent/client.ts";
@@ -45,14 +46,16 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
     { method, token: token.access_token, agentId: identity.agentId, headers, ...(opts.body === undefined ? {} : { body: opts.body }) },
     ctx.http,
   );
-  const text = await res.text();
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const text = utf8(bytes);
   if (ctx.out.json) {
-    ctx.out.doc({ status: res.status, headers: Object.fromEntries(res.headers), body: parseMaybeJson(text) });
+    const body = text === undefined ? { body: bytes.toBase64(), body_encoding: "base64" } : { body: parseMaybeJson(text) };
+    ctx.out.doc({ status: res.status, headers: Object.fromEntries(res.headers), ...body });
   } else {
-    deps.stdout(text.endsWith("\n") || text === "" ? text : `${text}\n`);
+    deps.stdout(bytes); // as received: binary-safe, no newline added, so `ath proxy … > file` saves the body exactly
   }
   if (res.status < 400) return;
-  const refused = refusal(res, text, native !== undefined);
+  const refused = refusal(res, text ?? "", native !== undefined);
   if (refused !== undefined) {
     const again = refused.code.startsWith("TOKEN_") ? `: run \`ath authorize -g ${base} --provider ${provider}\`` : "";
     throw new ClientError("refused", refused.code, `${method} ${url}: ${res.status} ${refused.code} — ${refused.message}${again}`, {
@@ -102,6 +105,15 @@ function parseHeaders(list: readonly string[]): Record<string, string> {
     headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
   }
   return headers;
+}
+
+/** The body as text when it is valid UTF-8, else undefined (json mode then carries it in base64). */
+function utf8(bytes: Uint8Array): string | undefined {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
 }
 
 function parseMaybeJson(text: string): unknown {

@@ -90,7 +90,8 @@ describe("gateway mode, in the spec's order (manual consent path)", () => {
   test("proxy GET prints the upstream body; json wraps status, headers and the parsed body", async () => {
     const text = await ath(home.path, ["proxy", "mail", "GET", "/v1/messages?limit=2"]);
     expect(text.code).toBe(0);
-    expect(JSON.parse(text.stdout)).toEqual({ messages: [{ id: "m1", subject: "hello" }], query: "?limit=2" });
+    // the body's bytes exactly as the upstream sent them (Response.json: no trailing newline)
+    expect(text.stdout).toBe(JSON.stringify({ messages: [{ id: "m1", subject: "hello" }], query: "?limit=2" }));
     const json = await ath(home.path, ["proxy", "mail", "GET", "/v1/messages", "--format", "json"]);
     const doc = json.json();
     expect(doc.status).toBe(200);

@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway } from "./cli-harness.ts";
+import { BINARY_BODY, GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway } from "./cli-harness.ts";
 
 let home: { dir: string; cleanup: () => Promise<void> };
 let gw: FakeGateway;
@@ -294,6 +294,25 @@ describe("proxy and revoke", () => {
     expect(text.code).toBe(4);
     expect(text.stderr).toContain("401 TOKEN_INVALID");
     expect(text.stderr).toContain("ath authorize");
+  });
+
+  test("text mode writes the upstream body's bytes unchanged: binary-safe, no newline added", async () => {
+    await authorized();
+    const bin = await ath(["proxy", "-g", GW, "github", "GET", "/binary"]);
+    expect(bin.code).toBe(0);
+    expect(bin.stdoutBytes).toEqual(BINARY_BODY);
+    const plain = await ath(["proxy", "-g", GW, "github", "GET", "/plain"]);
+    expect(plain.stdoutBytes).toEqual(new TextEncoder().encode("no newline at the end"));
+  });
+
+  test("json mode: a non-UTF-8 body is base64 with body_encoding \"base64\"; text stays a string, JSON is parsed", async () => {
+    await authorized();
+    const bin = JSON.parse((await ath(["proxy", "-g", GW, "github", "GET", "/binary", "--format", "json"])).stdout);
+    expect(bin).toMatchObject({ status: 200, body_encoding: "base64" });
+    expect(new Uint8Array(Buffer.from(bin.body, "base64"))).toEqual(BINARY_BODY);
+    const plain = JSON.parse((await ath(["proxy", "-g", GW, "github", "GET", "/plain", "--format", "json"])).stdout);
+    expect(plain).toMatchObject({ status: 200, body: "no newline at the end" });
+    expect(plain.body_encoding).toBeUndefined();
   });
 
   test("an upstream ≥ 400 whose body looks like an ATH error exits 1 UPSTREAM_ERROR: only X-ATH-Error means the gateway refused", async () => {

@@ -13,6 +13,9 @@ import { main } from "../../src/main.ts";
 
 export const GW = "http://127.0.0.1:8787";
 
+/** What the fake upstream answers at `…/binary`: bytes that are not UTF-8 (a lone 0xff, a NUL, a cut sequence). */
+export const BINARY_BODY = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0xff, 0xfe, 0xe2, 0x82]);
+
 export interface Recorded {
   method: string;
   path: string;
@@ -139,6 +142,8 @@ export function fakeGateway(base = GW): FakeGateway {
       gw.proxied.push(rec);
       if (url.pathname.endsWith("/missing")) return json(404, { message: "Not Found" });
       // An upstream error whose body looks like an ATH error (the gateway strips any X-ATH-* it sets).
+      if (url.pathname.endsWith("/binary")) return new Response(BINARY_BODY, { headers: { "content-type": "application/octet-stream" } });
+      if (url.pathname.endsWith("/plain")) return new Response("no newline at the end", { headers: { "content-type": "text/plain" } });
       if (url.pathname.endsWith("/lookalike")) return json(401, { code: "TOKEN_REVOKED", message: "upstream: your upstream token was revoked" });
       return json(200, { ok: true, method: req.method, path: url.pathname, query: url.search, body: text === "" ? null : JSON.parse(text) });
     }
@@ -154,8 +159,11 @@ export function codeFor(sessionId: string): string {
 
 export interface RunResult {
   code: number;
+  /** stdout decoded as UTF-8. */
   stdout: string;
   stderr: string;
+  /** stdout exactly as written. */
+  stdoutBytes: Uint8Array;
 }
 
 export interface RunOptions {
@@ -168,12 +176,12 @@ export interface RunOptions {
 
 /** Runs `ath argv` in process against `home`. */
 export async function runAth(home: string, argv: string[], o: RunOptions = {}): Promise<RunResult> {
-  let stdout = "";
+  const stdout: Uint8Array[] = [];
   let stderr = "";
   const tty = o.tty ?? false;
   const restore = setDeps({
     env: { ATH_HOME: home, ...o.env },
-    stdout: (s) => void (stdout += s),
+    stdout: (s) => void stdout.push(typeof s === "string" ? new TextEncoder().encode(s) : s.slice()),
     stderr: (s) => void (stderr += s),
     stdinTTY: tty,
     stdoutTTY: tty,
@@ -183,7 +191,9 @@ export async function runAth(home: string, argv: string[], o: RunOptions = {}): 
     openUrl: o.openUrl ?? (async () => {}),
   });
   try {
-    return { code: await main(argv), stdout, stderr };
+    const code = await main(argv);
+    const stdoutBytes = new Uint8Array(Buffer.concat(stdout));
+    return { code, stdout: new TextDecoder().decode(stdoutBytes), stderr, stdoutBytes };
   } finally {
     restore();
   }

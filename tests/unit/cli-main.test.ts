@@ -22,7 +22,7 @@ function closedPort(): number {
 describe("ath --version and --help", () => {
   test("--version prints the package version", async () => {
     const r = await runAth(home.dir, ["--version"]);
-    expect(r).toEqual({ code: 0, stdout: `${pkg.version}\n`, stderr: "" });
+    expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 0, stdout: `${pkg.version}\n`, stderr: "" });
   });
 
   test("every command has --help with examples, exit 0, plain when piped", async () => {
