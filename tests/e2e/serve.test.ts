@@ -142,3 +142,51 @@ describe("ath serve — first start, admin token, master key, shutdown", () => {
     expect(refused).toBe(true);
   });
 });
+
+describe("ath serve — TLS", () => {
+  test("--tls-cert/--tls-key serve HTTPS on an https base URL, refusing TLS below 1.2 (spec §5)", async () => {
+    const dir = await tmp();
+    const [cert, key] = [join(dir, "cert.pem"), join(dir, "key.pem")];
+    const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+      "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert]);
+    expect(made.exitCode).toBe(0);
+    const s = await serve(["--tls-cert", cert, "--tls-key", key, "--data-dir", join(dir, "data"), "--admin-token", "t0ken-for-test"], { ATH_HOME: dir });
+    try {
+      expect(s.url.startsWith("https://127.0.0.1:")).toBe(true);
+      const tls = { ca: await Bun.file(cert).text() };
+      const health = await fetch(`${s.url}/health`, { tls } as RequestInit);
+      expect(health.status).toBe(200);
+      const doc = (await (await fetch(`${s.url}/.well-known/ath.json`, { tls } as RequestInit)).json()) as { agent_registration_endpoint: string };
+      expect(doc.agent_registration_endpoint).toBe(`${s.url}/ath/agents/register`);
+      // an untrusted certificate is refused by a client that checks it: this really is TLS
+      let refused = false;
+      try {
+        await fetch(`${s.url}/health`);
+      } catch {
+        refused = true;
+      }
+      expect(refused).toBe(true);
+      const port = new URL(s.url).port;
+      // SECLEVEL=0 lets the client offer TLS 1.1, so a refusal is the server's ("alert protocol version")
+      const handshake = (version: string) =>
+        Bun.spawnSync(["openssl", "s_client", "-connect", `127.0.0.1:${port}`, version, "-cipher", "DEFAULT@SECLEVEL=0"], {
+          stdin: new TextEncoder().encode("Q\n"),
+          timeout: 10_000,
+        });
+      expect(handshake("-tls1_2").exitCode).toBe(0);
+      const old = handshake("-tls1_1");
+      expect(old.exitCode).not.toBe(0);
+      expect(old.stderr.toString()).toContain("alert protocol version");
+    } finally {
+      s.p.kill("SIGTERM");
+      await s.p.exited;
+    }
+  });
+
+  test("--tls-cert without --tls-key is a usage error", async () => {
+    const r = await serveFails(["--tls-cert", "/nonexistent.pem"]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("--tls-cert and --tls-key go together");
+  });
+});
+
