@@ -80,7 +80,24 @@ function sameState(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** The page the browser shows after the redirect; fixed strings only. Its URL carries the code: no referrer, no cache. */
 function page(status: number, title: string, text: string): Response {
-  const html = `<!doctype html><meta charset="utf-8"><title>ath — ${title}</title><body style="font:16px system-ui;margin:3em"><h1>${title}</h1><p>${text}</p></body>`;
-  return new Response(html, { status, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+  const ok = status === 200 && !title.includes("denied");
+  const html = `<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>ath — ${title}</title>
+<style>body{margin:0;padding:0 12px;background:#f3f4f6;color:#111827;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif}
+main{max-width:32rem;margin:3rem auto;background:#fff;border:1px solid #e5e7eb;border-radius:14px;padding:24px}
+small{letter-spacing:.08em;font-weight:700;color:#4b5563}h1{margin:.4rem 0;font-size:1.5rem;color:${ok ? "#047857" : "#b91c1c"}}
+@media (prefers-color-scheme:dark){body{background:#111827;color:#f9fafb}main{background:#1f2937;border-color:#374151}small{color:#9ca3af}}</style>
+<main><small>ATH AGENT</small><h1>${title}</h1><p>${text}</p></main></html>`;
+  return new Response(html, {
+    status,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      "referrer-policy": "no-referrer",
+      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+      "x-content-type-options": "nosniff",
+    },
+  });
 }
