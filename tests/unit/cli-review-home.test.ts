@@ -1,0 +1,79 @@
+/**
+ * The agent's home directory under hostile conditions: a permissive umask still gives 0700 directories and 0600
+ * files, and a corrupted credentials.json stops every command that reads it with the file named, exit 1 and one
+ * JSON error document, while the file itself is left exactly as it was (no silent reset, no lost secrets).
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { readFile, readdir, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway } from "./cli-harness.ts";
+
+let home: { dir: string; cleanup: () => Promise<void> };
+let gw: FakeGateway;
+beforeEach(async () => {
+  home = await tempHome();
+  gw = fakeGateway();
+});
+afterEach(() => home.cleanup());
+
+const ath = (argv: string[]) => runAth(home.dir, argv, { fetch: gw.fetch });
+
+async function modes(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const name of await readdir(dir, { recursive: true })) {
+    out[name] = ((await stat(join(dir, name))).mode & 0o777).toString(8);
+  }
+  return out;
+}
+
+describe("ATH_HOME file modes", () => {
+  test("with umask 000 every directory is 0700 and every file 0600, the nested home included", async () => {
+    const previous = process.umask(0);
+    try {
+      const nested = join(home.dir, "a", "b");
+      const run = (argv: string[]) => runAth(nested, argv, { fetch: gw.fetch });
+      expect((await run(["config", "set-gateway", "local", GW])).code).toBe(0);
+      expect((await run(["register", "--provider", "github", "--scopes", "repo"])).code).toBe(0);
+      const a = await run(["authorize", "--provider", "github", "--no-wait", "--format", "json"]);
+      expect(a.code).toBe(0);
+      expect((await run(["token", "--code", codeFor(JSON.parse(a.stdout).ath_session_id)])).code).toBe(0);
+      expect(await modes(home.dir)).toEqual({
+        a: "700",
+        "a/b": "700",
+        "a/b/config.json": "600",
+        "a/b/credentials.json": "600",
+        "a/b/keys": "700",
+        "a/b/keys/agent.pem": "600",
+      });
+    } finally {
+      process.umask(previous);
+    }
+  });
+});
+
+describe("a corrupted credentials.json", () => {
+  const corrupt = ['{"gateways": {', "[]", "null", '{"gateways":{"x":{"agents":{"a":{"client_id":1}}}}}'];
+  const commands = [
+    ["status"],
+    ["authorize", "-g", GW, "--provider", "github", "--no-wait"],
+    ["token", "-g", GW, "--code", "ath_code_1"],
+    ["proxy", "github", "GET", "/user", "-g", GW],
+    ["revoke", "-g", GW, "--all"],
+  ];
+  for (const text of corrupt) {
+    test(`${JSON.stringify(text).slice(0, 40)}: every reader exits 1 naming the file, and the file is untouched`, async () => {
+      const file = join(home.dir, "credentials.json");
+      await writeFile(file, text, { mode: 0o600 });
+      for (const argv of commands) {
+        const r = await ath([...argv, "--format", "json"]);
+        expect(r.code).toBe(1);
+        const doc = JSON.parse(r.stdout);
+        expect(doc.error.code).toBe("ERROR");
+        expect(doc.error.message).toContain(file);
+        expect(doc.error.message).not.toContain("\n");
+        expect(await readFile(file, "utf8")).toBe(text);
+      }
+      expect(gw.requests.filter((q) => q.path !== "/.well-known/ath.json")).toEqual([]);
+    });
+  }
+});
