@@ -25,6 +25,7 @@ const args = {
   "upstream-timeout": { type: "string", description: "Provider API timeout, seconds (default 30)", valueHint: "s" },
   "sweep-interval": { type: "string", description: "Seconds between sweeps of expired rows (default 60)", valueHint: "s" },
   "sweep-retention": { type: "string", description: "Seconds revoked/expired tokens and dead grants are kept (default 86400)", valueHint: "s" },
+  "audit-retention": { type: "string", description: "Days audit events are kept (default 90)", valueHint: "days" },
   "strict-scopes": { type: "boolean", description: "Refuse proxy calls to providers without scope_rules" },
   "tls-cert": { type: "string", description: "TLS certificate (PEM)", valueHint: "file" },
   "tls-key": { type: "string", description: "TLS private key (PEM)", valueHint: "file" },
@@ -56,6 +57,7 @@ export default defineCommand({
     const upstreamTimeout = int(a["upstream-timeout"] ?? "30", "--upstream-timeout", 1, 600);
     const sweepInterval = int(a["sweep-interval"] ?? "60", "--sweep-interval", 1, 86400);
     const sweepRetention = int(a["sweep-retention"] ?? "86400", "--sweep-retention", 1, 366 * 24 * 3600);
+    const auditRetention = int(a["audit-retention"] ?? "90", "--audit-retention", 1, 36500);
     const approval = (a.approval ?? env.ATH_APPROVAL ?? "auto") as string;
     if (approval !== "auto" && approval !== "manual") throw usageError(`ATH_APPROVAL must be auto or manual, got "${approval}"`);
     const dataDir = str(a["data-dir"], "ATH_DATA_DIR") ?? join(env.ATH_HOME || join(homedir(), ".ath"), "gateway");
@@ -91,6 +93,7 @@ export default defineCommand({
       strictScopes: Boolean(a["strict-scopes"]),
       upstreamTimeoutMs: upstreamTimeout * 1000,
       sweepIntervalMs: sweepInterval * 1000,
+      auditRetentionMs: auditRetention * 24 * 3600 * 1000,
       sweepRetentionMs: sweepRetention * 1000,
       log,
     });

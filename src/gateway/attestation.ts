@@ -34,15 +34,20 @@ export async function verifyAttestation(
 ): Promise<AttestationClaims> {
   let alg: unknown;
   let payload: unknown;
+  let unencoded = false;
   try {
     if (typeof jwt !== "string" || jwt.split(".").length !== 3) throw new TypeError("not compact");
-    alg = decodeProtectedHeader(jwt).alg;
+    const header = decodeProtectedHeader(jwt);
+    alg = header.alg;
+    unencoded = header.b64 !== undefined;
     payload = decodeJwt(jwt);
   } catch {
     throw invalid("attestation is not a compact JWS (header.payload.signature)");
   }
   // Allow-list before any key work: none, HS*, RS*, ES384… never reach a key.
   if (alg !== "ES256") throw invalid(`attestation alg must be ES256, got ${show(String(alg))}`);
+  // RFC 7797 unencoded payloads are not JWTs (RFC 7519 §7.2): the claims must be the signed, encoded payload.
+  if (unencoded) throw invalid("attestation header must not carry b64 (RFC 7797)");
   const parsed = AttestationClaims.safeParse(payload);
   if (!parsed.success) throw invalid(`attestation claims are invalid: ${formatIssues(parsed.error).join("; ")}`);
   const claims = parsed.data;

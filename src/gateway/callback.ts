@@ -25,7 +25,7 @@ export async function callback(gw: Gateway, req: Request): Promise<Response> {
   const session = await gw.store.getSessionByUpstreamState(state);
   const problem = sessionProblem(gw, session);
   if (problem || !session) return errorPage(problem ?? "SESSION_NOT_FOUND");
-  const binding = readBinding(req);
+  const binding = readBinding(gw, req);
   if (!binding || !session.binding_hash || !constantTimeEqual(bindingHash(binding), session.binding_hash)) {
     await audit(gw, "callback.rejected", { client_id: session.client_id, provider_id: session.provider_id, data: { reason: "binding cookie mismatch" } });
     return errorPage("STATE_MISMATCH");

@@ -20,13 +20,17 @@ export async function showConsent(gw: Gateway, req: Request, handle: string): Pr
   if (problem || !session) return errorPage(problem ?? "SESSION_NOT_FOUND");
   const binding = ensureBinding(gw, req);
   const headers: Record<string, string> = binding.setCookie ? { "set-cookie": binding.setCookie } : {};
-  if (!(await gw.store.bindSession(session.session_id, bindingHash(binding.value)))) {
-    return errorPage("STATE_MISMATCH", "This authorization link was already opened in another browser. Ask the agent for a new link.");
+  if (session.binding_hash && !constantTimeEqual(bindingHash(binding.value), session.binding_hash)) {
+    return errorPage("STATE_MISMATCH", "This authorization request was already answered in another browser. Ask the agent for a new link.");
   }
   const record = await gw.store.getProvider(session.provider_id);
   if (!record) return errorPage("NOT_FOUND", `The provider '${session.provider_id}' is no longer configured.`);
   const upstream = await upstreamAuthorizeUrl(gw, session, record);
-  if (record.config.consent_screen === false) return redirect(upstream, 303, headers);
+  if (record.config.consent_screen === false) {
+    // No page to answer: this GET is the decision, so it binds (and the provider is told to ask: see oauth.ts).
+    if (!(await gw.store.bindSession(session.session_id, bindingHash(binding.value)))) return errorPage("STATE_MISMATCH");
+    return redirect(upstream, 303, headers);
+  }
 
   const agent = await gw.store.getAgentByClientId(session.client_id);
   const descriptions = record.config.scope_descriptions ?? {};
@@ -51,10 +55,8 @@ export async function submitConsent(gw: Gateway, req: Request, handle: string): 
   const session = await gw.store.getSessionByHandle(handle);
   const problem = sessionProblem(gw, session);
   if (problem || !session) return errorPage(problem ?? "SESSION_NOT_FOUND");
-  const binding = readBinding(req);
-  if (!binding || !session.binding_hash || !constantTimeEqual(bindingHash(binding), session.binding_hash)) {
-    return errorPage("STATE_MISMATCH", "This browser did not open this authorization request. Open the link from the agent again.");
-  }
+  const binding = readBinding(gw, req);
+  if (!binding) return errorPage("STATE_MISMATCH", "This browser did not open this authorization request. Open the link from the agent again.");
   let form: URLSearchParams;
   try {
     form = new URLSearchParams(await readText(req));
@@ -65,8 +67,12 @@ export async function submitConsent(gw: Gateway, req: Request, handle: string): 
     return errorPage("STATE_MISMATCH", "The form expired or did not come from this page. Reload the authorization link and try again.");
   }
   const decision = form.get("decision");
+  if (decision !== "deny" && decision !== "approve") return errorPage("INVALID_REQUEST", "Choose Approve or Deny.");
+  // The first browser to answer owns the request; the provider's callback must come back to it.
+  if (!(await gw.store.bindSession(session.session_id, bindingHash(binding)))) {
+    return errorPage("STATE_MISMATCH", "This authorization request was already answered in another browser. Ask the agent for a new link.");
+  }
   if (decision === "deny") return denySession(gw, session, "access_denied");
-  if (decision !== "approve") return errorPage("INVALID_REQUEST", "Choose Approve or Deny.");
 
   const record = await gw.store.getProvider(session.provider_id);
   if (!record) return errorPage("NOT_FOUND", `The provider '${session.provider_id}' is no longer configured.`);

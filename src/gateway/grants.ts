@@ -32,7 +32,7 @@ export async function createGrant(
     agent_id: o.agentId,
     access_token_sealed: await gw.sealer.seal(o.tokens.access_token, aad(grantId, "access")),
     refresh_token_sealed: o.tokens.refresh_token ? await gw.sealer.seal(o.tokens.refresh_token, aad(grantId, "refresh")) : null,
-    expires_at: o.tokens.expires_in !== undefined ? now + o.tokens.expires_in * 1000 : null,
+    expires_at: expiresAt(now, o.tokens.expires_in),
     scope: o.tokens.scope !== undefined ? parseScopeString(o.tokens.scope) : o.requestedScopes,
     status: "live",
     version: 1,
@@ -88,6 +88,12 @@ const POLL_MS = 25;
 
 function aad(grantId: string, kind: "access" | "refresh"): string {
   return `grant:${grantId}:${kind}`;
+}
+
+/** A provider's `expires_in`, clamped to 0…1 year: a huge value must not overflow a BIGINT column. */
+function expiresAt(now: number, expiresIn: number | undefined): number | null {
+  if (expiresIn === undefined || !Number.isFinite(expiresIn)) return null;
+  return now + Math.min(Math.max(Math.trunc(expiresIn), 0), 365 * 24 * 3600) * 1000;
 }
 
 function isStale(gw: Gateway, g: GrantRecord): boolean {
@@ -161,7 +167,7 @@ async function doRefresh(gw: Gateway, g: GrantRecord, owner: string): Promise<Li
     access_token_sealed: await gw.sealer.seal(tokens.access_token, aad(g.grant_id, "access")),
     // Rotation: store the new refresh token when the provider returns one; keep the old one when it does not.
     refresh_token_sealed: tokens.refresh_token ? await gw.sealer.seal(tokens.refresh_token, aad(g.grant_id, "refresh")) : g.refresh_token_sealed,
-    expires_at: tokens.expires_in !== undefined ? now + tokens.expires_in * 1000 : null,
+    expires_at: expiresAt(now, tokens.expires_in),
     scope: tokens.scope !== undefined ? parseScopeString(tokens.scope) : g.scope,
   };
   if (!(await gw.store.completeGrantRefresh(g.grant_id, owner, update, now))) {

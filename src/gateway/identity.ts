@@ -99,6 +99,10 @@ function kindOf(agentId: string, dev: boolean): "did:key" | "url" {
 }
 
 async function didKeyToCryptoKey(agentId: string): Promise<CryptoKey> {
+  // The identity is the bare DID: with a fragment or path, one key would stand for endlessly many agent_ids.
+  if (!/^did:key:z[1-9A-HJ-NP-Za-km-z]+$/.test(agentId)) {
+    throw new AthError("INVALID_ATTESTATION", `agent_id ${show(agentId)} is not a bare did:key (no fragment, query or path)`);
+  }
   try {
     return (await importJWK(jwkFromDidKey(agentId), "ES256")) as CryptoKey;
   } catch (err) {

@@ -29,6 +29,8 @@ export interface StartOptions extends Omit<GatewayOptions, "adminTokenHash" | "b
   sweepIntervalMs?: number;
   /** How long revoked/expired tokens and dead grants are kept before the sweeper deletes them (default 24 h). */
   sweepRetentionMs?: number;
+  /** How long audit events are kept (default 90 days): an unauthenticated caller can add events, so they cannot grow forever. */
+  auditRetentionMs?: number;
 }
 
 export interface RunningGateway {
@@ -42,6 +44,7 @@ export interface RunningGateway {
 
 /** Rows past their life are kept this long before the sweeper deletes them (audit and debugging). */
 const RETAIN_MS = 24 * 3600 * 1000;
+const AUDIT_RETAIN_MS = 90 * 24 * 3600 * 1000;
 
 export async function startGateway(o: StartOptions): Promise<RunningGateway> {
   const store = await openStore(o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`);
@@ -77,7 +80,7 @@ export async function startGateway(o: StartOptions): Promise<RunningGateway> {
     await store.upsertProvider(await toRecord(gateway, id, config, "file"));
   }
   const sweeper = setInterval(() => {
-    store.sweep(Date.now(), o.sweepRetentionMs ?? RETAIN_MS).catch((err) => o.log.error("sweep failed", err));
+    store.sweep(Date.now(), o.sweepRetentionMs ?? RETAIN_MS, o.auditRetentionMs ?? AUDIT_RETAIN_MS).catch((err) => o.log.error("sweep failed", err));
   }, o.sweepIntervalMs ?? 60_000);
   sweeper.unref();
 

@@ -15,6 +15,8 @@ export function classifyAddress(ip: string): "public" | "loopback" | "private" {
   const v4At = (i: number) => [g[i]! >> 8, g[i]! & 0xff, g[i + 1]! >> 8, g[i + 1]! & 0xff];
   if (zeros(7) && g[7] === 1) return "loopback"; // ::1
   if (zeros(5) && g[5] === 0xffff) return classifyV4(v4At(6)); // ::ffff:a.b.c.d (IPv4-mapped)
+  if (zeros(4) && g[4] === 0xffff && g[5] === 0) return classifyV4(v4At(6)); // ::ffff:0:a.b.c.d (IPv4-translated, RFC 2765)
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return "private"; // 64:ff9b:1::/48 local-use NAT64 (RFC 8215)
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return classifyV4(v4At(6)); // 64:ff9b::/96 NAT64
   if (g[0] === 0x2002) return classifyV4(v4At(1)); // 6to4
   const first = g[0]!;

@@ -24,6 +24,9 @@ export function authorizeUrl(
   o: { redirectUri: string; scopes: string[]; state: string; codeChallenge: string; resource: string | null },
 ): string {
   const url = new URL(p.config.authorize_endpoint);
+  // Without the gateway's consent page, the provider must ask the person: it remembers consent per OAuth client, and
+  // every agent shares the gateway's client (OIDC Core §3.1.2.1 prompt=consent; extra_authorize_params may override).
+  if (p.config.consent_screen === false) url.searchParams.set("prompt", "consent");
   for (const [k, v] of Object.entries(p.config.extra_authorize_params ?? {})) url.searchParams.set(k, v);
   url.searchParams.set("response_type", "code");
   url.searchParams.set("client_id", p.config.client_id);

@@ -32,15 +32,27 @@ export function relativePath(rawPath: string): string {
 
 // internal
 
+/**
+ * A segment must not be, or become at the upstream, a dot segment or a separator. Upstreams differ in how far they
+ * decode (some twice: `%252e%252e`) and some drop `;` parameters (Tomcat, Jetty, Spring read `..;` as `..`), so the
+ * segment is decoded until it stops changing and judged with and without its parameters.
+ */
 function checkSegment(segment: string): void {
   if (segment === "") throw traversal("empty path segments are not allowed");
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(segment);
-  } catch {
-    throw traversal("malformed percent-encoding in the path");
+  let decoded = segment;
+  for (let i = 0; i < 4; i++) {
+    let next: string;
+    try {
+      next = decodeURIComponent(decoded);
+    } catch {
+      if (i === 0) throw traversal("malformed percent-encoding in the path");
+      break;
+    }
+    if (next === decoded) break;
+    decoded = next;
   }
-  if (decoded === "." || decoded === "..") throw traversal("dot segments are not allowed in the path");
+  const beforeParams = decoded.split(";")[0] ?? "";
+  if ([decoded, beforeParams].some((d) => d === "." || d === "..")) throw traversal("dot segments are not allowed in the path");
   if (/[/\\\0]/.test(decoded)) throw traversal("encoded slashes, backslashes and NUL are not allowed in the path");
 }
 

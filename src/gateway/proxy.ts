@@ -14,6 +14,11 @@ import { authenticateBearer } from "./bearer.ts";
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"];
 /** Credentials and routing of the agent↔gateway hop; the upstream must never see them. */
 const STRIP_REQUEST = ["host", "authorization", "cookie", "content-length", "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"];
+/**
+ * Headers some frameworks read as "the real method / URL" (Google APIs, Symfony, IIS): scope_rules judged the
+ * request's own method and path, so these would let an agent do what no rule allowed.
+ */
+const OVERRIDES = ["x-http-method-override", "x-http-method", "x-method-override", "x-original-url", "x-rewrite-url", "x-original-method"];
 /** The upstream may not set cookies on the gateway's origin, nor speak for the gateway (X-ATH-*). */
 const STRIP_RESPONSE = ["set-cookie", "set-cookie2"];
 /** Bodies up to this size are buffered so the request can be replayed once after a token refresh. */
@@ -73,7 +78,7 @@ function forwardHeaders(incoming: Headers): Headers {
   const connectionListed = (incoming.get("connection") ?? "").toLowerCase().split(",").map((s) => s.trim());
   for (const [name, value] of incoming) {
     const n = name.toLowerCase();
-    if (HOP_BY_HOP.includes(n) || STRIP_REQUEST.includes(n) || connectionListed.includes(n) || n.startsWith("x-ath-")) continue;
+    if (HOP_BY_HOP.includes(n) || STRIP_REQUEST.includes(n) || OVERRIDES.includes(n) || connectionListed.includes(n) || n.startsWith("x-ath-")) continue;
     out.append(name, value);
   }
   return out;

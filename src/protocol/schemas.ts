@@ -19,6 +19,23 @@ export const httpUrl = z
   .max(2048)
   .refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), { message: "Invalid http(s) URL" });
 
+/**
+ * A redirect URI the gateway may send a person's browser to (RFC 8252 §7, RFC 6749 §3.1.2): https; http only on a
+ * loopback address; or a private-use scheme in reverse-DNS form (`com.example.app:/cb`) for native apps. Never a
+ * fragment, and never script-bearing schemes (javascript:, data:, …) — anyone can register an agent.
+ */
+export const redirectUri = uri.refine(
+  (s) => {
+    if (!URL.canParse(s)) return false; // reported by `uri`; zod runs every refinement
+    const u = new URL(s);
+    if (u.hash !== "" || s.includes("#")) return false;
+    if (u.protocol === "https:") return true;
+    if (u.protocol === "http:") return ["127.0.0.1", "[::1]", "localhost"].includes(u.hostname);
+    return /^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+:$/.test(u.protocol);
+  },
+  { message: "redirect URIs must be https, http on a loopback address, or a reverse-DNS private-use scheme, without a fragment" },
+);
+
 const id = z.string().min(1).max(256);
 const scope = z.string().min(1).max(512);
 const scopes = z.array(scope).max(100);
@@ -98,7 +115,7 @@ export const AgentRegistrationRequest = z.object({
   developer: DeveloperInfo,
   requested_providers: z.array(ProviderScopeRequest).min(1).max(50),
   purpose: z.string().max(2000).optional(),
-  redirect_uris: z.array(uri).max(20).optional(),
+  redirect_uris: z.array(redirectUri).max(20).optional(),
 });
 export type AgentRegistrationRequest = z.infer<typeof AgentRegistrationRequest>;
 
@@ -130,7 +147,7 @@ export const AuthorizationRequest = z.object({
   provider_id: id,
   scopes: scopes.min(1),
   state: z.string().min(16, "state must be 16 to 512 characters").max(512, "state must be 16 to 512 characters"),
-  user_redirect_uri: uri.optional(),
+  user_redirect_uri: redirectUri.optional(),
   resource: uri.optional(),
 });
 export type AuthorizationRequest = z.infer<typeof AuthorizationRequest>;

@@ -111,5 +111,7 @@ CREATE TABLE audit (
 );
 CREATE INDEX audit_type ON audit (type, id);
 `,
+    // 2: the sweeper deletes audit events by age
+    `CREATE INDEX audit_at ON audit (at);`,
   ];
 }

@@ -201,7 +201,7 @@ export function sqlStore(db: Driver): Store {
       return rows.map(toAudit);
     },
 
-    async sweep(now, retainMs) {
+    async sweep(now, retainMs, auditRetainMs) {
       const cutoff = now - retainMs;
       const sessions = await db.run("DELETE FROM sessions WHERE expires_at <= ?", [now]);
       const jti = await db.run("DELETE FROM jti WHERE expires_at <= ?", [now]);
@@ -218,7 +218,8 @@ export function sqlStore(db: Driver): Store {
              AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.grant_id = grants.grant_id))`,
         [cutoff, cutoff],
       );
-      return { sessions, jti, tokens, grants };
+      const audit = auditRetainMs === undefined ? 0 : await db.run("DELETE FROM audit WHERE at <= ?", [now - auditRetainMs]);
+      return { sessions, jti, tokens, grants, audit };
     },
 
     close: () => db.close(),

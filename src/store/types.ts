@@ -111,6 +111,7 @@ export interface SweepResult {
   jti: number;
   tokens: number;
   grants: number;
+  audit: number;
 }
 
 export interface Store {
@@ -189,7 +190,10 @@ export interface Store {
   appendAudit(e: AuditEvent): Promise<void>;
   listAudit(opts?: { limit?: number; type?: string }): Promise<AuditEvent[]>;
 
-  /** Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, and dead/orphan grants. */
-  sweep(now: number, retainMs: number): Promise<SweepResult>;
+  /**
+   * Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, dead/orphan grants, and (when
+   * `auditRetainMs` is given) audit events older than that.
+   */
+  sweep(now: number, retainMs: number, auditRetainMs?: number): Promise<SweepResult>;
   close(): Promise<void>;
 }

@@ -124,19 +124,38 @@ describe("review — Phase B in the browser", () => {
     return { agent, client, url: String(a.json.authorization_url), sessionId: String(a.json.ath_session_id) };
   }
 
-  test("a consent link opened in one browser can be neither opened nor approved in another", async () => {
+  test("a link previewer opening the consent link first does not lock the person out", async () => {
     const { url } = await pendingSession();
+    // chat unfurlers and mail scanners fetch links (GET and HEAD) without the person's cookies
+    await fetch(url, { method: "HEAD", headers: { "user-agent": "Slackbot-LinkExpanding 1.0" } });
+    await fetch(url, { headers: { "user-agent": "Slackbot-LinkExpanding 1.0" } });
     const person = new Browser();
     const page = await person.navigate(url);
     expect(page.status).toBe(200);
+    const done = await person.submit(page, formWithButton(page, "Approve"), { button: "Approve" });
+    expect(done.history.some((u) => u.startsWith(w.auth.issuer))).toBe(true);
+  });
+
+  test("once a browser has answered the consent page, another can neither open nor approve it", async () => {
+    const { url } = await pendingSession();
+    const person = new Browser();
+    const page = await person.navigate(url);
     const intruder = new Browser();
+    const intruderPage = await intruder.navigate(url);
+    expect(intruderPage.status).toBe(200); // nobody has answered yet
+    const answered = await person.submit(page, formWithButton(page, "Approve"), { button: "Approve" });
+    expect(answered.history.some((u) => u.startsWith(w.auth.issuer))).toBe(true);
+
     const opened = await intruder.navigate(url);
     expect(opened.status).toBe(400);
     expect(opened.body).not.toContain("Approve");
-    // the person's form, replayed with the intruder's cookie jar
-    const approved = await intruder.submit(page, formWithButton(page, "Approve"), { button: "Approve" });
+    // the intruder's own form (its own cookie and CSRF token), submitted after the person answered
+    const approved = await intruder.submit(intruderPage, formWithButton(intruderPage, "Approve"), { button: "Approve" });
     expect(approved.status).toBe(400);
     expect(approved.history.some((u) => u.startsWith(w.auth.issuer))).toBe(false);
+    // and the person's form replayed with the intruder's cookie jar fails its CSRF check
+    const replayed = await intruder.submit(page, formWithButton(page, "Approve"), { button: "Approve" });
+    expect(replayed.status).toBe(400);
   });
 
   test("Approve without the page's CSRF token is refused, and the person can still approve afterwards", async () => {

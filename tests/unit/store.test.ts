@@ -34,7 +34,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.setMeta("kept", "yes");
       await store.close();
       store = await h.open();
-      expect(await store.getMeta("schema_version")).toBe("1");
+      expect(await store.getMeta("schema_version")).toBe("2");
       expect(await store.getMeta("kept")).toBe("yes");
     });
 
@@ -42,7 +42,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       const fresh = makeHarness();
       try {
         const stores = await Promise.all(Array.from({ length: 4 }, () => fresh.open()));
-        for (const s of stores) expect(await s.getMeta("schema_version")).toBe("1");
+        for (const s of stores) expect(await s.getMeta("schema_version")).toBe("2");
         expect(await fresh.count("audit")).toBe(0);
       } finally {
         await fresh.dispose();
@@ -348,7 +348,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.markSessionConsented(consented.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: pendingGrant.grant_id, expires_at: now + 1 });
 
       const before = { sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") };
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, audit: 0 });
       expect({ sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") })
         .toEqual({ sessions: before.sessions - 1, jti: before.jti - 1, tokens: before.tokens - 2, grants: before.grants - 2 });
       expect(await store.getGrant(dead.grant_id)).toBeNull();
@@ -357,7 +357,16 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       for (const t of kept) expect(await store.getToken(t.token_hash)).toEqual(t);
       expect(await store.getSession(live.session_id)).toEqual(live);
       expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, audit: 0 });
+    });
+
+    test("sweep deletes audit events older than the audit retention, and only when one is given", async () => {
+      await store.appendAudit({ type: "token.revocation_ignored", at: T0 });
+      await store.appendAudit({ type: "token.revocation_ignored", at: T0 + 10 });
+      await store.appendAudit({ type: "token.issued", at: T0 + 20 });
+      expect((await store.sweep(T0 + 100, 0)).audit).toBe(0);
+      expect((await store.sweep(T0 + 100, 0, 85)).audit).toBe(2);
+      expect((await store.listAudit()).map((e) => e.at)).toEqual([T0 + 20]);
     });
   });
 }
