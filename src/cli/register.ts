@@ -32,6 +32,9 @@ export async function run(opts: RegisterOptions, deps: Deps): Promise<void> {
   const ctx = await context(opts, deps);
   const base = ctx.base();
   const id = await ctx.identity();
+  // Read before registering: the client secret is shown once, so a credentials.json that cannot be read (or
+  // written) must stop us before the gateway creates a registration we could not save.
+  await readCredentials(ctx.home);
   const requested = await requestedProviders(opts, ctx, base);
   const body: AgentRegistrationRequest = {
     agent_id: id.agentId,
@@ -74,7 +77,7 @@ export async function run(opts: RegisterOptions, deps: Deps): Promise<void> {
     ctx.home,
     (c) => {
       const gw = (c.gateways[base] ??= { agents: {} });
-      gw.agents[id.agentId] = { ...res, registered_at: new Date(deps.now()).toISOString(), tokens: {}, pending: {} };
+      gw.agents[id.agentId] = { ...res, registered_at: new Date(deps.now()).toISOString(), tokens: {}, pending: {}, exchanged: {} };
     },
     deps.now,
   );
