@@ -8,7 +8,7 @@
 import { defineCommand, renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
 import pkg from "../package.json" with { type: "json" };
 import { getDeps } from "./cli/deps.ts";
-import { usageError } from "./agent/errors.ts";
+import { oneLine, usageError } from "./agent/errors.ts";
 
 export const root = defineCommand({
   meta: { name: "ath", version: pkg.version, description: "Agent authorization gateway and CLI (ATH protocol v0.1)" },
@@ -33,14 +33,15 @@ export async function main(argv: string[], cmd: CommandDef = root): Promise<numb
   const deps = getDeps();
   let json = wantsJson(argv);
   try {
-    if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-v")) {
-      deps.stdout(`${pkg.version}\n`);
+    if (isVersion(argv)) {
+      deps.stdout(json ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
       return EXIT.ok;
     }
     const { leaf, path, rest, parents } = await resolveCommand(cmd, argv);
     json = wantsJson(rest);
     if (hasHelp(rest)) {
-      deps.stdout(`${await helpText(leaf, path, parents)}\n`);
+      const help = await helpText(leaf, path, parents);
+      deps.stdout(json ? `${JSON.stringify({ command: path.join(" "), help: stripAnsi(help) })}\n` : `${help}\n`);
       return EXIT.ok;
     }
     const leafArgs = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
@@ -53,7 +54,7 @@ export async function main(argv: string[], cmd: CommandDef = root): Promise<numb
     const { exit, error, reported } = classify(e);
     if (json) {
       if (!reported) deps.stdout(`${JSON.stringify({ error })}\n`);
-    } else deps.stderr(`ath: ${error.message}\n`);
+    } else deps.stderr(`ath: ${oneLine(error.message)}\n`);
     return exit;
   }
 }
@@ -122,8 +123,21 @@ function hasHelp(argv: readonly string[]): boolean {
   return (end < 0 ? argv : argv.slice(0, end)).some((a) => a === "--help" || a === "-h");
 }
 
+/** `--version` / `-v`, alone or with `--format <f>` (`ath --version --format json` → `{"version": …}`). */
+function isVersion(argv: readonly string[]): boolean {
+  const rest = argv.filter((a, i) => !(a.startsWith("--format=") || a === "--format" || argv[i - 1] === "--format"));
+  return rest.length === 1 && (rest[0] === "--version" || rest[0] === "-v");
+}
+
+/** Whether the last `--format` (the one citty applies too) asks for json, so errors and output agree. */
 function wantsJson(argv: readonly string[]): boolean {
-  return argv.some((a, i) => a === "--format=json" || (a === "--format" && argv[i + 1] === "json"));
+  let json = false;
+  const end = argv.indexOf("--");
+  for (const [i, a] of (end < 0 ? argv : argv.slice(0, end)).entries()) {
+    if (a.startsWith("--format=")) json = a === "--format=json";
+    else if (a === "--format") json = argv[i + 1] === "json";
+  }
+  return json;
 }
 
 function stripAnsi(s: string): string {

@@ -47,3 +47,15 @@ export function usageError(message: string, details?: ErrorDetails): ClientError
 export function notConfigured(code: string, message: string, details?: ErrorDetails): ClientError {
   return new ClientError("config", code, message, details === undefined ? {} : { details });
 }
+
+/**
+ * Text from a server (or a file) made safe for one line of a terminal: runs of whitespace, newlines included,
+ * become one space; other control characters (C0, DEL, C1) and the bidi and line-separator controls become
+ * U+FFFD, so an answer cannot move the cursor, retitle the window or forge extra lines of output.
+ */
+export function oneLine(s: string): string {
+  return s
+    .replace(/[\t\n\v\f\r \u0085\u2028\u2029]+/g, " ")
+    .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "\ufffd")
+    .trim();
+}

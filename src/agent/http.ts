@@ -1,11 +1,11 @@
 /**
  * The one HTTP client of the agent side: a timeout on every request, network failures named by URL and
  * cause, and HTTP failures named by method, URL and status like ofetch (`[POST] "http://gw/ath/token": 401 …`).
- * ATH error bodies are parsed with the schema the gateway writes them with.
+ * ATH error bodies are parsed with the schema the gateway writes them with; ATH answers are read up to 1 MiB.
  */
 import type { z } from "zod";
 import { ATHError, formatIssues } from "../protocol/schemas.ts";
-import { ClientError } from "./errors.ts";
+import { ClientError, oneLine } from "./errors.ts";
 
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -26,6 +26,8 @@ export interface HttpRequest {
 }
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/** The largest ATH answer read: discovery documents and error bodies are a few KiB; more is not an ATH server. */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
 
 /** The timeout in force: the explicit option, else `ATH_HTTP_TIMEOUT_MS`, else 30 s. */
 export function timeoutFromEnv(env: Record<string, string | undefined> = process.env): number {
@@ -33,10 +35,13 @@ export function timeoutFromEnv(env: Record<string, string | undefined> = process
   return Number.isFinite(n) && n > 0 ? n : DEFAULT_TIMEOUT_MS;
 }
 
-/** Sends a request; throws a `network` ClientError when no answer arrives. Any status is returned. */
+/**
+ * Sends a request; any status is returned. Throws a `network` ClientError when no answer arrives (refused, DNS,
+ * TLS, timeout), a `failure` when the request could not even be sent (e.g. a header fetch refuses).
+ */
 export async function send(req: HttpRequest, opts: HttpOptions = {}): Promise<Response> {
   const timeoutMs = opts.timeoutMs ?? timeoutFromEnv();
-  const headers: Record<string, string> = { accept: "application/json", ...req.headers };
+  const headers: Record<string, string> = { ...req.headers };
   let body: BodyInit | undefined = req.body;
   if (req.form !== undefined) {
     headers["content-type"] = "application/x-www-form-urlencoded";
@@ -64,9 +69,9 @@ export async function requestJson<S extends z.ZodType>(
   req: HttpRequest,
   opts: HttpOptions = {},
 ): Promise<z.infer<S>> {
-  const res = await send(req, opts);
+  const res = await send({ ...req, headers: { accept: "application/json", ...req.headers } }, opts);
   const text = await readText(req, res, opts);
-  if (!res.ok) throw httpError(req, res.status, text);
+  if (!res.ok) throw httpError(req, res.status, text, res.headers.get("location") ?? undefined);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -84,8 +89,11 @@ export async function requestJson<S extends z.ZodType>(
   return parsed.data;
 }
 
-/** The error for a non-2xx answer: an ATH error body → `refused`, anything else → `failure`. */
-export function httpError(req: Pick<HttpRequest, "method" | "url">, status: number, text: string): ClientError {
+/**
+ * The error for a non-2xx answer: an ATH error body → `refused`, anything else → `failure`. The server's text is
+ * cut to one line of at most 200 characters (an HTML page to its text), so it cannot reach a terminal raw.
+ */
+export function httpError(req: Pick<HttpRequest, "method" | "url">, status: number, text: string, location?: string): ClientError {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -95,12 +103,20 @@ export function httpError(req: Pick<HttpRequest, "method" | "url">, status: numb
   const ath = ATHError.safeParse(body);
   if (ath.success) {
     const { code, message, details } = ath.data;
-    return new ClientError("refused", code, `${label(req)}: ${status} ${code} — ${message}`, {
+    return new ClientError("refused", code, `${label(req)}: ${status} ${code} — ${oneLine(message)}`, {
       status,
       ...(details === undefined ? {} : { details }),
     });
   }
-  const snippet = text.trim().slice(0, 200);
+  if (status >= 300 && status < 400) {
+    // Requests never follow redirects (a redirect could carry the attestation or the token elsewhere).
+    const to = location === undefined ? "" : ` to ${oneLine(location).slice(0, 200)}`;
+    return new ClientError("failure", "HTTP_ERROR", `${label(req)}: ${status} redirect${to}, not followed: check the URL (http or https, path) and pass the one it names`, {
+      status,
+      ...(location === undefined ? {} : { details: { location } }),
+    });
+  }
+  const snippet = oneLine(/^\s*</.test(text) ? text.replace(/<(script|style)\b[\s\S]*?<\/\1>|<[^>]*>/gi, " ") : text).slice(0, 200);
   return new ClientError("failure", "HTTP_ERROR", `${label(req)}: ${status}${snippet ? ` — ${snippet}` : ""}`, { status });
 }
 
@@ -111,12 +127,41 @@ export function label(req: Pick<HttpRequest, "method" | "url">): string {
 
 // internal
 
+/** The body as text, read up to MAX_ANSWER_BYTES (the rest is not downloaded). */
 async function readText(req: HttpRequest, res: Response, opts: HttpOptions): Promise<string> {
+  const tooLarge = () =>
+    new ClientError("failure", "INVALID_RESPONSE", `${label(req)}: ${res.status} answer is larger than ${MAX_ANSWER_BYTES} bytes: not an ATH answer`, {
+      status: res.status,
+    });
+  if (Number(res.headers.get("content-length")) > MAX_ANSWER_BYTES) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooLarge();
+  }
+  const reader = res.body?.getReader();
+  if (reader === undefined) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
   try {
-    return await res.text();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_ANSWER_BYTES) {
+        await reader.cancel().catch(() => undefined);
+        throw tooLarge();
+      }
+      chunks.push(value);
+    }
   } catch (cause) {
+    if (cause instanceof ClientError) throw cause;
     throw networkError(req, cause, opts.timeoutMs ?? timeoutFromEnv());
   }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** Error codes of a connection that failed or broke: errno-style names (ECONNRESET…), Bun's own, TLS and certificates. */
+function isNetworkCode(code: string): boolean {
+  return /^E[A-Z]+$/.test(code) || /^(Connection|FailedToOpenSocket|ERR_TLS|ERR_SSL)|CERT|SSL|TLS/.test(code);
 }
 
 function networkError(req: HttpRequest, cause: unknown, timeoutMs: number): ClientError {
@@ -130,8 +175,13 @@ function networkError(req: HttpRequest, cause: unknown, timeoutMs: number): Clie
     reason = "connection refused";
   } else if (e?.code === "ENOTFOUND" || e?.code === "EAI_AGAIN") {
     reason = `DNS lookup failed (${e.code})`;
+  } else if (typeof e?.code === "string" && isNetworkCode(e.code)) {
+    const message = e.message ?? "";
+    reason = message.startsWith(e.code) ? message : `${e.code}: ${message}`.trim();
   } else {
-    reason = e?.code ? `${e.code}: ${e.message ?? ""}`.trim() : String(e?.message ?? cause);
+    // Not the network: fetch refused the request itself (a header value, a body on GET…).
+    const message = String(e?.message ?? cause);
+    return new ClientError("failure", "REQUEST_ERROR", `${label(req)}: the request could not be sent: ${message}`, { cause, details: { url: req.url } });
   }
   return new ClientError("network", code, `${label(req)}: ${reason}`, { cause, details: { url: req.url } });
 }

@@ -51,6 +51,8 @@ export function resolveGatewayName(wanted: string, config: ConfigFile): string {
   }
   const base = normalizeBaseUrl(wanted);
   if (base !== undefined) return base;
+  // A URL of another scheme is a bad value, not the name of a gateway to save.
+  if (/^[A-Za-z][\w+.-]*:/.test(wanted) && URL.canParse(wanted)) throw usageError(`-g must be a saved gateway name or an http(s) URL, got "${wanted}"`);
   throw notConfigured(
     "UNKNOWN_GATEWAY",
     `unknown gateway "${wanted}": pass a URL, or save it with \`ath config set-gateway ${wanted} <url>\``,

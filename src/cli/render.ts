@@ -1,7 +1,8 @@
 /**
  * Output rules of every command: stdout is data, stderr is messages; `--format json` writes exactly one JSON
  * document; text mode colours (kleur) only on a TTY without NO_COLOR; piped text is tab-separated with ISO
- * times; secrets are masked unless `--show-secrets`.
+ * times, and a table cell (often a server's text) cannot break its row or column or carry control characters;
+ * secrets are masked unless `--show-secrets`.
  */
 import type { Deps } from "./deps.ts";
 
@@ -52,8 +53,9 @@ export async function output(format: Format, deps: Deps): Promise<Output> {
     tty,
     color,
     doc: (value) => deps.stdout(`${JSON.stringify(value, null, 2)}\n`),
-    line: (s = "") => deps.stdout(`${s}\n`),
+    line: (s = "") => deps.stdout(`${s.split("\n").map((l) => cell(l, color)).join("\n")}\n`),
     table(rows) {
+      rows = rows.map((r) => r.map((c) => cell(c, color)));
       if (!tty) {
         for (const r of rows) deps.stdout(`${r.join("\t")}\n`);
         return;
@@ -107,4 +109,16 @@ export function stripAnsi(s: string): string {
 
 function visible(s: string): string {
   return stripAnsi(s);
+}
+
+/**
+ * A table cell made safe: line breaks become a space, other control characters U+FFFD (tabs stay: some rows
+ * pack two columns in one cell). With colours on, the colour codes (SGR, `ESC[…m`) our own paint added are kept;
+ * nothing else of ESC survives.
+ */
+function cell(s: string, color: boolean): string {
+  const parts = color ? s.split(/(\u001b\[[0-9;]*m)/) : [s];
+  return parts
+    .map((p, i) => (i % 2 === 1 ? p : p.replace(/[\n\v\f\r]/g, " ").replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g, "\ufffd")))
+    .join("");
 }
