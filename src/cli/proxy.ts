@@ -1,12 +1,13 @@
 /**
  * `ath proxy <provider> <method> <path>`: call the provider API through the gateway with the saved token (in
  * native mode: the service's api_base directly). Like `gh api`: the body goes to stdout even for status ≥ 400
- * (text: its bytes unchanged; json: `{status, headers, body}`), then `ath: HTTP 404` on stderr and exit 1 (exit 4
- * when the gateway itself refused: X-ATH-Error).
+ * (text: its bytes unchanged, streamed as they arrive; json: `{status, headers, body}`), then `ath: HTTP 404` on
+ * stderr and exit 1 (exit 4 when the gateway itself refused: X-ATH-Error). `-H` names are case-insensitive and
+ * cannot replace the two headers ath sets (Authorization, X-ATH-Agent-ID); no Accept is sent unless `-H` gives one.
  */
 import { defineCommand } from "citty";
 import { callProxy, discoverService, proxyUrl } from "../agent/client.ts";
-import { ClientError, usageError } from "../agent/errors.ts";
+import { ClientError, oneLine, usageError } from "../agent/errors.ts";
 import { requireRegistration, requireToken } from "../agent/tokens.ts";
 import { HEADERS } from "../protocol/constants.ts";
 import { ATHError } from "../protocol/schemas.ts";
@@ -31,12 +32,14 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
   if (!/^[A-Z]+$/.test(method)) throw usageError(`invalid HTTP method "${rawMethod}"`);
   const headers = parseHeaders(opts.headers);
   if (opts.body !== undefined) {
+    // RFC 9110 §9.3.1-2: a body on GET/HEAD has no defined meaning, and fetch refuses to send one.
+    if (method === "GET" || method === "HEAD") throw usageError(`--body cannot be sent with ${method}: use POST, PUT or PATCH, or put the parameters in the path's query`);
     try {
       JSON.parse(opts.body);
     } catch {
       throw usageError("--body must be valid JSON");
     }
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json";
+    headers["content-type"] ??= "application/json";
   }
   const identity = await ctx.identity();
   const token = requireToken(await requireRegistration(ctx.home, base, identity.agentId), base, provider, deps.now());
@@ -46,19 +49,21 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
     { method, token: token.access_token, agentId: identity.agentId, headers, ...(opts.body === undefined ? {} : { body: opts.body }) },
     ctx.http,
   );
-  const bytes = new Uint8Array(await res.arrayBuffer());
-  const text = utf8(bytes);
+  let text: string | undefined;
   if (ctx.out.json) {
+    const bytes = new Uint8Array(await readBody(res, url, method, () => res.arrayBuffer()));
+    text = utf8(bytes);
     const body = text === undefined ? { body: bytes.toBase64(), body_encoding: "base64" } : { body: parseMaybeJson(text) };
     ctx.out.doc({ status: res.status, headers: Object.fromEntries(res.headers), ...body });
   } else {
-    deps.stdout(bytes); // as received: binary-safe, no newline added, so `ath proxy … > file` saves the body exactly
+    // As received, chunk by chunk: binary-safe, no newline added, never all in memory (`ath proxy … > file`).
+    text = utf8(await readBody(res, url, method, () => relay(res, deps.stdout)));
   }
   if (res.status < 400) return;
   const refused = refusal(res, text ?? "", native !== undefined);
   if (refused !== undefined) {
     const again = refused.code.startsWith("TOKEN_") ? `: run \`ath authorize -g ${base} --provider ${provider}\`` : "";
-    throw new ClientError("refused", refused.code, `${method} ${url}: ${res.status} ${refused.code} — ${refused.message}${again}`, {
+    throw new ClientError("refused", refused.code, `${method} ${url}: ${res.status} ${oneLine(refused.code)} — ${oneLine(refused.message)}${again}`, {
       status: res.status,
       reported: true,
     });
@@ -97,14 +102,53 @@ function refusal(res: Response, text: string, native: boolean): { code: string; 
   return undefined;
 }
 
+/** The headers ath sets itself from the saved token and the identity: a `-H` must not replace or merge into them. */
+const OWN_HEADERS = new Set(["authorization", HEADERS.agentId]);
+
+/** How much of a relayed body is kept to read an ATH refusal from it (error bodies are small). */
+const KEEP_BYTES = 64 * 1024;
+
+/** `-H "Name: value"` list → lower-cased names (HTTP names are case-insensitive); a repeated name joins with ", ". */
 function parseHeaders(list: readonly string[]): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const h of list) {
     const i = h.indexOf(":");
-    if (i <= 0) throw usageError(`--header must be "Name: value", got "${h}"`);
-    headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
+    if (i <= 0) throw usageError(`--header must be "Name: value", got "${oneLine(h)}"`);
+    const name = h.slice(0, i).trim().toLowerCase();
+    const value = h.slice(i + 1).trim();
+    // RFC 9110 §5.1 (token) and §5.5 (field value: no CR, LF, NUL or other controls).
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) throw usageError(`--header "${oneLine(h.slice(0, i))}" is not a valid header name`);
+    if (/[^\t\x20-\x7e\x80-\xff]/.test(value)) throw usageError(`--header ${name}: the value may not contain line breaks, control or non-Latin-1 characters`);
+    if (OWN_HEADERS.has(name)) throw usageError(`--header ${name} cannot be given: ath sends it (the saved ATH token / the agent id)`);
+    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
   }
   return headers;
+}
+
+/** Writes the body to `write` as it arrives; returns its first KEEP_BYTES. */
+async function relay(res: Response, write: (b: Uint8Array) => void): Promise<Uint8Array> {
+  const kept: Uint8Array[] = [];
+  let size = 0;
+  if (res.body === null) return new Uint8Array();
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value: chunk } = await reader.read();
+    if (done) break;
+    write(chunk);
+    if (size < KEEP_BYTES) kept.push(chunk.subarray(0, KEEP_BYTES - size));
+    size += chunk.byteLength;
+  }
+  return new Uint8Array(Buffer.concat(kept));
+}
+
+/** Reads the body with `read`; a connection that breaks meanwhile is a network error (exit 5) naming the URL. */
+async function readBody<T>(res: Response, url: string, method: string, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (cause) {
+    const why = (cause as Error)?.message ?? String(cause);
+    throw new ClientError("network", "NETWORK_ERROR", `[${method}] "${url}": the answer (${res.status}) broke off: ${oneLine(why)}`, { cause, details: { url } });
+  }
 }
 
 /** The body as text when it is valid UTF-8, else undefined (json mode then carries it in base64). */
