@@ -1,8 +1,9 @@
 /**
  * The agent identity a command acts as: the key (`--key`, config key_path, or `$ATH_HOME/keys/agent.pem`
- * created once) and the agent_id (`--agent-id`, config agent_id, or the key's did:key).
+ * created once) and the agent_id (`--agent-id`, config agent_id, or the key's did:key). A `--key` that cannot be
+ * used is a usage error (exit 2); a configured or default key that cannot be used is BAD_KEY (exit 3), named.
  */
-import { readFile } from "node:fs/promises";
+import { chmod, readFile, stat } from "node:fs/promises";
 import type { ConfigFile, Home } from "./home.ts";
 import { notConfigured, usageError } from "./errors.ts";
 import type { AgentKey } from "./keys.ts";
@@ -18,6 +19,8 @@ export interface Identity {
   keyPath: string;
   /** True when this call generated the default key. */
   created: boolean;
+  /** Things the user should fix that do not stop the command (a key file others can read). */
+  warnings: string[];
 }
 
 /** Loads (or, for the default path, creates) the key and picks the agent_id. */
@@ -27,30 +30,56 @@ export async function loadIdentity(o: IdentityOptions, config: ConfigFile, home:
   let key: AgentKey;
   let created = false;
   const keyPath = explicit ?? home.defaultKey;
+  const warnings: string[] = [];
   if (explicit !== undefined) {
+    const bad = (why: string) =>
+      o.key !== undefined
+        ? usageError(`--key ${explicit}: ${why}`)
+        : notConfigured("BAD_KEY", `the configured key ${explicit} ${why}: fix key_path with \`ath config set key-path <file>\``, { key_path: explicit });
     let pem: string;
     try {
       pem = await readFile(explicit, "utf8");
     } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      const err = `cannot read the key ${explicit} (${code ?? String(e)})`;
-      throw o.key !== undefined ? usageError(`--key: ${err}`) : notConfigured("BAD_KEY", `${err}: fix key_path with \`ath config set key-path <file>\``);
+      throw bad(`cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
     }
     try {
       key = await loadKey(pem);
     } catch (e) {
-      throw usageError(`${explicit}: ${(e as Error).message}`);
+      throw bad(`cannot be used (${reason(e)})`);
     }
+    if ((await modeOf(explicit)) & 0o077) warnings.push(`the key ${explicit} can be read by other users: run \`chmod 600 ${explicit}\``);
   } else {
-    ({ key, created } = await loadOrCreateKey(keyPath));
+    try {
+      ({ key, created } = await loadOrCreateKey(keyPath));
+    } catch (e) {
+      throw notConfigured(
+        "BAD_KEY",
+        `the agent key ${keyPath} cannot be used (${reason(e)}): move it away and a new key is made on the next command — ` +
+          "a new key is a new identity (did:key), which must register again",
+        { key_path: keyPath },
+      );
+    }
+    // Ours to fix: a default key widened (a copy, a umask-less restore) is made private again.
+    if ((await modeOf(keyPath)) & 0o077) await chmod(keyPath, 0o600).catch(() => undefined);
   }
   const agentId = o.agentId ?? config.agent_id ?? key.didKey;
   if (!URL.canParse(agentId)) throw usageError(`agent id must be a URI (https://… or did:key:…), got "${agentId}"`);
-  return { key, agentId, keyPath, created };
+  return { key, agentId, keyPath, created, warnings };
 }
 
 /** Signs an attestation for `audience` with the identity's key. */
 export async function attest(id: Identity, audience: string): Promise<string> {
   const { signAttestation } = await import("./attestation.ts");
   return signAttestation(id.key, { agentId: id.agentId, audience });
+}
+
+// internal
+
+function reason(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  return (err?.code ?? err?.message ?? String(e)).replace(/^agent key: /, "");
+}
+
+async function modeOf(path: string): Promise<number> {
+  return stat(path).then((st) => st.mode & 0o777, () => 0);
 }

@@ -103,6 +103,10 @@ export async function context(opts: CommonOptions, deps: Deps = getDeps()): Prom
     out: await output(opts.format, deps),
     http: { fetch: deps.fetch, ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}) },
     base: () => resolveBase(opts, config),
-    identity: () => (identity ??= loadIdentity(opts, config, home)),
+    identity: () =>
+      (identity ??= loadIdentity(opts, config, home).then((id) => {
+        for (const w of id.warnings) deps.stderr(`ath: warning: ${w}\n`);
+        return id;
+      })),
   };
 }

@@ -25,12 +25,15 @@ type Setting = keyof typeof SETTINGS;
 
 /** `config init`: creates the home directory, the key and config.json; `-g <url>` saves it as the default gateway. */
 export async function init(opts: CommonOptions, deps: Deps): Promise<void> {
+  // Every value is checked before anything is written: a key that does not load is never saved as key_path.
+  const gateway = opts.gateway === undefined ? undefined : checkUrl(opts.gateway);
+  const agentId = opts.agentId === undefined ? undefined : checkAgentId(opts.agentId);
+  const keyPath = opts.key === undefined ? undefined : await checkKey(opts.key, "--key");
   const ctx = await context(opts, deps);
   await ensurePrivateDir(ctx.home.dir);
-  const gateway = opts.gateway === undefined ? undefined : checkUrl(opts.gateway);
   const config = await updateConfig(ctx.home, (c) => {
-    if (opts.agentId !== undefined) c.agent_id = checkAgentId(opts.agentId);
-    if (opts.key !== undefined) c.key_path = resolve(opts.key);
+    if (agentId !== undefined) c.agent_id = agentId;
+    if (keyPath !== undefined) c.key_path = keyPath;
     if (gateway !== undefined) {
       c.gateways.default = gateway;
       c.default_gateway = "default";
@@ -120,13 +123,20 @@ function checkAgentId(id: string): string {
   return id;
 }
 
-async function checkKey(path: string): Promise<string> {
+/** The absolute path of a key file that loads; else a usage error naming it (`what` is the flag or setting). */
+async function checkKey(path: string, what = "key-path"): Promise<string> {
   const abs = resolve(path);
   const { loadKey } = await import("../agent/keys.ts");
+  let pem: string;
   try {
-    await loadKey(await readFile(abs, "utf8"));
+    pem = await readFile(abs, "utf8");
   } catch (e) {
-    throw usageError(`${abs}: ${(e as Error).message}`);
+    throw usageError(`${what} ${abs} cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+  }
+  try {
+    await loadKey(pem);
+  } catch (e) {
+    throw usageError(`${what} ${abs} cannot be used (${(e as Error).message.replace(/^agent key: /, "")})`);
   }
   return abs;
 }

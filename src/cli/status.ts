@@ -4,6 +4,7 @@
  * `--show-secrets`.
  */
 import { defineCommand } from "citty";
+import { oneLine } from "../agent/errors.ts";
 import { readCredentials } from "../agent/home.ts";
 import { resolveGatewayName } from "../agent/target.ts";
 import { commonArgs, commonOptions, context, showSecretsArg, type CommonOptions, type Context } from "./common.ts";
@@ -51,12 +52,20 @@ export async function run(opts: StatusOptions, deps: Deps): Promise<void> {
 
 // internal
 
-async function identity(ctx: Context): Promise<{ agent_id: string | null; key_path: string; key_exists: boolean }> {
+/** The identity as far as it can be known: a key that cannot be used is reported (`key_error`), not fatal. */
+async function identity(ctx: Context): Promise<{ agent_id: string | null; key_path: string; key_exists: boolean; key_error?: string }> {
   const keyPath = ctx.opts.key ?? ctx.config.key_path ?? ctx.home.defaultKey;
   const keyExists = await Bun.file(keyPath).exists();
   let agentId = ctx.opts.agentId ?? ctx.config.agent_id ?? null;
   // The did:key identity needs the key; status never creates one.
-  if (agentId === null && keyExists) agentId = (await ctx.identity()).agentId;
+  if (agentId === null && keyExists) {
+    try {
+      agentId = (await ctx.identity()).agentId;
+    } catch (e) {
+      if ((e as { code?: string }).code !== "BAD_KEY" && (e as { kind?: string }).kind !== "usage") throw e;
+      return { agent_id: null, key_path: keyPath, key_exists: true, key_error: (e as Error).message };
+    }
+  }
   return { agent_id: agentId, key_path: keyPath, key_exists: keyExists };
 }
 
@@ -83,8 +92,9 @@ function render(ctx: Context, doc: Doc, now: number): void {
   const h = (s: string) => (out.tty ? out.paint.bold(s) : s);
   out.table([
     ["home", doc.home],
-    ["agent_id", doc.identity.agent_id ?? "(none yet: run `ath config init`)"],
+    ["agent_id", doc.identity.agent_id ?? (doc.identity.key_error === undefined ? "(none yet: run `ath config init`)" : "(unknown: the key cannot be used)")],
     ["key", `${doc.identity.key_path}${doc.identity.key_exists ? "" : " (not created yet)"}`],
+    ...(doc.identity.key_error === undefined ? [] : [["key_error", oneLine(doc.identity.key_error)]]),
     ["default_gateway", doc.default_gateway ?? "(none)"],
     ...Object.entries(doc.gateways).map(([name, url]) => ["gateway", `${name}\t${url}`]),
   ]);
