@@ -41,6 +41,14 @@ export const PendingSession = z.object({
 });
 export type PendingSession = z.infer<typeof PendingSession>;
 
+/** A code this home exchanged, kept (by its SHA-256) so a re-run of `ath token --code` sends nothing again. */
+export const ExchangedCode = z.object({
+  ath_session_id: z.string(),
+  provider_id: z.string(),
+  exchanged_at: z.string(),
+});
+export type ExchangedCode = z.infer<typeof ExchangedCode>;
+
 export const Registration = z.object({
   client_id: z.string(),
   client_secret: z.string(),
@@ -51,6 +59,8 @@ export const Registration = z.object({
   tokens: z.record(z.string(), SavedToken).default({}),
   /** Authorization sessions started but not yet exchanged, by ath_session_id. */
   pending: z.record(z.string(), PendingSession).default({}),
+  /** Codes exchanged in the last EXCHANGED_TTL_MS, by SHA-256 (hex) of the code. */
+  exchanged: z.record(z.string(), ExchangedCode).default({}),
 });
 export type Registration = z.infer<typeof Registration>;
 
@@ -101,9 +111,13 @@ export function isPendingLive(p: PendingSession, now: number): boolean {
   return Number.isFinite(started) && now < started + PENDING_TTL_MS;
 }
 
+/** How long an exchanged code is remembered: a retry of `ath token` comes minutes later, not days. */
+export const EXCHANGED_TTL_MS = 24 * 3600 * 1000;
+
 /**
  * Read-modify-write of credentials.json under its lock; returns the new content. Every write also drops the
- * pending sessions that can no longer be exchanged, so abandoned `authorize` runs do not pile up.
+ * pending sessions that can no longer be exchanged, so abandoned `authorize` runs do not pile up, and the
+ * records of codes exchanged more than EXCHANGED_TTL_MS ago.
  */
 export function updateCredentials(home: Home, mutate: (c: CredentialsFile) => void, now: () => number = Date.now): Promise<CredentialsFile> {
   return update(CredentialsFile, home.credentials, (c) => {
@@ -112,6 +126,7 @@ export function updateCredentials(home: Home, mutate: (c: CredentialsFile) => vo
     for (const gw of Object.values(c.gateways)) {
       for (const reg of Object.values(gw.agents)) {
         for (const [id, p] of Object.entries(reg.pending)) if (!isPendingLive(p, at)) delete reg.pending[id];
+        for (const [h, x] of Object.entries(reg.exchanged)) if (!(at - Date.parse(x.exchanged_at) < EXCHANGED_TTL_MS)) delete reg.exchanged[h];
       }
     }
   });

@@ -46,6 +46,37 @@ export function livePending(reg: Registration, now: number, provider?: string): 
     .sort(([, a], [, b]) => b.created_at.localeCompare(a.created_at));
 }
 
+/** The key of an exchanged code in credentials.json: its SHA-256, hex (the code itself is never stored). */
+export function codeKey(code: string): string {
+  return new Bun.CryptoHasher("sha256").update(code).digest("hex");
+}
+
+/**
+ * The session `ath token --code` without `--session` exchanges against: the only live pending one (of `provider`,
+ * if given). None → exit 3 NO_PENDING_SESSION; several → exit 3 AMBIGUOUS_SESSION listing them, since a code sent
+ * against another session answers `authorization_pending`, which an agent would poll on forever.
+ */
+export function pickPending(reg: Registration, base: string, now: number, provider?: string): string {
+  const live = livePending(reg, now, provider);
+  const which = provider === undefined ? "" : ` for ${provider}`;
+  const [only, ...others] = live;
+  if (only === undefined) {
+    throw notConfigured(
+      "NO_PENDING_SESSION",
+      `no unexpired pending authorization${which} at ${base} (sessions last 10 minutes): pass --session <ath_sess_…>, ` +
+        `or run \`ath authorize -g ${base} --provider ${provider ?? "<id>"}\` again`,
+    );
+  }
+  if (others.length === 0) return only[0];
+  const sessions = live.map(([id, p]) => ({ ath_session_id: id, provider_id: p.provider_id, created_at: p.created_at }));
+  throw notConfigured(
+    "AMBIGUOUS_SESSION",
+    `${live.length} pending authorizations${which} at ${base} (${sessions.map((x) => `${x.ath_session_id} ${x.provider_id} ${x.created_at}`).join("; ")}): ` +
+      "pass --session with the ath_session_id of the URL the person approved",
+    { gateway: base, sessions },
+  );
+}
+
 /** Forgets a pending session that can no longer be exchanged (a failed or timed-out `authorize --wait`). */
 export async function forgetPending(home: Home, base: string, agentId: string, sessionId: string, now: () => number): Promise<void> {
   await updateCredentials(
@@ -111,6 +142,7 @@ export async function exchangeAndSave(i: ExchangeInput): Promise<{ response: Tok
       if (reg === undefined) return; // removed meanwhile by another process: nothing to attach the token to
       reg.tokens[response.provider_id] = saved;
       delete reg.pending[i.sessionId];
+      reg.exchanged[codeKey(i.code)] = { ath_session_id: i.sessionId, provider_id: response.provider_id, exchanged_at: saved.obtained_at };
     },
     i.now,
   );

@@ -71,6 +71,13 @@ export function collect(rawArgs: readonly string[], names: readonly string[]): s
   return values;
 }
 
+/** The one value of a flag that takes a single id (`authorize`/`token --provider`): several are a usage error. */
+export function single(rawArgs: readonly string[], name: string, command: string): string | undefined {
+  const values = splitList(collect(rawArgs, [name]));
+  if (values.length > 1) throw usageError(`${command} takes one --${name}, got ${values.join(", ")}: run it once per ${name}`);
+  return values[0];
+}
+
 /** "a,b c" → ["a","b","c"]: scopes and providers may be comma- or space-separated. */
 export function splitList(values: readonly string[]): string[] {
   return [...new Set(values.flatMap((v) => v.split(/[,\s]+/)).filter(Boolean))];

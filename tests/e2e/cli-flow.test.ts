@@ -71,8 +71,11 @@ describe("gateway mode, in the spec's order (manual consent path)", () => {
     const c = await consent(res.authorization_url);
     expect(c.code).toMatch(/^ath_code_/);
     expect(c.sessionId).toBe(sessionId);
-    // token defaults --session to the most recent pending session: the json one
-    const t = await ath(home.path, ["token", "--code", c.code as string, "--format", "json"]);
+    // Two sessions are pending (the text and the json one): token does not guess which one the code belongs to.
+    const ambiguous = await ath(home.path, ["token", "--code", c.code as string, "--format", "json"]);
+    expect(ambiguous.code).toBe(3);
+    expect(ambiguous.json().error.code).toBe("AMBIGUOUS_SESSION");
+    const t = await ath(home.path, ["token", "--code", c.code as string, "--session", sessionId, "--format", "json"]);
     expect(t.code).toBe(0);
     const tok = t.json();
     expect(tok.provider_id).toBe("mail");

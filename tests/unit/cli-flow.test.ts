@@ -198,7 +198,7 @@ describe("authorize and token (Phase B)", () => {
     expect(await pendingIds()).toEqual([second.ath_session_id, third.ath_session_id]);
   });
 
-  test("token without --session takes the newest unexpired pending session; none → exit 3 NO_PENDING_SESSION, nothing sent", async () => {
+  test("token without --session takes the only unexpired pending session; none → exit 3 NO_PENDING_SESSION, nothing sent", async () => {
     await registered();
     const t0 = Date.now();
     const a = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], { fetch: gw.fetch, now: () => t0 });

@@ -1,0 +1,108 @@
+/**
+ * `ath token` never guesses which session a code belongs to (a code sent against another session answers
+ * `authorization_pending`, which agents poll on), and a re-run with a code this home already exchanged sends
+ * nothing: it prints the saved token with `already_exchanged`.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway } from "./cli-harness.ts";
+
+let home: { dir: string; cleanup: () => Promise<void> };
+let gw: FakeGateway;
+beforeEach(async () => {
+  home = await tempHome();
+  gw = fakeGateway();
+});
+afterEach(() => home.cleanup());
+
+const ath = (argv: string[], tty = false) => runAth(home.dir, argv, { fetch: gw.fetch, tty });
+const tokenCalls = () => gw.requests.filter((q) => q.path === "/ath/token").length;
+
+async function startTwo(): Promise<[string, string]> {
+  expect((await ath(["register", "-g", GW, "--provider", "github,gitlab", "--scopes", "repo"])).code).toBe(0);
+  const first = JSON.parse((await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"])).stdout).ath_session_id;
+  const second = JSON.parse((await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"])).stdout).ath_session_id;
+  return [first, second];
+}
+
+describe("token without --session", () => {
+  test("several live pending sessions: exit 3 AMBIGUOUS_SESSION listing them, nothing sent", async () => {
+    const [first, second] = await startTwo();
+    for (const tty of [false, true]) {
+      const r = await ath(["token", "-g", GW, "--code", codeFor(second), "--format", "json"], tty);
+      expect(r.code).toBe(3);
+      const { error } = JSON.parse(r.stdout);
+      expect(error.code).toBe("AMBIGUOUS_SESSION");
+      expect(error.message).toContain("pass --session");
+      expect(error.details.sessions.map((s: { ath_session_id: string }) => s.ath_session_id).sort()).toEqual([first, second].sort());
+      const text = await ath(["token", "-g", GW, "--code", codeFor(second)], tty);
+      expect(text.code).toBe(3);
+      expect(text.stderr).toContain(first);
+      expect(text.stderr).toContain(second);
+    }
+    expect(tokenCalls()).toBe(0);
+  });
+
+  test("--provider narrows the candidates to that provider's sessions", async () => {
+    const [, second] = await startTwo();
+    const lab = JSON.parse((await ath(["authorize", "-g", GW, "--provider", "gitlab", "--scopes", "repo", "--no-wait", "--format", "json"])).stdout);
+    const r = await ath(["token", "-g", GW, "--code", codeFor(lab.ath_session_id), "--provider", "gitlab", "--format", "json"]);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).provider_id).toBe("gitlab");
+    expect((await ath(["token", "-g", GW, "--code", codeFor(second), "--provider", "github"])).code).toBe(3);
+  });
+});
+
+describe("a code this home already exchanged", () => {
+  test("re-running `token --code C` sends nothing, not even against another pending session, and prints the saved token", async () => {
+    const [, second] = await startTwo();
+    const code = codeFor(second);
+    const first = await ath(["token", "-g", GW, "--code", code, "--session", second, "--format", "json"]);
+    expect(first.code).toBe(0);
+    expect(tokenCalls()).toBe(1);
+    // The abandoned first session is now the only pending one: without the record, C would be sent against it.
+    for (const argv of [["--format", "json"], ["--session", second, "--format", "json"]]) {
+      const again = await ath(["token", "-g", GW, "--code", code, ...argv]);
+      expect(again.code).toBe(0);
+      const doc = JSON.parse(again.stdout);
+      expect(doc).toMatchObject({ already_exchanged: true, provider_id: "github", token_type: "Bearer", effective_scopes: ["repo"] });
+      expect(doc.access_token).toBe(JSON.parse(first.stdout).access_token);
+      expect(doc.expires_at).toBe(JSON.parse(first.stdout).expires_at);
+    }
+    const text = await ath(["token", "-g", GW, "--code", code]);
+    expect(text.code).toBe(0);
+    expect(text.stderr).toContain("already exchanged");
+    expect(tokenCalls()).toBe(1);
+    // The code itself is never stored, only its hash.
+    expect(await readFile(join(home.dir, "credentials.json"), "utf8")).not.toContain(code);
+  });
+
+  test("once its token is revoked, a re-run exits 3 CODE_ALREADY_EXCHANGED naming `ath authorize`, nothing sent", async () => {
+    const [, second] = await startTwo();
+    expect((await ath(["token", "-g", GW, "--code", codeFor(second), "--session", second])).code).toBe(0);
+    expect((await ath(["revoke", "-g", GW, "--provider", "github"])).code).toBe(0);
+    const r = await ath(["token", "-g", GW, "--code", codeFor(second), "--format", "json"]);
+    expect(r.code).toBe(3);
+    const { error } = JSON.parse(r.stdout);
+    expect(error.code).toBe("CODE_ALREADY_EXCHANGED");
+    expect(error.message).toContain(`ath authorize -g ${GW} --provider github`);
+    expect(tokenCalls()).toBe(1);
+  });
+
+  test("a code exchanged by `authorize --wait` is recorded too", async () => {
+    expect((await ath(["register", "-g", GW, "--provider", "github", "--scopes", "repo"])).code).toBe(0);
+    const r = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--timeout", "30", "--format", "json"], {
+      fetch: gw.fetch,
+      openUrl: async () => {
+        const req = gw.requests.find((q) => q.path === "/ath/authorize")!;
+        await fetch(`${req.body.user_redirect_uri}?code=ath_code_2&state=${req.body.state}&ath_session_id=ath_sess_2`);
+      },
+    });
+    expect(r.code).toBe(0);
+    const again = await ath(["token", "-g", GW, "--code", "ath_code_2", "--format", "json"]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout).already_exchanged).toBe(true);
+    expect(tokenCalls()).toBe(1);
+  });
+});
