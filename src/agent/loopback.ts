@@ -18,8 +18,11 @@ export interface LoopbackReceiver {
   stop(): void;
 }
 
-/** Starts the receiver; `state` is the value sent to /ath/authorize. */
-export function startLoopback(state: string, timeoutMs: number): LoopbackReceiver {
+/**
+ * Starts the receiver; `state` is the value sent to /ath/authorize, `retry` the command a timeout message names
+ * (e.g. `ath authorize -g http://gw --provider github`).
+ */
+export function startLoopback(state: string, timeoutMs: number, retry = "ath authorize"): LoopbackReceiver {
   let settle!: { resolve: (r: CallbackResult) => void; reject: (e: unknown) => void };
   const result = new Promise<CallbackResult>((resolve, reject) => (settle = { resolve, reject }));
   // The browser may answer before the caller awaits `result` (e.g. while it opens the browser).
@@ -57,7 +60,7 @@ export function startLoopback(state: string, timeoutMs: number): LoopbackReceive
   const timer = setTimeout(
     () =>
       finish(() =>
-        settle.reject(new ClientError("failure", "AUTHORIZATION_TIMEOUT", `no approval arrived within ${Math.round(timeoutMs / 1000)} s: run \`ath authorize\` again`)),
+        settle.reject(new ClientError("failure", "AUTHORIZATION_TIMEOUT", `no approval arrived within ${Math.round(timeoutMs / 1000)} s: run \`${retry}\` again`)),
       ),
     timeoutMs,
   );

@@ -1,7 +1,8 @@
 /**
  * `ath authorize` (Phase B): start the user consent. Without `--wait` it prints `authorization_url` and
  * `ath_session_id` and saves the pending session for `ath token`. With `--wait` (the default on an interactive
- * terminal) it receives the redirect on a loopback port, exchanges the code and saves the token in one step.
+ * terminal in text mode) it receives the redirect on a loopback port, exchanges the code and saves the token in
+ * one step.
  */
 import { defineCommand } from "citty";
 import { audience, discoverService, startAuthorization } from "../agent/client.ts";
@@ -10,10 +11,13 @@ import { updateCredentials } from "../agent/home.ts";
 import { attest } from "../agent/identity.ts";
 import { startLoopback } from "../agent/loopback.ts";
 import { exchangeAndSave, forgetPending, requireRegistration } from "../agent/tokens.ts";
-import { collect, commonArgs, commonOptions, context, showSecretsArg, splitList, type CommonOptions } from "./common.ts";
+import { collect, commonArgs, commonOptions, context, showSecretsArg, single, splitList, type CommonOptions } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import { renderToken } from "./token.ts";
 import { spinner } from "./spinner.ts";
+
+/** The longest `--timeout`: the gateway keeps an authorization session for at most 600 s (LIMITS.sessionTtlMaxSeconds). */
+export const MAX_WAIT_SECONDS = 600;
 
 export interface AuthorizeOptions extends CommonOptions {
   provider?: string;
@@ -38,7 +42,8 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
   const scopes = opts.scopes.length > 0 ? opts.scopes : registration.approved_providers.find((p) => p.provider_id === provider)?.approved_scopes ?? [];
   if (scopes.length === 0) throw usageError(`no scopes for ${provider}: pass --scopes (none were approved for it at registration)`);
   const state = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
-  const receiver = opts.wait ? startLoopback(state, opts.timeoutSeconds * 1000) : undefined;
+  const retry = `ath authorize -g ${base} --provider ${provider}`;
+  const receiver = opts.wait ? startLoopback(state, opts.timeoutSeconds * 1000, retry) : undefined;
   try {
     const redirectUri = receiver?.redirectUri ?? opts.redirectUri;
     const res = await startAuthorization(
@@ -79,15 +84,25 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
       out.info(`open the URL, approve, then run: ath token -g ${base} --code <code>`);
       return;
     }
-    const say = out.json ? out.info : out.line;
-    say(`Open this URL to approve ${provider} (${scopes.join(", ")}):\n  ${res.authorization_url}`);
-    out.info(`waiting for the redirect on ${receiver.redirectUri}`);
-    if (opts.open) {
-      await deps.openUrl(res.authorization_url).catch((e: unknown) => out.info(`could not open a browser (${(e as Error).message}): open the URL yourself`));
+    if (out.json) {
+      // stdout keeps its one document (the token); a harness that must show the URL reads this line of stderr.
+      deps.stderr(`${JSON.stringify({ authorization_url: res.authorization_url, ath_session_id: res.ath_session_id, redirect_uri: receiver.redirectUri })}\n`);
+    } else {
+      out.line(`Open this URL to approve ${provider} (${scopes.join(", ")}):\n  ${res.authorization_url}`);
+      out.info(`waiting for the redirect on ${receiver.redirectUri}`);
     }
+    if (opts.open) {
+      // Not awaited: an opener that never exits must not stop the wait.
+      deps.openUrl(res.authorization_url).catch((e: unknown) => out.info(`could not open a browser (${(e as Error).message}): open the URL yourself`));
+    }
+    const spin = deps.stderrTTY && !out.json ? spinner("waiting for approval in the browser…", deps.stderr) : undefined;
+    // Ctrl-C ends the wait like a timeout: nothing else could exchange this session's code.
+    const offInterrupt = deps.onInterrupt(async () => {
+      spin?.stop();
+      await forgetPending(ctx.home, base, identity.agentId, res.ath_session_id, deps.now);
+    });
     let exchanged;
     try {
-      const spin = deps.stderrTTY ? spinner("waiting for approval in the browser…", deps.stderr) : undefined;
       let callback;
       try {
         callback = await receiver.result;
@@ -109,6 +124,8 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
       // `ath token` could exchange, so the pending entry goes (a failure to forget it must not hide the cause).
       await forgetPending(ctx.home, base, identity.agentId, res.ath_session_id, deps.now).catch(() => undefined);
       throw e;
+    } finally {
+      offInterrupt();
     }
     renderToken(out, exchanged.response, exchanged.saved, opts.showSecrets, deps.now());
   } finally {
@@ -122,9 +139,9 @@ export default defineCommand({
     ...commonArgs,
     provider: { type: "string", description: "Provider id (native mode: the app id)", valueHint: "id" },
     scopes: { type: "string", description: "Comma-separated scopes (default: those approved at registration)", valueHint: "a,b" },
-    wait: { type: "boolean", description: "Receive the redirect on a loopback port and save the token (default on a TTY)" },
+    wait: { type: "boolean", description: "Receive the redirect on a loopback port and save the token (default on a TTY, text mode)" },
     open: { type: "boolean", default: true, description: "Open the browser", negativeDescription: "Only print the URL" },
-    timeout: { type: "string", default: "300", description: "Seconds to wait for the approval", valueHint: "seconds" },
+    timeout: { type: "string", default: "300", description: `Seconds to wait for the approval (at most ${MAX_WAIT_SECONDS})`, valueHint: "seconds" },
     "redirect-uri": { type: "string", description: "user_redirect_uri to send (without --wait)", valueHint: "uri" },
     resource: { type: "string", description: "RFC 8707 resource indicator", valueHint: "uri" },
     ...showSecretsArg,
@@ -132,16 +149,22 @@ export default defineCommand({
   run: ({ args, rawArgs }) => {
     const deps = getDeps();
     const timeout = Number(args.timeout);
-    if (!Number.isInteger(timeout) || timeout <= 0) throw usageError(`--timeout must be a positive number of seconds, got "${args.timeout}"`);
+    if (!Number.isInteger(timeout) || timeout <= 0 || timeout > MAX_WAIT_SECONDS) {
+      throw usageError(`--timeout must be a whole number of seconds from 1 to ${MAX_WAIT_SECONDS} (the gateway's session lifetime), got "${args.timeout}"`);
+    }
+    const common = commonOptions(args);
+    const provider = single(rawArgs, "provider", "authorize");
     const o: AuthorizeOptions = {
-      ...commonOptions(args),
+      ...common,
       scopes: splitList(collect(rawArgs, ["scopes"])),
-      wait: typeof args.wait === "boolean" ? args.wait : deps.stdinTTY && deps.stdoutTTY,
+      // An agent (json) with a pty must not get a browser and a 300 s block by default: it hands the URL on.
+      wait: typeof args.wait === "boolean" ? args.wait : deps.stdinTTY && deps.stdoutTTY && common.format !== "json",
       open: args.open !== false,
       timeoutSeconds: timeout,
       showSecrets: args["show-secrets"] === true,
     };
-    for (const [k, v] of [["provider", args.provider], ["redirectUri", args["redirect-uri"]], ["resource", args.resource]] as const) {
+    if (provider !== undefined) o.provider = provider;
+    for (const [k, v] of [["redirectUri", args["redirect-uri"]], ["resource", args.resource]] as const) {
       if (typeof v === "string" && v !== "") o[k] = v;
     }
     return run(o, deps);

@@ -15,8 +15,16 @@ export interface Deps {
   stdinTTY: boolean;
   stdoutTTY: boolean;
   stderrTTY: boolean;
-  /** Opens a URL in the user's browser; failures are reported by the caller, never fatal. */
+  /**
+   * Opens a URL in the user's browser. Resolves once the opener has started (it is not awaited: `xdg-open` may
+   * not exit until the browser does); rejects only when it cannot start. Failures are reported, never fatal.
+   */
   openUrl: (url: string) => Promise<void>;
+  /**
+   * Runs `cleanup` when the user interrupts (Ctrl-C, SIGTERM), then exits 130 / 143; returns the function that
+   * removes the handler. `authorize --wait` uses it to drop its pending session.
+   */
+  onInterrupt: (cleanup: () => Promise<void>) => () => void;
 }
 
 let current: Deps | undefined;
@@ -49,6 +57,7 @@ function processDeps(): Deps {
     stdoutTTY: isTerminal(1),
     stderrTTY: isTerminal(2),
     openUrl: openInBrowser,
+    onInterrupt,
   };
 }
 
@@ -65,13 +74,27 @@ function isTerminal(fd: number): boolean {
   }
 }
 
+/** Descriptors whose reader went away (EPIPE): later writes to them are dropped. */
+const closed = new Set<number>();
+
+/**
+ * Writes all of `s`. When the reader has gone (`ath … | head`), the rest of the output — the error document of the
+ * catch block included — is dropped quietly, as gh does, instead of ending in a stack trace; the command still
+ * finishes and exits with its own code.
+ */
 function writeAll(fd: number, s: string | Uint8Array): void {
+  if (closed.has(fd)) return;
   const buf = typeof s === "string" ? Buffer.from(s) : s;
   for (let off = 0; off < buf.length; ) {
     try {
       off += writeSync(fd, buf, off);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EAGAIN") throw e;
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "EPIPE") {
+        closed.add(fd);
+        return;
+      }
+      if (code !== "EAGAIN") throw e;
       Bun.sleepSync(1); // a non-blocking pipe is full: wait for the reader
     }
   }
@@ -79,7 +102,21 @@ function writeAll(fd: number, s: string | Uint8Array): void {
 
 async function openInBrowser(url: string): Promise<void> {
   const cmd = process.platform === "darwin" ? ["open", url] : process.platform === "win32" ? ["cmd", "/c", "start", "", url] : ["xdg-open", url];
+  // Not awaited: xdg-open can run until the browser it started exits. Bun.spawn throws when it cannot start.
   const proc = Bun.spawn(cmd, { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
-  const code = await proc.exited;
-  if (code !== 0) throw new Error(`${cmd[0]} exited with ${code}`);
+  proc.unref();
+}
+
+function onInterrupt(cleanup: () => Promise<void>): () => void {
+  const handler = (signal: NodeJS.Signals) => {
+    void cleanup()
+      .catch(() => undefined)
+      .finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
+  };
+  process.once("SIGINT", handler);
+  process.once("SIGTERM", handler);
+  return () => {
+    process.off("SIGINT", handler);
+    process.off("SIGTERM", handler);
+  };
 }

@@ -183,7 +183,9 @@ describe("authorize --wait (one-step consent through a loopback redirect)", () =
     try {
       expect((await ath(h.path, ["register", "-g", gw, "--provider", "mail", "--scopes", "openid,mail:read"])).code).toBe(0);
       const p = spawnAth(h.path, ["authorize", "-g", gw, "--provider", "mail", "--wait", "--no-open", "--timeout", "60", "--format", "json"]);
-      const [, url, redirectUri] = await readUntil(p.stderr, /(http:\/\/127\.0\.0\.1:\d+\/ath\/consent\/\S+)\s+waiting for the redirect on (\S+)\n/);
+      // json mode: stderr carries the URL and the loopback redirect URI as one JSON line.
+      const [line] = await readUntil(p.stderr, /^\{.*\}\n/m);
+      const { authorization_url: url, redirect_uri: redirectUri } = JSON.parse(line);
       const c = await consent(url as string, { gateway: decision, redirectUri: redirectUri as string });
       expect(c.redirectedTo?.pathname).toBe("/callback");
       // The browser loads the agent's loopback redirect.
