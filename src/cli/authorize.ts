@@ -84,12 +84,12 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
       out.info(`open the URL, approve, then run: ath token -g ${base} --code <code>`);
       return;
     }
+    const say = out.json ? out.info : out.line;
+    say(`Open this URL to approve ${provider} (${scopes.join(", ")}):\n  ${res.authorization_url}`);
+    out.info(`waiting for the redirect on ${receiver.redirectUri}`);
     if (out.json) {
-      // stdout keeps its one document (the token); a harness that must show the URL reads this line of stderr.
+      // stdout keeps its one document (the token); a harness that must show the URL can parse this stderr line.
       deps.stderr(`${JSON.stringify({ authorization_url: res.authorization_url, ath_session_id: res.ath_session_id, redirect_uri: receiver.redirectUri })}\n`);
-    } else {
-      out.line(`Open this URL to approve ${provider} (${scopes.join(", ")}):\n  ${res.authorization_url}`);
-      out.info(`waiting for the redirect on ${receiver.redirectUri}`);
     }
     if (opts.open) {
       // Not awaited: an opener that never exits must not stop the wait.

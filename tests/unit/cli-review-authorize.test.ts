@@ -70,14 +70,14 @@ describe("authorize --wait", () => {
     expect(JSON.parse(r.stdout).provider_id).toBe("github");
   });
 
-  test("json mode: stdout keeps one document; stderr carries the URL as one JSON line", async () => {
+  test("json mode: stdout keeps one document; stderr carries the URL, also as a JSON line", async () => {
     const r = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--timeout", "30", "--format", "json"], {
       fetch: gw.fetch,
       openUrl: () => redirect(2),
     });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout).access_token).toMatch(/^ath_tk_/);
-    const lines = r.stderr.trimEnd().split("\n");
+    const lines = r.stderr.trimEnd().split("\n").filter((l) => l.startsWith("{"));
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toEqual({ authorization_url: expect.any(String), ath_session_id: "ath_sess_2", redirect_uri: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/callback$/) });
   });
