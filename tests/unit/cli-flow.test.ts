@@ -1,19 +1,12 @@
 /** The CLI's gateway-mode flow (spec §1.1 order) in process against a fake gateway: what is sent, saved and printed. */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { BINARY_BODY, GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway } from "./cli-harness.ts";
+import { BINARY_BODY, GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "./cli-harness.ts";
 
-let home: { dir: string; cleanup: () => Promise<void> };
-let gw: FakeGateway;
-beforeEach(async () => {
-  home = await tempHome();
-  gw = fakeGateway();
-});
-afterEach(() => home.cleanup());
-
-const ath = (argv: string[], tty = false) => runAth(home.dir, argv, { fetch: gw.fetch, tty });
-const creds = async () => JSON.parse(await readFile(join(home.dir, "credentials.json"), "utf8"));
+const fx = cliFixture();
+const ath = fx.ath;
+const creds = async () => JSON.parse(await readFile(join(fx.home.dir, "credentials.json"), "utf8"));
 /** The ath_session_ids of the pending sessions saved for the one registered agent, oldest first. */
 const pendingIds = async () => Object.keys((Object.values((await creds()).gateways[GW].agents)[0] as { pending: object }).pending);
 
@@ -36,7 +29,7 @@ describe("register (Phase A)", () => {
   test("one registration asks for several providers, adds the loopback redirect URI and saves the credentials 0600", async () => {
     const r = await ath(["register", "-g", GW, "--provider", "github", "--provider", "gitlab", "--purpose", "triage", "--format", "json"]);
     expect(r.code).toBe(0);
-    const sent = gw.requests.find((q) => q.path === "/ath/agents/register")!;
+    const sent = fx.gw.requests.find((q) => q.path === "/ath/agents/register")!;
     expect(sent.body.requested_providers).toEqual([
       { provider_id: "github", scopes: ["repo", "read:user"] },
       { provider_id: "gitlab", scopes: ["api"] },
@@ -49,14 +42,14 @@ describe("register (Phase A)", () => {
     const saved = await creds();
     const agent = Object.values(saved.gateways[GW].agents)[0] as { client_secret: string };
     expect(agent.client_secret).toMatch(/^ath_secret_s3cr3tvalue/);
-    expect((await stat(join(home.dir, "credentials.json"))).mode & 0o777).toBe(0o600);
-    expect((await stat(home.dir)).mode & 0o777).toBe(0o700);
+    expect((await stat(join(fx.home.dir, "credentials.json"))).mode & 0o777).toBe(0o600);
+    expect((await stat(fx.home.dir)).mode & 0o777).toBe(0o700);
   });
 
   test("--request gives each provider its own scopes", async () => {
     const r = await ath(["register", "-g", GW, "--request", "github:repo", "--request", "gitlab:api"]);
     expect(r.code).toBe(0);
-    expect(gw.requests.at(-1)!.body.requested_providers).toEqual([
+    expect(fx.gw.requests.at(-1)!.body.requested_providers).toEqual([
       { provider_id: "github", scopes: ["repo"] },
       { provider_id: "gitlab", scopes: ["api"] },
     ]);
@@ -81,8 +74,8 @@ describe("register (Phase A)", () => {
       // Same key in another home: the gateway knows the agent, this home has no credentials.
       const { copyFile, mkdir } = await import("node:fs/promises");
       await mkdir(join(other.dir, "keys"), { recursive: true });
-      await copyFile(join(home.dir, "keys", "agent.pem"), join(other.dir, "keys", "agent.pem"));
-      const r = await runAth(other.dir, ["register", "-g", GW, "--provider", "github", "--scopes", "repo", "--format", "json"], { fetch: gw.fetch });
+      await copyFile(join(fx.home.dir, "keys", "agent.pem"), join(other.dir, "keys", "agent.pem"));
+      const r = await runAth(other.dir, ["register", "-g", GW, "--provider", "github", "--scopes", "repo", "--format", "json"], { fetch: fx.gw.fetch });
       expect(r.code).toBe(4);
       const { error } = JSON.parse(r.stdout);
       expect(error.code).toBe("AGENT_ALREADY_REGISTERED");
@@ -96,7 +89,7 @@ describe("register (Phase A)", () => {
   test("register without --provider is a usage error and sends nothing", async () => {
     const r = await ath(["register", "-g", GW]);
     expect(r.code).toBe(2);
-    expect(gw.requests).toHaveLength(0);
+    expect(fx.gw.requests).toHaveLength(0);
   });
 });
 
@@ -107,7 +100,7 @@ describe("authorize and token (Phase B)", () => {
     expect(a.code).toBe(0);
     const res = JSON.parse(a.stdout);
     expect(res.ath_session_id).toMatch(/^ath_sess_/);
-    const sent = gw.requests.find((q) => q.path === "/ath/authorize")!;
+    const sent = fx.gw.requests.find((q) => q.path === "/ath/authorize")!;
     expect(String(sent.body.state)).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(sent.body.user_redirect_uri).toBeUndefined();
     const pending = (Object.values((await creds()).gateways[GW].agents)[0] as { pending: Record<string, unknown> }).pending;
@@ -115,7 +108,7 @@ describe("authorize and token (Phase B)", () => {
 
     const t = await ath(["token", "-g", GW, "--code", codeFor(res.ath_session_id), "--format", "json"]);
     expect(t.code).toBe(0);
-    const exchange = gw.requests.find((q) => q.path === "/ath/token")!;
+    const exchange = fx.gw.requests.find((q) => q.path === "/ath/token")!;
     expect(exchange.contentType).toBe("application/x-www-form-urlencoded");
     expect(exchange.body.grant_type).toBe("authorization_code");
     expect(exchange.body.ath_session_id).toBe(res.ath_session_id);
@@ -131,11 +124,11 @@ describe("authorize and token (Phase B)", () => {
     await registered();
     let opened = "";
     let browserSaw = 0;
-    const r = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
-      fetch: gw.fetch,
+    const r = await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
+      fetch: fx.gw.fetch,
       openUrl: async (url) => {
         opened = url;
-        const sent = gw.requests.find((q) => q.path === "/ath/authorize")!;
+        const sent = fx.gw.requests.find((q) => q.path === "/ath/authorize")!;
         const redirect = String(sent.body.user_redirect_uri);
         expect(redirect).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
         const session = "ath_sess_2";
@@ -156,26 +149,26 @@ describe("authorize and token (Phase B)", () => {
 
   test("authorize --wait: the user denying exits 4 USER_DENIED and saves no token", async () => {
     await registered();
-    const r = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
-      fetch: gw.fetch,
+    const r = await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
+      fetch: fx.gw.fetch,
       openUrl: async () => {
-        const sent = gw.requests.find((q) => q.path === "/ath/authorize")!;
+        const sent = fx.gw.requests.find((q) => q.path === "/ath/authorize")!;
         await fetch(`${sent.body.user_redirect_uri}?error=access_denied&state=${sent.body.state}`);
       },
     });
     expect(r.code).toBe(4);
     expect(JSON.parse(r.stdout).error.code).toBe("USER_DENIED");
-    expect(gw.requests.some((q) => q.path === "/ath/token")).toBe(false);
+    expect(fx.gw.requests.some((q) => q.path === "/ath/token")).toBe(false);
     expect(await pendingIds()).toEqual([]); // nothing `ath token` could still exchange
   });
 
   test("authorize --wait: a failed exchange and a timeout leave no pending session behind", async () => {
     await registered();
-    const r = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
-      fetch: gw.fetch,
+    const r = await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
+      fetch: fx.gw.fetch,
       openUrl: async () => {
-        const sent = gw.requests.find((q) => q.path === "/ath/authorize")!;
-        gw.tokenError = { status: 403, code: "SCOPE_NOT_APPROVED", message: "A requested scope is not approved" };
+        const sent = fx.gw.requests.find((q) => q.path === "/ath/authorize")!;
+        fx.gw.tokenError = { status: 403, code: "SCOPE_NOT_APPROVED", message: "A requested scope is not approved" };
         await fetch(`${sent.body.user_redirect_uri}?code=ath_code_x&state=${sent.body.state}`);
       },
     });
@@ -190,27 +183,27 @@ describe("authorize and token (Phase B)", () => {
   test("pending sessions older than the gateway's 600 s session lifetime are pruned whenever credentials.json is written", async () => {
     await registered();
     const t0 = Date.now();
-    const at = (ms: number) => ({ fetch: gw.fetch, now: () => ms });
-    const first = JSON.parse((await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], at(t0))).stdout);
-    const second = JSON.parse((await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], at(t0 + 599_000))).stdout);
+    const at = (ms: number) => ({ fetch: fx.gw.fetch, now: () => ms });
+    const first = JSON.parse((await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], at(t0))).stdout);
+    const second = JSON.parse((await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], at(t0 + 599_000))).stdout);
     expect(await pendingIds()).toEqual([first.ath_session_id, second.ath_session_id]);
-    const third = JSON.parse((await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], at(t0 + 600_000))).stdout);
+    const third = JSON.parse((await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], at(t0 + 600_000))).stdout);
     expect(await pendingIds()).toEqual([second.ath_session_id, third.ath_session_id]);
   });
 
   test("token without --session takes the only unexpired pending session; none → exit 3 NO_PENDING_SESSION, nothing sent", async () => {
     await registered();
     const t0 = Date.now();
-    const a = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], { fetch: gw.fetch, now: () => t0 });
+    const a = await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], { fetch: fx.gw.fetch, now: () => t0 });
     const session = JSON.parse(a.stdout).ath_session_id as string;
-    const late = await runAth(home.dir, ["token", "-g", GW, "--code", codeFor(session), "--format", "json"], { fetch: gw.fetch, now: () => t0 + 600_000 });
+    const late = await runAth(fx.home.dir, ["token", "-g", GW, "--code", codeFor(session), "--format", "json"], { fetch: fx.gw.fetch, now: () => t0 + 600_000 });
     expect(late.code).toBe(3);
     const { error } = JSON.parse(late.stdout);
     expect(error.code).toBe("NO_PENDING_SESSION");
     expect(error.message).toContain("pass --session");
     expect(error.message).toContain(`run \`ath authorize -g ${GW} --provider <id>\` again`);
-    expect(gw.requests.some((q) => q.path === "/ath/token")).toBe(false);
-    const inTime = await runAth(home.dir, ["token", "-g", GW, "--code", codeFor(session)], { fetch: gw.fetch, now: () => t0 + 599_000 });
+    expect(fx.gw.requests.some((q) => q.path === "/ath/token")).toBe(false);
+    const inTime = await runAth(fx.home.dir, ["token", "-g", GW, "--code", codeFor(session)], { fetch: fx.gw.fetch, now: () => t0 + 599_000 });
     expect(inTime.code).toBe(0);
     expect(await pendingIds()).toEqual([]); // exchanged: forgotten
   });
@@ -220,7 +213,7 @@ describe("authorize and token (Phase B)", () => {
     const a = JSON.parse((await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"])).stdout);
     expect((await ath(["token", "-g", GW, "--code", "ath_code_wrong"])).code).toBe(4);
     expect(await pendingIds()).toEqual([a.ath_session_id]);
-    gw.tokenError = { status: 400, code: "SESSION_EXPIRED", message: "The authorization session has expired" };
+    fx.gw.tokenError = { status: 400, code: "SESSION_EXPIRED", message: "The authorization session has expired" };
     expect((await ath(["token", "-g", GW, "--code", codeFor(a.ath_session_id)])).code).toBe(4);
     expect(await pendingIds()).toEqual([]);
   });
@@ -228,7 +221,7 @@ describe("authorize and token (Phase B)", () => {
   test("a refused token exchange exits 4 with the gateway's code and an ofetch-style message", async () => {
     await registered();
     await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait"]);
-    gw.tokenError = { status: 401, code: "INVALID_CLIENT", message: "Client authentication failed" };
+    fx.gw.tokenError = { status: 401, code: "INVALID_CLIENT", message: "Client authentication failed" };
     const r = await ath(["token", "-g", GW, "--code", "whatever"]);
     expect(r.code).toBe(4);
     expect(r.stderr).toBe(`ath: [POST] "${GW}/ath/token": 401 INVALID_CLIENT — Client authentication failed\n`);
@@ -238,7 +231,7 @@ describe("authorize and token (Phase B)", () => {
     const r = await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait"]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain("ath register");
-    expect(gw.requests).toHaveLength(0);
+    expect(fx.gw.requests).toHaveLength(0);
   });
 });
 
@@ -247,7 +240,7 @@ describe("proxy and revoke", () => {
     await authorized();
     const r = await ath(["proxy", "-g", GW, "github", "post", "/v1/items?x=1", "--body", '{"a":1}', "-H", "X-Trace: 7", "--format", "json"]);
     expect(r.code).toBe(0);
-    const seen = gw.proxied[0]!;
+    const seen = fx.gw.proxied[0]!;
     expect(seen.path).toBe("/ath/proxy/github/v1/items?x=1");
     expect(seen.headers.get("authorization")).toMatch(/^Bearer ath_tk_/);
     expect(seen.headers.get("x-trace")).toBe("7");
@@ -273,20 +266,20 @@ describe("proxy and revoke", () => {
     const r = await ath(["revoke", "-g", GW, "--provider", "github"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(""); // a successful change prints nothing when piped
-    const call = gw.requests.find((q) => q.path === "/ath/revoke")!;
+    const call = fx.gw.requests.find((q) => q.path === "/ath/revoke")!;
     expect(call.contentType).toBe("application/x-www-form-urlencoded");
     expect(String(call.body.token)).toMatch(/^ath_tk_/);
     expect(String(call.body.client_secret)).toMatch(/^ath_secret_/);
     const p = await ath(["proxy", "-g", GW, "github", "GET", "/v1/items", "--format", "json"]);
     expect(p.code).toBe(3);
     expect(JSON.parse(p.stdout).error.code).toBe("NO_TOKEN");
-    expect(gw.proxied).toHaveLength(0);
+    expect(fx.gw.proxied).toHaveLength(0);
   });
 
   test("a token the gateway refuses at the proxy exits 4 with its code and names `ath authorize`", async () => {
     await authorized();
     const saved = Object.values((await creds()).gateways[GW].agents)[0] as { tokens: { github: { access_token: string } } };
-    await gw.fetch(`${GW}/ath/revoke`, { method: "POST", body: new URLSearchParams({ token: saved.tokens.github.access_token }) });
+    await fx.gw.fetch(`${GW}/ath/revoke`, { method: "POST", body: new URLSearchParams({ token: saved.tokens.github.access_token }) });
     const r = await ath(["proxy", "-g", GW, "github", "GET", "/v1/items", "--format", "json"]);
     expect(r.code).toBe(4);
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 401, body: { code: "TOKEN_INVALID" } }); // one document: the relayed answer
@@ -329,11 +322,11 @@ describe("proxy and revoke", () => {
   test("an expired saved token exits 3 before any request", async () => {
     await authorized();
     const later = Date.now() + 2 * 3600_000;
-    const r = await runAth(home.dir, ["proxy", "-g", GW, "github", "GET", "/v1/items"], { fetch: gw.fetch, now: () => later });
+    const r = await runAth(fx.home.dir, ["proxy", "-g", GW, "github", "GET", "/v1/items"], { fetch: fx.gw.fetch, now: () => later });
     expect(r.code).toBe(3);
     expect(r.stderr).toContain("expired");
     expect(r.stderr).toContain("ath authorize");
-    expect(gw.proxied).toHaveLength(0);
+    expect(fx.gw.proxied).toHaveLength(0);
   });
 });
 
@@ -369,17 +362,17 @@ describe("native mode (--mode native --service <url>)", () => {
     const native = ["--mode", "native", "--service", GW];
     const reg = await ath(["register", ...native]);
     expect(reg.code).toBe(0);
-    expect(gw.requests.find((q) => q.path === "/ath/agents/register")!.body.requested_providers).toEqual([{ provider_id: "notes", scopes: ["notes:read", "notes:write"] }]);
+    expect(fx.gw.requests.find((q) => q.path === "/ath/agents/register")!.body.requested_providers).toEqual([{ provider_id: "notes", scopes: ["notes:read", "notes:write"] }]);
     const a = await ath(["authorize", ...native, "--no-wait", "--format", "json"]);
     expect(a.code).toBe(0);
-    expect(gw.requests.find((q) => q.path === "/ath/authorize")!.body.provider_id).toBe("notes");
+    expect(fx.gw.requests.find((q) => q.path === "/ath/authorize")!.body.provider_id).toBe("notes");
     const t = await ath(["token", ...native, "--code", codeFor(JSON.parse(a.stdout).ath_session_id)]);
     expect(t.code).toBe(0);
     const p = await ath(["proxy", ...native, "GET", "/notes?limit=1", "--format", "json"]);
     expect(p.code).toBe(0);
-    expect(gw.proxied[0]!.path).toBe("/api/notes?limit=1");
-    expect(gw.proxied[0]!.headers.get("authorization")).toMatch(/^Bearer ath_tk_/);
-    expect(gw.requests.some((q) => q.path.startsWith("/ath/proxy/"))).toBe(false);
+    expect(fx.gw.proxied[0]!.path).toBe("/api/notes?limit=1");
+    expect(fx.gw.proxied[0]!.headers.get("authorization")).toMatch(/^Bearer ath_tk_/);
+    expect(fx.gw.requests.some((q) => q.path.startsWith("/ath/proxy/"))).toBe(false);
   });
 
   test("proxy: the service refusing the token (an ATH error body, no X-ATH-Error) exits 4; its API's other errors exit 1", async () => {
@@ -391,7 +384,7 @@ describe("native mode (--mode native --service <url>)", () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toBe("ath: HTTP 404\n");
     const saved = Object.values((await creds()).gateways[GW].agents)[0] as { tokens: { notes: { access_token: string } } };
-    await gw.fetch(`${GW}/ath/revoke`, { method: "POST", body: new URLSearchParams({ token: saved.tokens.notes.access_token }) });
+    await fx.gw.fetch(`${GW}/ath/revoke`, { method: "POST", body: new URLSearchParams({ token: saved.tokens.notes.access_token }) });
     const refused = await ath(["proxy", ...native, "GET", "/notes"]);
     expect(refused.code).toBe(4);
     expect(refused.stderr).toContain("401 TOKEN_INVALID");

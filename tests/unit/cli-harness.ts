@@ -3,6 +3,7 @@
  * attestation's signature and audience, records every request, and follows the protocol's shapes), a temp
  * ATH_HOME, and `runAth(argv)` which runs `main()` with captured stdout/stderr and chosen TTY flags.
  */
+import { afterEach, beforeEach } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -204,3 +205,26 @@ export async function tempHome(): Promise<{ dir: string; cleanup: () => Promise<
   const dir = await mkdtemp(join(tmpdir(), "ath-cli-"));
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
+
+/** Per test: a fresh temporary home and fake gateway (beforeEach/afterEach), and `ath(argv, tty)` bound to them. */
+export function cliFixture() {
+  let current: { home: { dir: string; cleanup: () => Promise<void> }; gw: FakeGateway } | undefined;
+  beforeEach(async () => {
+    current = { home: await tempHome(), gw: fakeGateway() };
+  });
+  afterEach(() => current?.home.cleanup());
+  const live = () => {
+    if (!current) throw new TypeError("cliFixture is used outside a test");
+    return current;
+  };
+  return {
+    get home() {
+      return live().home;
+    },
+    get gw() {
+      return live().gw;
+    },
+    ath: (argv: string[], tty = false) => runAth(live().home.dir, argv, { fetch: live().gw.fetch, tty }),
+  };
+}
+

@@ -3,20 +3,13 @@
  * files, and a corrupted credentials.json stops every command that reads it with the file named, exit 1 and one
  * JSON error document, while the file itself is left exactly as it was (no silent reset, no lost secrets).
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway } from "./cli-harness.ts";
+import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "./cli-harness.ts";
 
-let home: { dir: string; cleanup: () => Promise<void> };
-let gw: FakeGateway;
-beforeEach(async () => {
-  home = await tempHome();
-  gw = fakeGateway();
-});
-afterEach(() => home.cleanup());
-
-const ath = (argv: string[]) => runAth(home.dir, argv, { fetch: gw.fetch });
+const fx = cliFixture();
+const ath = fx.ath;
 
 async function modes(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -30,14 +23,14 @@ describe("ATH_HOME file modes", () => {
   test("with umask 000 every directory is 0700 and every file 0600, the nested home included", async () => {
     const previous = process.umask(0);
     try {
-      const nested = join(home.dir, "a", "b");
-      const run = (argv: string[]) => runAth(nested, argv, { fetch: gw.fetch });
+      const nested = join(fx.home.dir, "a", "b");
+      const run = (argv: string[]) => runAth(nested, argv, { fetch: fx.gw.fetch });
       expect((await run(["config", "set-gateway", "local", GW])).code).toBe(0);
       expect((await run(["register", "--provider", "github", "--scopes", "repo"])).code).toBe(0);
       const a = await run(["authorize", "--provider", "github", "--no-wait", "--format", "json"]);
       expect(a.code).toBe(0);
       expect((await run(["token", "--code", codeFor(JSON.parse(a.stdout).ath_session_id)])).code).toBe(0);
-      expect(await modes(home.dir)).toEqual({
+      expect(await modes(fx.home.dir)).toEqual({
         a: "700",
         "a/b": "700",
         "a/b/config.json": "600",
@@ -62,7 +55,7 @@ describe("a corrupted credentials.json", () => {
   ];
   for (const text of corrupt) {
     test(`${JSON.stringify(text).slice(0, 40)}: every reader exits 1 naming the file, and the file is untouched`, async () => {
-      const file = join(home.dir, "credentials.json");
+      const file = join(fx.home.dir, "credentials.json");
       await writeFile(file, text, { mode: 0o600 });
       for (const argv of commands) {
         const r = await ath([...argv, "--format", "json"]);
@@ -73,7 +66,7 @@ describe("a corrupted credentials.json", () => {
         expect(doc.error.message).not.toContain("\n");
         expect(await readFile(file, "utf8")).toBe(text);
       }
-      expect(gw.requests.filter((q) => q.path !== "/.well-known/ath.json")).toEqual([]);
+      expect(fx.gw.requests.filter((q) => q.path !== "/.well-known/ath.json")).toEqual([]);
     });
   }
 });

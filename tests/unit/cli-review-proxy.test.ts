@@ -3,20 +3,13 @@
  * sets itself cannot be given, no Accept is sent unless asked, a body on GET/HEAD and a malformed header are usage
  * errors (not network errors), and text mode relays the body as it arrives instead of holding it in memory.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway } from "./cli-harness.ts";
+import { describe, expect, test } from "bun:test";
+import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "./cli-harness.ts";
 import { setDeps } from "../../src/cli/deps.ts";
 import { main } from "../../src/main.ts";
 
-let home: { dir: string; cleanup: () => Promise<void> };
-let gw: FakeGateway;
-beforeEach(async () => {
-  home = await tempHome();
-  gw = fakeGateway();
-});
-afterEach(() => home.cleanup());
-
-const ath = (argv: string[], tty = false) => runAth(home.dir, argv, { fetch: gw.fetch, tty });
+const fx = cliFixture();
+const ath = fx.ath;
 
 async function withToken(): Promise<void> {
   expect((await ath(["register", "-g", GW, "--provider", "github", "--scopes", "repo"])).code).toBe(0);
@@ -28,17 +21,17 @@ describe("-H headers", () => {
   test("a -H Accept replaces the default instead of being merged with it; without -H no Accept is sent", async () => {
     await withToken();
     expect((await ath(["proxy", "github", "GET", "/user", "-g", GW, "-H", "Accept: application/vnd.github+json"])).code).toBe(0);
-    expect(gw.proxied[0]!.headers.get("accept")).toBe("application/vnd.github+json");
+    expect(fx.gw.proxied[0]!.headers.get("accept")).toBe("application/vnd.github+json");
     expect((await ath(["proxy", "github", "GET", "/user", "-g", GW])).code).toBe(0);
-    expect(gw.proxied[1]!.headers.has("accept")).toBe(false);
+    expect(fx.gw.proxied[1]!.headers.has("accept")).toBe(false);
   });
 
   test("header names are case-insensitive: -H CONTENT-TYPE keeps --body from adding a second content type; repeats join", async () => {
     await withToken();
     const r = await ath(["proxy", "github", "POST", "/x", "-g", GW, "--body", "{}", "-H", "CONTENT-TYPE: application/merge-patch+json", "-H", "X-A: 1", "-H", "x-a: 2"]);
     expect(r.code).toBe(0);
-    expect(gw.proxied[0]!.headers.get("content-type")).toBe("application/merge-patch+json");
-    expect(gw.proxied[0]!.headers.get("x-a")).toBe("1, 2");
+    expect(fx.gw.proxied[0]!.headers.get("content-type")).toBe("application/merge-patch+json");
+    expect(fx.gw.proxied[0]!.headers.get("x-a")).toBe("1, 2");
   });
 
   test("Authorization and X-ATH-Agent-ID, in any case, are usage errors: the saved token and identity are never altered", async () => {
@@ -48,7 +41,7 @@ describe("-H headers", () => {
       expect(r.code).toBe(2);
       expect(JSON.parse(r.stdout).error.code).toBe("USAGE");
     }
-    expect(gw.proxied).toHaveLength(0);
+    expect(fx.gw.proxied).toHaveLength(0);
   });
 
   test("a header name or value fetch would refuse (CR/LF, controls, spaces in the name) is a usage error, not a network error", async () => {
@@ -58,7 +51,7 @@ describe("-H headers", () => {
       expect(r.code).toBe(2);
       expect(JSON.parse(r.stdout).error.code).toBe("USAGE");
     }
-    expect(gw.proxied).toHaveLength(0);
+    expect(fx.gw.proxied).toHaveLength(0);
   });
 });
 
@@ -72,7 +65,7 @@ describe("--body", () => {
       expect(error.code).toBe("USAGE");
       expect(error.message).toContain(method.toUpperCase());
     }
-    expect(gw.proxied).toHaveLength(0);
+    expect(fx.gw.proxied).toHaveLength(0);
   });
 });
 
@@ -81,7 +74,7 @@ describe("a request fetch refuses to send", () => {
     const fetch = async () => {
       throw Object.assign(new TypeError("fetch() request with GET/HEAD method cannot have body."), { code: "ERR_INVALID_ARG_VALUE" });
     };
-    const r = await runAth(home.dir, ["discover", "-g", GW, "--format", "json"], { fetch });
+    const r = await runAth(fx.home.dir, ["discover", "-g", GW, "--format", "json"], { fetch });
     expect(r.code).toBe(1);
     const { error } = JSON.parse(r.stdout);
     expect(error.code).toBe("REQUEST_ERROR");
@@ -104,7 +97,7 @@ describe("text mode streams the body", () => {
       },
     }, { highWaterMark: 0 });
     const restore = setDeps({
-      env: { ATH_HOME: home.dir },
+      env: { ATH_HOME: fx.home.dir },
       stdout: (s) => void written.push(typeof s === "string" ? s : new TextDecoder().decode(s)),
       stderr: () => {},
       stdinTTY: false,
@@ -112,7 +105,7 @@ describe("text mode streams the body", () => {
       stderrTTY: false,
       fetch: async (input, init) => {
         const url = new Request(input as string, init).url;
-        return url.includes("/ath/proxy/") ? new Response(body) : gw.fetch(input, init);
+        return url.includes("/ath/proxy/") ? new Response(body) : fx.gw.fetch(input, init);
       },
     });
     try {

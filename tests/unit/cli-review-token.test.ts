@@ -3,21 +3,14 @@
  * `authorization_pending`, which agents poll on), and a re-run with a code this home already exchanged sends
  * nothing: it prints the saved token with `already_exchanged`.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway } from "./cli-harness.ts";
+import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "./cli-harness.ts";
 
-let home: { dir: string; cleanup: () => Promise<void> };
-let gw: FakeGateway;
-beforeEach(async () => {
-  home = await tempHome();
-  gw = fakeGateway();
-});
-afterEach(() => home.cleanup());
-
-const ath = (argv: string[], tty = false) => runAth(home.dir, argv, { fetch: gw.fetch, tty });
-const tokenCalls = () => gw.requests.filter((q) => q.path === "/ath/token").length;
+const fx = cliFixture();
+const ath = fx.ath;
+const tokenCalls = () => fx.gw.requests.filter((q) => q.path === "/ath/token").length;
 
 async function startTwo(): Promise<[string, string]> {
   expect((await ath(["register", "-g", GW, "--provider", "github,gitlab", "--scopes", "repo"])).code).toBe(0);
@@ -75,7 +68,7 @@ describe("a code this home already exchanged", () => {
     expect(text.stderr).toContain("already exchanged");
     expect(tokenCalls()).toBe(1);
     // The code itself is never stored, only its hash.
-    expect(await readFile(join(home.dir, "credentials.json"), "utf8")).not.toContain(code);
+    expect(await readFile(join(fx.home.dir, "credentials.json"), "utf8")).not.toContain(code);
   });
 
   test("once its token is revoked, a re-run exits 3 CODE_ALREADY_EXCHANGED naming `ath authorize`, nothing sent", async () => {
@@ -92,10 +85,10 @@ describe("a code this home already exchanged", () => {
 
   test("a code exchanged by `authorize --wait` is recorded too", async () => {
     expect((await ath(["register", "-g", GW, "--provider", "github", "--scopes", "repo"])).code).toBe(0);
-    const r = await runAth(home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--timeout", "30", "--format", "json"], {
-      fetch: gw.fetch,
+    const r = await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--timeout", "30", "--format", "json"], {
+      fetch: fx.gw.fetch,
       openUrl: async () => {
-        const req = gw.requests.find((q) => q.path === "/ath/authorize")!;
+        const req = fx.gw.requests.find((q) => q.path === "/ath/authorize")!;
         await fetch(`${req.body.user_redirect_uri}?code=ath_code_2&state=${req.body.state}&ath_session_id=ath_sess_2`);
       },
     });
