@@ -32,6 +32,16 @@ const PROVIDER = {
   client_secret: "${MAIL_SECRET}",
 };
 
+/** Whether a plain fetch of `url` fails to connect (closed port, untrusted certificate). */
+async function fetchFails(url: string): Promise<boolean> {
+  try {
+    await fetch(url);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 /** Runs `ath serve` to completion (for start-up failures). */
 async function serveFails(args: string[], env: Record<string, string> = {}) {
   const home = await tmp();
@@ -133,13 +143,7 @@ describe("ath serve — first start, admin token, master key, shutdown", () => {
     expect(await s.p.exited).toBe(0);
     expect(existsSync(join(home, "gateway", "ath.db"))).toBe(true);
     expect(existsSync(join(home, "gateway", "master.key"))).toBe(true);
-    let refused = false;
-    try {
-      await fetch(`${s.url}/health`);
-    } catch {
-      refused = true;
-    }
-    expect(refused).toBe(true);
+    expect(await fetchFails(`${s.url}/health`)).toBe(true);
   });
 });
 
@@ -159,13 +163,7 @@ describe("ath serve — TLS", () => {
       const doc = (await (await fetch(`${s.url}/.well-known/ath.json`, { tls } as RequestInit)).json()) as { agent_registration_endpoint: string };
       expect(doc.agent_registration_endpoint).toBe(`${s.url}/ath/agents/register`);
       // an untrusted certificate is refused by a client that checks it: this really is TLS
-      let refused = false;
-      try {
-        await fetch(`${s.url}/health`);
-      } catch {
-        refused = true;
-      }
-      expect(refused).toBe(true);
+      expect(await fetchFails(`${s.url}/health`)).toBe(true);
       const port = new URL(s.url).port;
       // SECLEVEL=0 lets the client offer TLS 1.1, so a refusal is the server's ("alert protocol version")
       const handshake = (version: string) =>
