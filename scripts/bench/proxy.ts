@@ -4,7 +4,7 @@
  * absolute numbers and ratios against the direct baseline — sequential latency (median, p95) and throughput with
  * N concurrent clients, for a small JSON body, a 64 KiB body and a 1 KiB JSON POST.
  *
- * The world is the e2e harness (tests/e2e/helpers): a real oidc-provider, a real `ath serve` process and the full
+ * The world is the e2e harness (tests/helpers): a real oidc-provider, a real `ath serve` process and the full
  * register → authorize → consent → token flow. The upstream is this file's own Bun.serve API: the harness's sample
  * API introspects every token at oidc-provider, which would dominate the timing. Ours accepts only the upstream
  * access token oidc-provider issued for the flow (constant-time comparison) — never the ATH token. A second
@@ -21,8 +21,8 @@ import { SQL } from "bun";
 import { timingSafeEqual } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
-import { fullFlow } from "../../tests/e2e/helpers/agent.ts";
-import { startWorld, type World } from "../../tests/e2e/helpers/world.ts";
+import { fullFlow } from "../../tests/helpers/agent.ts";
+import { startWorld, type World } from "../../tests/helpers/world.ts";
 import { concurrent, median, ms, percentile, sequential, versus, withCleanup, type Probe, type Throughput } from "./lib.ts";
 
 const REPO = resolve(import.meta.dir, "../..");

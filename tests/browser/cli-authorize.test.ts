@@ -6,11 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
-import { tempDir } from "../e2e/helpers/net.ts";
-import { startWorld, type World } from "../e2e/helpers/world.ts";
-import { freshPage, launchChromium, screenshots } from "./helpers/chromium.ts";
-import { consentInChromium, type ConsentSteps } from "./helpers/person.ts";
-import { ATH_BIN, AUTHORIZATION_URL, ath, run, start } from "./helpers/processes.ts";
+import { tempDir } from "../helpers/net.ts";
+import { startWorld, type World } from "../helpers/world.ts";
+import { freshPage, launchChromium, screenshots } from "../helpers/chromium.ts";
+import { consentInChromium, type ConsentSteps } from "../helpers/person.ts";
+import { ATH_BIN, AUTHORIZATION_URL, ath, run, start } from "../helpers/processes.ts";
 
 const TARGETS = [
   { upstream: "the real upstream (oidc-provider)", provider: "mail", scopes: ["openid", "mail:read"], api: "/v1/messages", answer: '"subject":"hello"' },

@@ -5,14 +5,14 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
-import { authorize, call, exchange, register, type ClientCredentials } from "../e2e/helpers/agent.ts";
-import { makeAgent, type TestAgent } from "../e2e/helpers/attestations.ts";
-import { expectError } from "../e2e/helpers/expect-error.ts";
-import { randomString } from "../e2e/helpers/net.ts";
-import { startWorld, type World } from "../e2e/helpers/world.ts";
-import { REGISTERED_REDIRECT, startAgentRedirect, type AgentRedirect } from "./helpers/agent-redirect.ts";
-import { freshPage, interceptRequests, launchChromium, screenshots } from "./helpers/chromium.ts";
-import { clickAndWait, consentInChromium, openConsent, providerButton } from "./helpers/person.ts";
+import { authorize, call, exchange, register, type ClientCredentials } from "../helpers/agent.ts";
+import { makeAgent, type TestAgent } from "../helpers/attestations.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { randomString } from "../helpers/net.ts";
+import { startWorld, type World } from "../helpers/world.ts";
+import { REGISTERED_REDIRECT, startAgentRedirect, type AgentRedirect } from "../helpers/agent-redirect.ts";
+import { freshPage, interceptRequests, launchChromium, screenshots } from "../helpers/chromium.ts";
+import { clickAndWait, consentInChromium, openConsent, providerButton } from "../helpers/person.ts";
 
 interface Target {
   upstream: string;

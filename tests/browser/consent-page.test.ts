@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, Response } from "playwright-core";
-import { authorize, register, type ClientCredentials } from "../e2e/helpers/agent.ts";
-import { makeAgent, type TestAgent } from "../e2e/helpers/attestations.ts";
-import { startWorld, type World } from "../e2e/helpers/world.ts";
-import { freshPage, launchChromium, recordDialogs, screenshots } from "./helpers/chromium.ts";
-import { clickAndWait, consentInChromium, openConsent } from "./helpers/person.ts";
+import { authorize, register, type ClientCredentials } from "../helpers/agent.ts";
+import { makeAgent, type TestAgent } from "../helpers/attestations.ts";
+import { startWorld, type World } from "../helpers/world.ts";
+import { freshPage, launchChromium, recordDialogs, screenshots } from "../helpers/chromium.ts";
+import { clickAndWait, consentInChromium, openConsent } from "../helpers/person.ts";
 
 const HOSTILE = `<script>alert(1)</script> "><img src=x onerror=alert(1)> & 'quotes'`;
 const DEVELOPER = { name: "Acme Robotics", id: "dev-acme-42" };

@@ -8,11 +8,11 @@
 import { afterAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import type { Browser } from "playwright-core";
-import { freePort, tempDir } from "../e2e/helpers/net.ts";
-import { freshPage, launchChromium } from "./helpers/chromium.ts";
-import { clickAndWait } from "./helpers/person.ts";
-import { ATH_BIN, AUTHORIZATION_URL, REPO, run, start, type Finished, type Running } from "./helpers/processes.ts";
-import { readQuickStart } from "./helpers/readme.ts";
+import { freePort, tempDir } from "../helpers/net.ts";
+import { freshPage, launchChromium } from "../helpers/chromium.ts";
+import { clickAndWait } from "../helpers/person.ts";
+import { ATH_BIN, AUTHORIZATION_URL, REPO, run, start, type Finished, type Running } from "../helpers/processes.ts";
+import { readQuickStart } from "../helpers/readme.ts";
 
 const WELCOME = "Welcome to Demo Notes";
 

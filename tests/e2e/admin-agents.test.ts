@@ -4,11 +4,11 @@
  * its tokens at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { call, fullFlow, register } from "./helpers/agent.ts";
-import { makeAgent } from "./helpers/attestations.ts";
-import { authorize } from "./helpers/agent.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { call, fullFlow, register } from "../helpers/agent.ts";
+import { makeAgent } from "../helpers/attestations.ts";
+import { authorize } from "../helpers/agent.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 beforeAll(async () => {

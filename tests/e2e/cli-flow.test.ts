@@ -5,10 +5,10 @@
  * POST, revoke, status masking, file modes and the exit codes of DESIGN.md §5.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { consent } from "./helpers/agent.ts";
-import { tempDir } from "./helpers/net.ts";
-import { startWorld, type World } from "./helpers/world.ts";
-import { ath, ensureBinary, modes, readUntil, removeBinary, spawnAth } from "./cli-helpers.ts";
+import { consent } from "../helpers/agent.ts";
+import { tempDir } from "../helpers/net.ts";
+import { startWorld, type World } from "../helpers/world.ts";
+import { ath, ensureBinary, modes, readUntil, removeBinary, spawnAth } from "../helpers/cli-binary.ts";
 
 let w: World;
 let home: { path: string; remove: () => Promise<void> };

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fakeGateway, type FakeGateway } from "../unit/cli-harness.ts";
-import { tempDir } from "./helpers/net.ts";
-import { ATH_BIN, ath, athEnv, ensureBinary, readUntil, removeBinary, spawnAth } from "./cli-helpers.ts";
+import { fakeGateway, type FakeGateway } from "../helpers/cli-harness.ts";
+import { tempDir } from "../helpers/net.ts";
+import { ATH_BIN, ath, athEnv, ensureBinary, readUntil, removeBinary, spawnAth } from "../helpers/cli-binary.ts";
 
 let server: ReturnType<typeof Bun.serve>;
 let gw: FakeGateway;

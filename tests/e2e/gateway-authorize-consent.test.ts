@@ -5,12 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { AuthorizationResponse } from "../../src/protocol/index.ts";
-import { authorize, call, consent, exchange, register, type ClientCredentials } from "./helpers/agent.ts";
-import { attest, craftAttestation, makeAgent, type TestAgent } from "./helpers/attestations.ts";
-import { Browser, formWithButton } from "./helpers/browser.ts";
-import { expectError, expectInvalidRequestNaming } from "./helpers/expect-error.ts";
-import { randomString } from "./helpers/net.ts";
-import { MAIL_SCOPES, startWorld, type World } from "./helpers/world.ts";
+import { authorize, call, consent, exchange, register, type ClientCredentials } from "../helpers/agent.ts";
+import { attest, craftAttestation, makeAgent, type TestAgent } from "../helpers/attestations.ts";
+import { Browser, formWithButton } from "../helpers/browser.ts";
+import { expectError, expectInvalidRequestNaming } from "../helpers/expect-error.ts";
+import { randomString } from "../helpers/net.ts";
+import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
 
 const REDIRECT = "http://127.0.0.1/callback";
 const PURPOSE = `<script>alert("x")</script> & "quotes"`;

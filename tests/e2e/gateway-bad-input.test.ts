@@ -4,10 +4,10 @@
  * 500 and never a stack trace (DESIGN §3 "Errors", §8).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { call } from "./helpers/agent.ts";
-import { expectError, expectInvalidRequestNaming } from "./helpers/expect-error.ts";
-import { rawRequest } from "./helpers/raw-http.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { call } from "../helpers/agent.ts";
+import { expectError, expectInvalidRequestNaming } from "../helpers/expect-error.ts";
+import { rawRequest } from "../helpers/raw-http.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 beforeAll(async () => {

@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { call, fullFlow } from "./helpers/agent.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { call, fullFlow } from "../helpers/agent.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
 let w: World;

@@ -4,10 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { AgentRegistrationResponse, DiscoveryDocument } from "../../src/protocol/index.ts";
-import { call, register } from "./helpers/agent.ts";
-import { attest, craftAttestation, makeAgent, type TestAgent } from "./helpers/attestations.ts";
-import { expectError, expectInvalidRequestNaming } from "./helpers/expect-error.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { call, register } from "../helpers/agent.ts";
+import { attest, craftAttestation, makeAgent, type TestAgent } from "../helpers/attestations.ts";
+import { expectError, expectInvalidRequestNaming } from "../helpers/expect-error.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 let identityServer: ReturnType<typeof Bun.serve> | undefined;

@@ -4,10 +4,10 @@
  * tokens by introspection. If these fail, the gateway tests built on them mean nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Browser, formWithButton } from "./helpers/browser.ts";
-import { freePort, randomString } from "./helpers/net.ts";
-import { startUpstreamApi, type UpstreamApi } from "./helpers/upstream-api.ts";
-import { startUpstreamAuth, type UpstreamAuth } from "./helpers/upstream-auth.ts";
+import { Browser, formWithButton } from "../helpers/browser.ts";
+import { freePort, randomString } from "../helpers/net.ts";
+import { startUpstreamApi, type UpstreamApi } from "../helpers/upstream-api.ts";
+import { startUpstreamAuth, type UpstreamAuth } from "../helpers/upstream-auth.ts";
 
 let auth: UpstreamAuth;
 let api: UpstreamApi;

@@ -4,11 +4,11 @@
  * provider refuses kills the grant (401 TOKEN_EXPIRED, reason upstream_grant_revoked).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { authorize, call, consent, exchange, fullFlow, register } from "./helpers/agent.ts";
-import { makeAgent } from "./helpers/attestations.ts";
-import { randomString } from "./helpers/net.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { authorize, call, consent, exchange, fullFlow, register } from "../helpers/agent.ts";
+import { makeAgent } from "../helpers/attestations.ts";
+import { randomString } from "../helpers/net.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 describe("Proxy — upstream refresh (upstream access tokens live 20 s, inside the 30 s margin)", () => {
   let w: World;

@@ -5,10 +5,10 @@
  * refused request is also checked to have never reached the upstream.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { call, fullFlow } from "./helpers/agent.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { rawRequest } from "./helpers/raw-http.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { call, fullFlow } from "../helpers/agent.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { rawRequest } from "../helpers/raw-http.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 let canary: ReturnType<typeof Bun.serve>;

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { call, fullFlow, register } from "./helpers/agent.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { call, fullFlow, register } from "../helpers/agent.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 let live: Awaited<ReturnType<typeof fullFlow>>;

@@ -3,9 +3,9 @@
  * and the admin provider API with X-ATH-User-Token (DESIGN §3 "Revocation and admin", §8), against `ath serve`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { call, fullFlow } from "./helpers/agent.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { call, fullFlow } from "../helpers/agent.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 beforeAll(async () => {

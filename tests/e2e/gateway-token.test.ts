@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TokenResponse } from "../../src/protocol/index.ts";
-import { authorize, consent, exchange, register, type ClientCredentials } from "./helpers/agent.ts";
-import { attest, craftAttestation, makeAgent, type TestAgent } from "./helpers/attestations.ts";
-import { expectError, expectInvalidRequestNaming } from "./helpers/expect-error.ts";
-import { randomString } from "./helpers/net.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { authorize, consent, exchange, register, type ClientCredentials } from "../helpers/agent.ts";
+import { attest, craftAttestation, makeAgent, type TestAgent } from "../helpers/attestations.ts";
+import { expectError, expectInvalidRequestNaming } from "../helpers/expect-error.ts";
+import { randomString } from "../helpers/net.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 let agent: TestAgent;

@@ -6,11 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { authorize, call, consent, exchange, register, type ClientCredentials } from "./helpers/agent.ts";
-import { craftAttestation, makeAgent, type TestAgent } from "./helpers/attestations.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { countRows, eventually, LIFECYCLE_TABLES } from "./helpers/lifecycle.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { authorize, call, consent, exchange, register, type ClientCredentials } from "../helpers/agent.ts";
+import { craftAttestation, makeAgent, type TestAgent } from "../helpers/attestations.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { countRows, eventually, LIFECYCLE_TABLES } from "../helpers/lifecycle.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 let db: string;

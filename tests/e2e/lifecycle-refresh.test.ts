@@ -8,10 +8,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { call, fullFlow } from "./helpers/agent.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { countRows, presentRefreshToken, providerRefreshes, startRecorder, type Recorder } from "./helpers/lifecycle.ts";
-import { MAIL_SCOPES, startWorld, type World } from "./helpers/world.ts";
+import { call, fullFlow } from "../helpers/agent.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { countRows, presentRefreshToken, providerRefreshes, startRecorder, type Recorder } from "../helpers/lifecycle.ts";
+import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
 
 const ACCESS_TTL_S = 33;
 const STALE_AFTER_MS = (ACCESS_TTL_S - 30) * 1000 + 150;

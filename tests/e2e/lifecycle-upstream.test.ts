@@ -6,11 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { call, fullFlow } from "./helpers/agent.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { countRows, introspect, providerRefreshes, RATE_LIMITED, startRecorder, startScriptedApi, type Recorder, type ScriptedApi } from "./helpers/lifecycle.ts";
-import { freePort } from "./helpers/net.ts";
-import { MAIL_SCOPES, startWorld, type World } from "./helpers/world.ts";
+import { call, fullFlow } from "../helpers/agent.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { countRows, introspect, providerRefreshes, RATE_LIMITED, startRecorder, startScriptedApi, type Recorder, type ScriptedApi } from "../helpers/lifecycle.ts";
+import { freePort } from "../helpers/net.ts";
+import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 let scripted: ScriptedApi;

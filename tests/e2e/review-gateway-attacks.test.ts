@@ -6,11 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
-import { authorize, call, consent, fullFlow, register } from "./helpers/agent.ts";
-import { attest, makeAgent } from "./helpers/attestations.ts";
-import { Browser, formWithButton } from "./helpers/browser.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { authorize, call, consent, fullFlow, register } from "../helpers/agent.ts";
+import { attest, makeAgent } from "../helpers/attestations.ts";
+import { Browser, formWithButton } from "../helpers/browser.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 /** The `redir` provider's API: answers every request with a 302 to the canary, recording what it received. */

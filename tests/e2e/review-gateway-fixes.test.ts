@@ -1,10 +1,10 @@
 /** Regression guards for the security review's findings, against a running `ath serve`: proxy scope_rules bypasses, redirect URI schemes, link previewers, consent_screen: false. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { authorize, call, consent, fullFlow, register } from "./helpers/agent.ts";
-import { makeAgent } from "./helpers/attestations.ts";
-import { Browser } from "./helpers/browser.ts";
-import { rawRequest } from "./helpers/raw-http.ts";
-import { startWorld, type World } from "./helpers/world.ts";
+import { authorize, call, consent, fullFlow, register } from "../helpers/agent.ts";
+import { makeAgent } from "../helpers/attestations.ts";
+import { Browser } from "../helpers/browser.ts";
+import { rawRequest } from "../helpers/raw-http.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 let w: World;
 let rules: Awaited<ReturnType<typeof fullFlow>>;

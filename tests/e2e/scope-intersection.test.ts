@@ -5,10 +5,10 @@
  * access_denied instead), so this file runs a minimal authorization server that does.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { authorize, consent, exchange, register } from "./helpers/agent.ts";
-import { makeAgent } from "./helpers/attestations.ts";
-import { expectError } from "./helpers/expect-error.ts";
-import { startGateway, type Gateway } from "./helpers/gateway.ts";
+import { authorize, consent, exchange, register } from "../helpers/agent.ts";
+import { makeAgent } from "../helpers/attestations.ts";
+import { expectError } from "../helpers/expect-error.ts";
+import { startGateway, type Gateway } from "../helpers/gateway.ts";
 
 /** Grants whatever `grantedScope` says, whatever was asked; records revocations. */
 function narrowingProvider() {

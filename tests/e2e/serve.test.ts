@@ -8,7 +8,7 @@ import { statSync, existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { freePort } from "./helpers/net.ts";
+import { freePort } from "../helpers/net.ts";
 
 const BIN = resolve(import.meta.dir, "../../dist/ath");
 const dirs: string[] = [];

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
-import { GW, fakeGateway, runAth, tempHome } from "./cli-harness.ts";
+import { GW, fakeGateway, runAth, tempHome } from "../helpers/cli-harness.ts";
 
 let home: { dir: string; cleanup: () => Promise<void> };
 beforeEach(async () => {

@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { chmod, readFile, readdir, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { withLock } from "../../src/agent/files.ts";
-import { GW, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "./cli-harness.ts";
+import { GW, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../helpers/cli-harness.ts";
 
 const fx = cliFixture();
 

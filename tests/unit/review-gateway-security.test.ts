@@ -11,7 +11,7 @@ import { createKeyResolver } from "../../src/gateway/identity.ts";
 import { upstreamUrl } from "../../src/gateway/proxy-url.ts";
 import { matchRedirectUri } from "../../src/gateway/redirect-uri.ts";
 import { openSqliteStore } from "../../src/store/index.ts";
-import { agentFixture, T0 } from "./store-harness.ts";
+import { agentFixture, T0 } from "../helpers/store-harness.ts";
 
 const GATEWAY = "http://127.0.0.1:8787";
 const AGENT_ID = "https://agent.example/agent.json";

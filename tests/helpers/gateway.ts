@@ -4,10 +4,10 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import type { ProviderConfigInput } from "../../../src/protocol/index.ts";
+import type { ProviderConfigInput } from "../../src/protocol/index.ts";
 import { freePort, randomString, tempDir } from "./net.ts";
 
-const REPO = resolve(import.meta.dir, "../../..");
+const REPO = resolve(import.meta.dir, "../..");
 
 export interface GatewayOptions {
   /** The providers file content (keyed by provider id); `${ENV}` references are resolved from `env`. */

@@ -4,8 +4,8 @@
  * iat, missing jti, alg none, HS256, another key) so the gateway's checks can each be exercised.
  */
 import { SignJWT } from "jose";
-import { signAttestation } from "../../../src/agent/attestation.ts";
-import { generateKeyPem, loadKey, type AgentKey } from "../../../src/agent/keys.ts";
+import { signAttestation } from "../../src/agent/attestation.ts";
+import { generateKeyPem, loadKey, type AgentKey } from "../../src/agent/keys.ts";
 import { randomString } from "./net.ts";
 
 export interface TestAgent {

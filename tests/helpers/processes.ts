@@ -5,7 +5,7 @@
  */
 import { resolve } from "node:path";
 
-export const REPO = resolve(import.meta.dir, "../../..");
+export const REPO = resolve(import.meta.dir, "../..");
 export const ATH_BIN = resolve(REPO, "dist/ath");
 
 export interface Finished {

@@ -25,7 +25,7 @@ export const VIEWPORTS = {
   phone: { width: 390, height: 844 },
 } as const;
 
-export const ARTIFACTS = resolve(import.meta.dir, "../../../test-artifacts/browser");
+export const ARTIFACTS = resolve(import.meta.dir, "../../test-artifacts/browser");
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: LAUNCH_ARGS });

@@ -3,7 +3,7 @@
  * of the error table, a non-empty message, no stack trace, and (optionally) the expected details.
  */
 import { expect } from "bun:test";
-import { ATHError, ERRORS, type ErrorCode } from "../../../src/protocol/index.ts";
+import { ATHError, ERRORS, type ErrorCode } from "../../src/protocol/index.ts";
 
 export interface ErrorLike {
   status: number;
