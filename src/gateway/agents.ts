@@ -3,7 +3,7 @@ import { AthError, type ProviderApproval } from "../protocol/index.ts";
 import type { AgentRecord } from "../store/types.ts";
 import { verifyAttestation, type AttestationCheck } from "./attestation.ts";
 import type { Gateway } from "./context.ts";
-import { constantTimeEqual, hashSecret } from "./secrets.ts";
+import { constantTimeEqual, hashSecret } from "./crypto/secrets.ts";
 
 /** 403 AGENT_NOT_REGISTERED for an unknown client_id. */
 export async function requireAgent(gw: Gateway, clientId: string): Promise<AgentRecord> {

@@ -7,7 +7,7 @@ import { json, readJson } from "./http.ts";
 import { createPkce } from "./pkce.ts";
 import { matchRedirectUri } from "./redirect-uri.ts";
 import { unapprovedScopes } from "./scopes.ts";
-import { mintSecret, randomSecret } from "./secrets.ts";
+import { mintSecret, randomSecret } from "./crypto/secrets.ts";
 
 export async function authorize(gw: Gateway, req: Request): Promise<Response> {
   const body = await readJson(req, AuthorizationRequest);

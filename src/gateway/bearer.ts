@@ -2,7 +2,7 @@
 import { AthError, PREFIX } from "../protocol/index.ts";
 import type { TokenRecord } from "../store/types.ts";
 import type { Gateway } from "./context.ts";
-import { hashSecret } from "./secrets.ts";
+import { hashSecret } from "./crypto/secrets.ts";
 
 /** RFC 6750 §3: 401s carry a WWW-Authenticate challenge. */
 const CHALLENGE = { "www-authenticate": 'Bearer realm="ath"' };

@@ -7,7 +7,7 @@
  */
 import type { Gateway } from "./context.ts";
 import { readCookies } from "./http.ts";
-import { hashSecret, randomSecret } from "./secrets.ts";
+import { hashSecret, randomSecret } from "./crypto/secrets.ts";
 
 /** RFC 6265bis caps cookie lifetimes at 400 days. */
 const MAX_AGE_SECONDS = 400 * 24 * 3600;

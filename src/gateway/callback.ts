@@ -15,7 +15,7 @@ import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "./oaut
 import { htmlResponse, renderCodeResultPage } from "./pages.ts";
 import { openProvider } from "./providers.ts";
 import { parseScopeString } from "./scopes.ts";
-import { constantTimeEqual, hashSecret, mintSecret } from "./secrets.ts";
+import { constantTimeEqual, hashSecret, mintSecret } from "./crypto/secrets.ts";
 import { AthError } from "../protocol/index.ts";
 
 export async function callback(gw: Gateway, req: Request): Promise<Response> {

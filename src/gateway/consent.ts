@@ -12,7 +12,7 @@ import { authorizeUrl } from "./oauth.ts";
 import { formActionSources, htmlResponse, renderConsentPage, renderDeniedPage } from "./pages.ts";
 import { errorPage } from "./error-pages.ts";
 import { openProvider } from "./providers.ts";
-import { constantTimeEqual } from "./secrets.ts";
+import { constantTimeEqual } from "./crypto/secrets.ts";
 
 export async function showConsent(gw: Gateway, req: Request, handle: string): Promise<Response> {
   const session = await gw.store.getSessionByHandle(handle);

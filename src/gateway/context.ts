@@ -1,7 +1,7 @@
 /** What every gateway handler gets: options, the store, the sealer, the agent key resolver, a clock, a logger. */
 import type { Store } from "../store/types.ts";
 import type { KeyResolver } from "./identity.ts";
-import type { Sealer } from "./sealing.ts";
+import type { Sealer } from "./crypto/sealing.ts";
 import type { ApprovalMode } from "./policy.ts";
 
 export interface GatewayOptions {

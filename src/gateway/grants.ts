@@ -10,7 +10,7 @@ import type { Gateway } from "./context.ts";
 import { GrantRefusedError, refreshGrant, revokeUpstream, type UpstreamTokenResponse } from "./oauth.ts";
 import { openProvider } from "./providers.ts";
 import { parseScopeString } from "./scopes.ts";
-import { randomSecret } from "./secrets.ts";
+import { randomSecret } from "./crypto/secrets.ts";
 
 export interface LiveAccess {
   accessToken: string;

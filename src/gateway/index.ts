@@ -5,10 +5,10 @@ import { openStore } from "../store/index.ts";
 import type { Gateway, GatewayOptions, Logger } from "./context.ts";
 import { createKeyResolver } from "./identity.ts";
 import { toRecord } from "./providers.ts";
-import { loadOrCreateMasterKey, Sealer } from "./sealing.ts";
+import { loadOrCreateMasterKey, Sealer } from "./crypto/sealing.ts";
 import { handle } from "./server.ts";
 import { errorResponse } from "./http.ts";
-import { hashSecret, mintSecret } from "./secrets.ts";
+import { hashSecret, mintSecret } from "./crypto/secrets.ts";
 import type { Store } from "../store/types.ts";
 
 export interface StartOptions extends Omit<GatewayOptions, "adminTokenHash" | "baseUrl"> {

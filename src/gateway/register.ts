@@ -12,7 +12,7 @@ import type { Gateway } from "./context.ts";
 import { json, readJson } from "./http.ts";
 import { decideApprovals } from "./policy.ts";
 import { providerMap } from "./providers.ts";
-import { hashSecret, mintSecret } from "./secrets.ts";
+import { hashSecret, mintSecret } from "./crypto/secrets.ts";
 
 export async function register(gw: Gateway, req: Request): Promise<Response> {
   const body = await readJson(req, AgentRegistrationRequest);

@@ -9,7 +9,7 @@ import { audit } from "./audit.ts";
 import type { Gateway } from "./context.ts";
 import { dropGrant } from "./grants.ts";
 import { json, readObject } from "./http.ts";
-import { hashSecret } from "./secrets.ts";
+import { hashSecret } from "./crypto/secrets.ts";
 
 export async function revoke(gw: Gateway, req: Request): Promise<Response> {
   let outcome: string;

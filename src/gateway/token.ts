@@ -9,7 +9,7 @@ import type { Gateway } from "./context.ts";
 import { dropGrant } from "./grants.ts";
 import { json, readJson } from "./http.ts";
 import { intersectScopes } from "./scopes.ts";
-import { constantTimeEqual, hashSecret, mintSecret } from "./secrets.ts";
+import { constantTimeEqual, hashSecret, mintSecret } from "./crypto/secrets.ts";
 
 export async function token(gw: Gateway, req: Request): Promise<Response> {
   const body = await readJson(req, TokenExchangeRequest, { form: true });

@@ -6,7 +6,7 @@ import { relativePath, upstreamUrl } from "../../src/gateway/proxy-url.ts";
 import { matchRedirectUri } from "../../src/gateway/redirect-uri.ts";
 import { allowedByScopeRules, intersectScopes, parseScopeString, unapprovedScopes } from "../../src/gateway/scopes.ts";
 import { s256 } from "../../src/gateway/pkce.ts";
-import { constantTimeEqual } from "../../src/gateway/secrets.ts";
+import { constantTimeEqual } from "../../src/gateway/crypto/secrets.ts";
 
 describe("spec §1.8 — effective scopes", () => {
   test("effective = approved ∩ consented ∩ requested, in request order, without duplicates", () => {

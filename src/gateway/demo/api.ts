@@ -2,7 +2,7 @@
  * The sample API behind the sandbox provider, under /demo/api: each demo user's notes, in memory.
  * GET needs `notes:read`; POST and DELETE need `notes:write` (matching the provider's `scope_rules`).
  */
-import { randomSecret } from "../secrets.ts";
+import { randomSecret } from "../crypto/secrets.ts";
 import { TTL, type DemoContext, type Note } from "./context.ts";
 import { authenticateBearer, insufficientScope, json, readBody } from "./http.ts";
 

@@ -4,7 +4,7 @@
  * redirect carrying a code or `error=access_denied`.
  */
 import { formActionSources, htmlResponse } from "../pages.ts";
-import { constantTimeEqual, hashSecret, mintSecret, randomSecret } from "../secrets.ts";
+import { constantTimeEqual, hashSecret, mintSecret, randomSecret } from "../crypto/secrets.ts";
 import { DEMO_SCOPES, TTL, type DemoContext } from "./context.ts";
 import { readBody } from "./http.ts";
 import { renderSignInError, renderSignInPage } from "./pages.ts";

@@ -4,7 +4,7 @@
  * pair, dropping a grant).
  */
 import { SignJWT, exportJWK, generateKeyPair, type JWK } from "jose";
-import { hashSecret, mintSecret, randomSecret } from "../secrets.ts";
+import { hashSecret, mintSecret, randomSecret } from "../crypto/secrets.ts";
 import { ExpiringMap } from "./expiring-map.ts";
 
 export const DEMO_SCOPES = ["notes:read", "notes:write"] as const;

@@ -2,7 +2,7 @@
  * HTTP plumbing of the sandbox provider: JSON and OAuth error responses (RFC 6749 §5.2), form bodies, client
  * authentication (RFC 6749 §2.3.1) and bearer tokens (RFC 6750).
  */
-import { constantTimeEqual, hashSecret } from "../secrets.ts";
+import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
 import type { DemoContext, TokenGrant } from "./context.ts";
 
 const MAX_BODY_BYTES = 16 * 1024;

@@ -3,7 +3,7 @@
  * refresh with rotation, OAuth 2.1 §4.3.1), revocation (RFC 7009), userinfo and the id_token signing keys.
  */
 import { s256 } from "../pkce.ts";
-import { constantTimeEqual, hashSecret } from "../secrets.ts";
+import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
 import { issueTokens, revokeGrant, type DemoContext } from "./context.ts";
 import { authenticateBearer, authenticateClient, json, oauthError, readForm } from "./http.ts";
 
