@@ -5,8 +5,8 @@ import { audit } from "./audit.ts";
 import type { Gateway } from "./context.ts";
 import { json, readJson } from "./http.ts";
 import { createPkce } from "./pkce.ts";
-import { matchRedirectUri } from "./redirect-uri.ts";
-import { unapprovedScopes } from "./scopes.ts";
+import { matchRedirectUri } from "./rules/redirect-uri.ts";
+import { unapprovedScopes } from "./rules/scopes.ts";
 import { mintSecret, randomSecret } from "./crypto/secrets.ts";
 
 export async function authorize(gw: Gateway, req: Request): Promise<Response> {

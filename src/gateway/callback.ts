@@ -14,7 +14,7 @@ import { redirect } from "./http.ts";
 import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "./oauth.ts";
 import { htmlResponse, renderCodeResultPage } from "./pages.ts";
 import { openProvider } from "./providers.ts";
-import { parseScopeString } from "./scopes.ts";
+import { parseScopeString } from "./rules/scopes.ts";
 import { constantTimeEqual, hashSecret, mintSecret } from "./crypto/secrets.ts";
 import { AthError } from "../protocol/index.ts";
 

@@ -2,7 +2,7 @@
 import type { Store } from "../store/types.ts";
 import type { KeyResolver } from "./identity.ts";
 import type { Sealer } from "./crypto/sealing.ts";
-import type { ApprovalMode } from "./policy.ts";
+import type { ApprovalMode } from "./rules/policy.ts";
 
 export interface GatewayOptions {
   /** Public base URL, no trailing slash: `http://127.0.0.1:8787`. */

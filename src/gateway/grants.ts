@@ -9,7 +9,7 @@ import { audit } from "./audit.ts";
 import type { Gateway } from "./context.ts";
 import { GrantRefusedError, refreshGrant, revokeUpstream, type UpstreamTokenResponse } from "./oauth.ts";
 import { openProvider } from "./providers.ts";
-import { parseScopeString } from "./scopes.ts";
+import { parseScopeString } from "./rules/scopes.ts";
 import { randomSecret } from "./crypto/secrets.ts";
 
 export interface LiveAccess {

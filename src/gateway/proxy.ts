@@ -7,7 +7,7 @@ import { audit } from "./audit.ts";
 import type { Gateway } from "./context.ts";
 import { currentAccess, refreshAfterRejection, type LiveAccess } from "./grants.ts";
 import { relativePath, upstreamUrl } from "./proxy-url.ts";
-import { allowedByScopeRules } from "./scopes.ts";
+import { allowedByScopeRules } from "./rules/scopes.ts";
 import { authenticateBearer } from "./bearer.ts";
 
 /** RFC 9110 §7.6.1: hop-by-hop fields are meaningful for one connection only and never forwarded. */

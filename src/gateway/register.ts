@@ -10,7 +10,7 @@ import { verifyAttestation } from "./attestation.ts";
 import { audit } from "./audit.ts";
 import type { Gateway } from "./context.ts";
 import { json, readJson } from "./http.ts";
-import { decideApprovals } from "./policy.ts";
+import { decideApprovals } from "./rules/policy.ts";
 import { providerMap } from "./providers.ts";
 import { hashSecret, mintSecret } from "./crypto/secrets.ts";
 

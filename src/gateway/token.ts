@@ -8,7 +8,7 @@ import { audit } from "./audit.ts";
 import type { Gateway } from "./context.ts";
 import { dropGrant } from "./grants.ts";
 import { json, readJson } from "./http.ts";
-import { intersectScopes } from "./scopes.ts";
+import { intersectScopes } from "./rules/scopes.ts";
 import { constantTimeEqual, hashSecret, mintSecret } from "./crypto/secrets.ts";
 
 export async function token(gw: Gateway, req: Request): Promise<Response> {

@@ -1,10 +1,10 @@
 /** The gateway's protocol rules as pure functions: scopes, scope_rules, redirect URIs, approval policy, proxy URLs. */
 import { describe, expect, test } from "bun:test";
 import { AthError, ProviderConfig } from "../../src/protocol/index.ts";
-import { decideApprovals } from "../../src/gateway/policy.ts";
+import { decideApprovals } from "../../src/gateway/rules/policy.ts";
 import { relativePath, upstreamUrl } from "../../src/gateway/proxy-url.ts";
-import { matchRedirectUri } from "../../src/gateway/redirect-uri.ts";
-import { allowedByScopeRules, intersectScopes, parseScopeString, unapprovedScopes } from "../../src/gateway/scopes.ts";
+import { matchRedirectUri } from "../../src/gateway/rules/redirect-uri.ts";
+import { allowedByScopeRules, intersectScopes, parseScopeString, unapprovedScopes } from "../../src/gateway/rules/scopes.ts";
 import { s256 } from "../../src/gateway/pkce.ts";
 import { constantTimeEqual } from "../../src/gateway/crypto/secrets.ts";
 

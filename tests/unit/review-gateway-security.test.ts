@@ -9,7 +9,7 @@ import { generateKeyPem, loadKey, type AgentKey } from "../../src/agent/keys.ts"
 import { verifyAttestation, type AttestationCheck } from "../../src/gateway/attestation.ts";
 import { createKeyResolver } from "../../src/gateway/identity.ts";
 import { upstreamUrl } from "../../src/gateway/proxy-url.ts";
-import { matchRedirectUri } from "../../src/gateway/redirect-uri.ts";
+import { matchRedirectUri } from "../../src/gateway/rules/redirect-uri.ts";
 import { openSqliteStore } from "../../src/store/index.ts";
 import { agentFixture, T0 } from "../helpers/store-harness.ts";
 

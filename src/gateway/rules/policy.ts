@@ -1,5 +1,5 @@
 /** Phase A approval policy: which requested scopes an agent is granted, per provider, at registration. */
-import type { AgentStatus, ProviderApproval, ProviderConfig, ProviderScopeRequest } from "../protocol/index.ts";
+import type { AgentStatus, ProviderApproval, ProviderConfig, ProviderScopeRequest } from "../../protocol/index.ts";
 
 export type ApprovalMode = "auto" | "manual";
 
