@@ -1,7 +1,7 @@
 /** The agent checks every Phase B endpoint shares: registered, approved, client-authenticated, attested. */
 import { AthError, type ProviderApproval } from "../protocol/index.ts";
 import type { AgentRecord } from "../store/types.ts";
-import { verifyAttestation, type AttestationCheck } from "./attestation.ts";
+import { verifyAttestation, type AttestationCheck } from "./identity/attestation.ts";
 import type { Gateway } from "./context.ts";
 import { constantTimeEqual, hashSecret } from "./crypto/secrets.ts";
 

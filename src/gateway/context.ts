@@ -1,6 +1,6 @@
 /** What every gateway handler gets: options, the store, the sealer, the agent key resolver, a clock, a logger. */
 import type { Store } from "../store/types.ts";
-import type { KeyResolver } from "./identity.ts";
+import type { KeyResolver } from "./identity/agent-keys.ts";
 import type { Sealer } from "./crypto/sealing.ts";
 import type { ApprovalMode } from "./rules/policy.ts";
 

@@ -6,7 +6,7 @@ import {
   PREFIX,
   type AgentRegistrationResponse,
 } from "../protocol/index.ts";
-import { verifyAttestation } from "./attestation.ts";
+import { verifyAttestation } from "./identity/attestation.ts";
 import { audit } from "./audit.ts";
 import type { Gateway } from "./context.ts";
 import { json, readJson } from "./http.ts";

@@ -7,9 +7,9 @@ import {
   verifyAttestation,
   type AttestationCheck,
   type AttestationDeps,
-} from "../../src/gateway/attestation.ts";
-import { createKeyResolver, type KeyResolver } from "../../src/gateway/identity.ts";
-import { classifyAddress } from "../../src/gateway/ip-address.ts";
+} from "../../src/gateway/identity/attestation.ts";
+import { createKeyResolver, type KeyResolver } from "../../src/gateway/identity/agent-keys.ts";
+import { classifyAddress } from "../../src/gateway/identity/ip-address.ts";
 import { AthError } from "../../src/protocol/errors.ts";
 import type { AttestationClaims } from "../../src/protocol/schemas.ts";
 

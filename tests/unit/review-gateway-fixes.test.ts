@@ -2,11 +2,11 @@
 import { describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
 import { generateKeyPem, loadKey } from "../../src/agent/keys.ts";
-import { verifyAttestation } from "../../src/gateway/attestation.ts";
+import { verifyAttestation } from "../../src/gateway/identity/attestation.ts";
 import { ensureBinding } from "../../src/gateway/browser-binding.ts";
 import type { Gateway } from "../../src/gateway/context.ts";
-import { createKeyResolver } from "../../src/gateway/identity.ts";
-import { classifyAddress } from "../../src/gateway/ip-address.ts";
+import { createKeyResolver } from "../../src/gateway/identity/agent-keys.ts";
+import { classifyAddress } from "../../src/gateway/identity/ip-address.ts";
 import { upstreamUrl } from "../../src/gateway/proxy-url.ts";
 
 const GATEWAY = "http://127.0.0.1:8787";

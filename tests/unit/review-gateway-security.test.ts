@@ -6,8 +6,8 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
 import { generateKeyPem, loadKey, type AgentKey } from "../../src/agent/keys.ts";
-import { verifyAttestation, type AttestationCheck } from "../../src/gateway/attestation.ts";
-import { createKeyResolver } from "../../src/gateway/identity.ts";
+import { verifyAttestation, type AttestationCheck } from "../../src/gateway/identity/attestation.ts";
+import { createKeyResolver } from "../../src/gateway/identity/agent-keys.ts";
 import { upstreamUrl } from "../../src/gateway/proxy-url.ts";
 import { matchRedirectUri } from "../../src/gateway/rules/redirect-uri.ts";
 import { openSqliteStore } from "../../src/store/index.ts";

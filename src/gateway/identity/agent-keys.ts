@@ -6,9 +6,9 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { importJWK, importSPKI } from "jose";
-import { AthError } from "../protocol/errors.ts";
-import { AgentIdentityDocument } from "../protocol/schemas.ts";
-import { jwkFromDidKey } from "../protocol/did-key.ts";
+import { AthError } from "../../protocol/errors.ts";
+import { AgentIdentityDocument } from "../../protocol/schemas.ts";
+import { jwkFromDidKey } from "../../protocol/did-key.ts";
 import { classifyAddress } from "./ip-address.ts";
 
 export interface KeyResolver {

@@ -4,10 +4,10 @@
  * and the jti replay cache — in that order, so no key is fetched for a token that is already wrong.
  */
 import { compactVerify, decodeJwt, decodeProtectedHeader, errors } from "jose";
-import { AthError } from "../protocol/errors.ts";
-import { LIMITS } from "../protocol/constants.ts";
-import { AttestationClaims, formatIssues } from "../protocol/schemas.ts";
-import type { KeyResolver } from "./identity.ts";
+import { AthError } from "../../protocol/errors.ts";
+import { LIMITS } from "../../protocol/constants.ts";
+import { AttestationClaims, formatIssues } from "../../protocol/schemas.ts";
+import type { KeyResolver } from "./agent-keys.ts";
 
 export interface AttestationCheck {
   /** Expected aud: base_url (register, authorize) or `${base_url}/ath/token` (token). */
