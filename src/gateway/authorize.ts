@@ -4,7 +4,7 @@ import { approvalFor, attest, requireAgent, requireApproved } from "./agents.ts"
 import { audit } from "./audit.ts";
 import type { Gateway } from "./context.ts";
 import { json, readJson } from "./http.ts";
-import { createPkce } from "./pkce.ts";
+import { createPkce } from "./oauth/pkce.ts";
 import { matchRedirectUri } from "./rules/redirect-uri.ts";
 import { unapprovedScopes } from "./rules/scopes.ts";
 import { mintSecret, randomSecret } from "./crypto/secrets.ts";

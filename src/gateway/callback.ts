@@ -11,7 +11,7 @@ import type { Gateway } from "./context.ts";
 import { errorPage } from "./error-pages.ts";
 import { createGrant } from "./grants.ts";
 import { redirect } from "./http.ts";
-import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "./oauth.ts";
+import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "./oauth/client.ts";
 import { htmlResponse, renderCodeResultPage } from "./pages.ts";
 import { openProvider } from "./providers.ts";
 import { parseScopeString } from "./rules/scopes.ts";

@@ -8,7 +8,7 @@ import { audit } from "./audit.ts";
 import { bindingHash, csrfToken, ensureBinding, readBinding } from "./browser-binding.ts";
 import type { Gateway } from "./context.ts";
 import { readText, redirect } from "./http.ts";
-import { authorizeUrl } from "./oauth.ts";
+import { authorizeUrl } from "./oauth/client.ts";
 import { formActionSources, htmlResponse, renderConsentPage, renderDeniedPage } from "./pages.ts";
 import { errorPage } from "./error-pages.ts";
 import { openProvider } from "./providers.ts";

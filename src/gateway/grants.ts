@@ -7,7 +7,7 @@ import { AthError, LIMITS } from "../protocol/index.ts";
 import type { GrantRecord } from "../store/types.ts";
 import { audit } from "./audit.ts";
 import type { Gateway } from "./context.ts";
-import { GrantRefusedError, refreshGrant, revokeUpstream, type UpstreamTokenResponse } from "./oauth.ts";
+import { GrantRefusedError, refreshGrant, revokeUpstream, type UpstreamTokenResponse } from "./oauth/client.ts";
 import { openProvider } from "./providers.ts";
 import { parseScopeString } from "./rules/scopes.ts";
 import { randomSecret } from "./crypto/secrets.ts";

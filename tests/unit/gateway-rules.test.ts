@@ -5,7 +5,7 @@ import { decideApprovals } from "../../src/gateway/rules/policy.ts";
 import { relativePath, upstreamUrl } from "../../src/gateway/proxy-url.ts";
 import { matchRedirectUri } from "../../src/gateway/rules/redirect-uri.ts";
 import { allowedByScopeRules, intersectScopes, parseScopeString, unapprovedScopes } from "../../src/gateway/rules/scopes.ts";
-import { s256 } from "../../src/gateway/pkce.ts";
+import { s256 } from "../../src/gateway/oauth/pkce.ts";
 import { constantTimeEqual } from "../../src/gateway/crypto/secrets.ts";
 
 describe("spec §1.8 — effective scopes", () => {

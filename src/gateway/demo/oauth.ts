@@ -2,7 +2,7 @@
  * The sandbox's back-channel endpoints: token (RFC 6749 §4.1.3 with the PKCE check of RFC 7636 §4.6, and
  * refresh with rotation, OAuth 2.1 §4.3.1), revocation (RFC 7009), userinfo and the id_token signing keys.
  */
-import { s256 } from "../pkce.ts";
+import { s256 } from "../oauth/pkce.ts";
 import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
 import { issueTokens, revokeGrant, type DemoContext } from "./context.ts";
 import { authenticateBearer, authenticateClient, json, oauthError, readForm } from "./http.ts";

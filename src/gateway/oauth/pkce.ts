@@ -1,5 +1,5 @@
 /** PKCE (RFC 7636) with S256 only: the gateway creates the verifier, the provider checks the challenge. */
-import { randomSecret } from "./crypto/secrets.ts";
+import { randomSecret } from "../crypto/secrets.ts";
 
 /** RFC 7636 §4.2: code_challenge = BASE64URL(SHA256(ASCII(code_verifier))). */
 export function s256(verifier: string): string {

@@ -5,8 +5,8 @@
  */
 import { decodeJwt } from "jose";
 import { z } from "zod";
-import { AthError } from "../protocol/index.ts";
-import type { OpenProvider } from "./providers.ts";
+import { AthError } from "../../protocol/index.ts";
+import type { OpenProvider } from "../providers.ts";
 
 export const UpstreamTokenResponse = z.object({
   access_token: z.string().min(1),
