@@ -7,7 +7,7 @@ import { z } from "zod";
 import { AthError } from "../protocol/index.ts";
 import type { AgentRecord } from "../store/types.ts";
 import { requireAdmin } from "./admin-auth.ts";
-import { audit } from "./audit.ts";
+import { audit } from "./domain/audit.ts";
 import type { Gateway } from "./context.ts";
 import { json, readJson } from "./http.ts";
 

@@ -1,7 +1,7 @@
 /** POST /ath/authorize — Phase B step 1: check the agent and its request, open a single-use consent session. */
 import { AthError, AuthorizationRequest, PATHS, PREFIX, type AuthorizationResponse } from "../protocol/index.ts";
-import { approvalFor, attest, requireAgent, requireApproved } from "./agents.ts";
-import { audit } from "./audit.ts";
+import { approvalFor, attest, requireAgent, requireApproved } from "./domain/agents.ts";
+import { audit } from "./domain/audit.ts";
 import type { Gateway } from "./context.ts";
 import { json, readJson } from "./http.ts";
 import { createPkce } from "./oauth/pkce.ts";

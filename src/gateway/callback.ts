@@ -4,16 +4,16 @@
  * one-time code, then redirect to the agent or show the code.
  */
 import { PATHS, PREFIX } from "../protocol/index.ts";
-import { audit } from "./audit.ts";
-import { bindingHash, browserPseudonym, readBinding } from "./browser-binding.ts";
+import { audit } from "./domain/audit.ts";
+import { bindingHash, browserPseudonym, readBinding } from "./domain/browser-binding.ts";
 import { denySession, sessionProblem } from "./consent.ts";
 import type { Gateway } from "./context.ts";
 import { errorPage } from "./error-pages.ts";
-import { createGrant } from "./grants.ts";
+import { createGrant } from "./domain/grants.ts";
 import { redirect } from "./http.ts";
 import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "./oauth/client.ts";
 import { htmlResponse, renderCodeResultPage } from "./pages.ts";
-import { openProvider } from "./providers.ts";
+import { openProvider } from "./domain/providers.ts";
 import { parseScopeString } from "./rules/scopes.ts";
 import { constantTimeEqual, hashSecret, mintSecret } from "./crypto/secrets.ts";
 import { AthError } from "../protocol/index.ts";

@@ -4,14 +4,14 @@
  */
 import { PATHS, type ErrorCode } from "../protocol/index.ts";
 import type { ProviderRecord, SessionRecord } from "../store/types.ts";
-import { audit } from "./audit.ts";
-import { bindingHash, csrfToken, ensureBinding, readBinding } from "./browser-binding.ts";
+import { audit } from "./domain/audit.ts";
+import { bindingHash, csrfToken, ensureBinding, readBinding } from "./domain/browser-binding.ts";
 import type { Gateway } from "./context.ts";
 import { readText, redirect } from "./http.ts";
 import { authorizeUrl } from "./oauth/client.ts";
 import { formActionSources, htmlResponse, renderConsentPage, renderDeniedPage } from "./pages.ts";
 import { errorPage } from "./error-pages.ts";
-import { openProvider } from "./providers.ts";
+import { openProvider } from "./domain/providers.ts";
 import { constantTimeEqual } from "./crypto/secrets.ts";
 
 export async function showConsent(gw: Gateway, req: Request, handle: string): Promise<Response> {

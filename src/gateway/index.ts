@@ -4,7 +4,7 @@ import { ProviderConfig } from "../protocol/index.ts";
 import { openStore } from "../store/index.ts";
 import type { Gateway, GatewayOptions, Logger } from "./context.ts";
 import { createKeyResolver } from "./identity/agent-keys.ts";
-import { toRecord } from "./providers.ts";
+import { toRecord } from "./domain/providers.ts";
 import { loadOrCreateMasterKey, Sealer } from "./crypto/sealing.ts";
 import { handle } from "./server.ts";
 import { errorResponse } from "./http.ts";

@@ -4,10 +4,10 @@
  */
 import { TokenRevocationRequest } from "../protocol/index.ts";
 import { isAdmin } from "./admin-auth.ts";
-import { authenticateClient } from "./agents.ts";
-import { audit } from "./audit.ts";
+import { authenticateClient } from "./domain/agents.ts";
+import { audit } from "./domain/audit.ts";
 import type { Gateway } from "./context.ts";
-import { dropGrant } from "./grants.ts";
+import { dropGrant } from "./domain/grants.ts";
 import { json, readObject } from "./http.ts";
 import { hashSecret } from "./crypto/secrets.ts";
 

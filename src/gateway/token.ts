@@ -3,10 +3,10 @@
  * (agent_id, user_id, provider_id, scopes). Form-encoded (RFC 6749 §4.1.3) or JSON.
  */
 import { AthError, PATHS, PREFIX, TokenExchangeRequest, type TokenResponse } from "../protocol/index.ts";
-import { approvalFor, attest, authenticateClient, requireApproved } from "./agents.ts";
-import { audit } from "./audit.ts";
+import { approvalFor, attest, authenticateClient, requireApproved } from "./domain/agents.ts";
+import { audit } from "./domain/audit.ts";
 import type { Gateway } from "./context.ts";
-import { dropGrant } from "./grants.ts";
+import { dropGrant } from "./domain/grants.ts";
 import { json, readJson } from "./http.ts";
 import { intersectScopes } from "./rules/scopes.ts";
 import { constantTimeEqual, hashSecret, mintSecret } from "./crypto/secrets.ts";

@@ -1,6 +1,6 @@
 /** The browser-binding cookie of the consent flow (DESIGN §3 Phase B step 2). */
 import { describe, expect, test } from "bun:test";
-import { browserPseudonym, csrfToken, ensureBinding, readBinding } from "../../src/gateway/browser-binding.ts";
+import { browserPseudonym, csrfToken, ensureBinding, readBinding } from "../../src/gateway/domain/browser-binding.ts";
 import type { Gateway } from "../../src/gateway/context.ts";
 
 const gw = (baseUrl: string) => ({ opts: { baseUrl } }) as unknown as Gateway;

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
 import { generateKeyPem, loadKey } from "../../src/agent/keys.ts";
 import { verifyAttestation } from "../../src/gateway/identity/attestation.ts";
-import { ensureBinding } from "../../src/gateway/browser-binding.ts";
+import { ensureBinding } from "../../src/gateway/domain/browser-binding.ts";
 import type { Gateway } from "../../src/gateway/context.ts";
 import { createKeyResolver } from "../../src/gateway/identity/agent-keys.ts";
 import { classifyAddress } from "../../src/gateway/identity/ip-address.ts";

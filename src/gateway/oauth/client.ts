@@ -6,7 +6,7 @@
 import { decodeJwt } from "jose";
 import { z } from "zod";
 import { AthError } from "../../protocol/index.ts";
-import type { OpenProvider } from "../providers.ts";
+import type { OpenProvider } from "../domain/providers.ts";
 
 export const UpstreamTokenResponse = z.object({
   access_token: z.string().min(1),

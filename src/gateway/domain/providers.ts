@@ -1,7 +1,7 @@
 /** Provider records: sealing the client secret on the way in, opening it only where the gateway talks to the provider. */
-import { AthError, type ProviderConfig } from "../protocol/index.ts";
-import type { ProviderRecord } from "../store/types.ts";
-import type { Gateway } from "./context.ts";
+import { AthError, type ProviderConfig } from "../../protocol/index.ts";
+import type { ProviderRecord } from "../../store/types.ts";
+import type { Gateway } from "../context.ts";
 
 /** A provider with its client secret in the clear — held only for the duration of one upstream call. */
 export interface OpenProvider {

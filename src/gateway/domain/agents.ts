@@ -1,9 +1,9 @@
 /** The agent checks every Phase B endpoint shares: registered, approved, client-authenticated, attested. */
-import { AthError, type ProviderApproval } from "../protocol/index.ts";
-import type { AgentRecord } from "../store/types.ts";
-import { verifyAttestation, type AttestationCheck } from "./identity/attestation.ts";
-import type { Gateway } from "./context.ts";
-import { constantTimeEqual, hashSecret } from "./crypto/secrets.ts";
+import { AthError, type ProviderApproval } from "../../protocol/index.ts";
+import type { AgentRecord } from "../../store/types.ts";
+import { verifyAttestation, type AttestationCheck } from "../identity/attestation.ts";
+import type { Gateway } from "../context.ts";
+import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
 
 /** 403 AGENT_NOT_REGISTERED for an unknown client_id. */
 export async function requireAgent(gw: Gateway, clientId: string): Promise<AgentRecord> {

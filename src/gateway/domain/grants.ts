@@ -3,14 +3,14 @@
  * grant across requests in this process (a shared promise) and across `ath serve` instances (the store's lease +
  * row version), with rotated refresh tokens stored and a refused refresh marking the grant dead.
  */
-import { AthError, LIMITS } from "../protocol/index.ts";
-import type { GrantRecord } from "../store/types.ts";
+import { AthError, LIMITS } from "../../protocol/index.ts";
+import type { GrantRecord } from "../../store/types.ts";
 import { audit } from "./audit.ts";
-import type { Gateway } from "./context.ts";
-import { GrantRefusedError, refreshGrant, revokeUpstream, type UpstreamTokenResponse } from "./oauth/client.ts";
+import type { Gateway } from "../context.ts";
+import { GrantRefusedError, refreshGrant, revokeUpstream, type UpstreamTokenResponse } from "../oauth/client.ts";
 import { openProvider } from "./providers.ts";
-import { parseScopeString } from "./rules/scopes.ts";
-import { randomSecret } from "./crypto/secrets.ts";
+import { parseScopeString } from "../rules/scopes.ts";
+import { randomSecret } from "../crypto/secrets.ts";
 
 export interface LiveAccess {
   accessToken: string;

@@ -1,6 +1,6 @@
 /** Audit trail: `noun.verb` events in the past tense, stored and logged; precise reasons live here, not on the wire. */
-import type { AuditEvent } from "../store/types.ts";
-import type { Gateway } from "./context.ts";
+import type { AuditEvent } from "../../store/types.ts";
+import type { Gateway } from "../context.ts";
 
 export async function audit(gw: Gateway, type: string, e: Omit<AuditEvent, "type" | "at"> = {}): Promise<void> {
   const event: AuditEvent = { type, at: gw.now(), ...e };

@@ -1,8 +1,8 @@
 /** The ATH bearer token of a proxy (or native API) request: present, known, unrevoked, unexpired. */
-import { AthError, PREFIX } from "../protocol/index.ts";
-import type { TokenRecord } from "../store/types.ts";
-import type { Gateway } from "./context.ts";
-import { hashSecret } from "./crypto/secrets.ts";
+import { AthError, PREFIX } from "../../protocol/index.ts";
+import type { TokenRecord } from "../../store/types.ts";
+import type { Gateway } from "../context.ts";
+import { hashSecret } from "../crypto/secrets.ts";
 
 /** RFC 6750 §3: 401s carry a WWW-Authenticate challenge. */
 const CHALLENGE = { "www-authenticate": 'Bearer realm="ath"' };

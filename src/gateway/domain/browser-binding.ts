@@ -5,9 +5,9 @@
  * Binding on the POST, not the GET, keeps link previewers (chat unfurlers, mail scanners) from locking the person out.
  * The same cookie seeds the per-browser pseudonym used as user_id when the provider names no user.
  */
-import type { Gateway } from "./context.ts";
-import { readCookies } from "./http.ts";
-import { hashSecret, randomSecret } from "./crypto/secrets.ts";
+import type { Gateway } from "../context.ts";
+import { readCookies } from "../http.ts";
+import { hashSecret, randomSecret } from "../crypto/secrets.ts";
 
 /** RFC 6265bis caps cookie lifetimes at 400 days. */
 const MAX_AGE_SECONDS = 400 * 24 * 3600;
