@@ -2,17 +2,17 @@
 import { AthError, PATHS } from "../protocol/index.ts";
 import * as admin from "./admin.ts";
 import * as adminAgents from "./admin-agents.ts";
-import { authorize } from "./authorize.ts";
-import { callback } from "./callback.ts";
-import { showConsent, submitConsent } from "./consent.ts";
+import { authorize } from "./endpoints/authorize.ts";
+import { callback } from "./endpoints/callback.ts";
+import { showConsent, submitConsent } from "./endpoints/consent.ts";
 import type { Gateway } from "./context.ts";
-import { discovery, health } from "./discovery.ts";
+import { discovery, health } from "./endpoints/discovery.ts";
 import { errorPage } from "./error-pages.ts";
 import { errorResponse } from "./http.ts";
 import { proxy } from "./proxy.ts";
-import { register } from "./register.ts";
-import { revoke } from "./revoke.ts";
-import { token } from "./token.ts";
+import { register } from "./endpoints/register.ts";
+import { revoke } from "./endpoints/revoke.ts";
+import { token } from "./endpoints/token.ts";
 
 type Handler = (gw: Gateway, req: Request, param: string) => Promise<Response> | Response;
 interface Route {

@@ -3,20 +3,20 @@
  * binding, exchange the code (server side, PKCE verifier), store the grant sealed, find the user, mint the agent's
  * one-time code, then redirect to the agent or show the code.
  */
-import { PATHS, PREFIX } from "../protocol/index.ts";
-import { audit } from "./domain/audit.ts";
-import { bindingHash, browserPseudonym, readBinding } from "./domain/browser-binding.ts";
+import { PATHS, PREFIX } from "../../protocol/index.ts";
+import { audit } from "../domain/audit.ts";
+import { bindingHash, browserPseudonym, readBinding } from "../domain/browser-binding.ts";
 import { denySession, sessionProblem } from "./consent.ts";
-import type { Gateway } from "./context.ts";
-import { errorPage } from "./error-pages.ts";
-import { createGrant } from "./domain/grants.ts";
-import { redirect } from "./http.ts";
-import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "./oauth/client.ts";
-import { htmlResponse, renderCodeResultPage } from "./pages.ts";
-import { openProvider } from "./domain/providers.ts";
-import { parseScopeString } from "./rules/scopes.ts";
-import { constantTimeEqual, hashSecret, mintSecret } from "./crypto/secrets.ts";
-import { AthError } from "../protocol/index.ts";
+import type { Gateway } from "../context.ts";
+import { errorPage } from "../error-pages.ts";
+import { createGrant } from "../domain/grants.ts";
+import { redirect } from "../http.ts";
+import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "../oauth/client.ts";
+import { htmlResponse, renderCodeResultPage } from "../pages.ts";
+import { openProvider } from "../domain/providers.ts";
+import { parseScopeString } from "../rules/scopes.ts";
+import { constantTimeEqual, hashSecret, mintSecret } from "../crypto/secrets.ts";
+import { AthError } from "../../protocol/index.ts";
 
 export async function callback(gw: Gateway, req: Request): Promise<Response> {
   const q = new URL(req.url).searchParams;

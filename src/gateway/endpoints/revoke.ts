@@ -2,14 +2,14 @@
  * POST /ath/revoke — 200 `{}` whatever happens (no existence leak, spec §7). It acts only for the token's owning
  * client (client_id + client_secret) or the admin token; the audit log records why nothing happened otherwise.
  */
-import { TokenRevocationRequest } from "../protocol/index.ts";
-import { isAdmin } from "./admin-auth.ts";
-import { authenticateClient } from "./domain/agents.ts";
-import { audit } from "./domain/audit.ts";
-import type { Gateway } from "./context.ts";
-import { dropGrant } from "./domain/grants.ts";
-import { json, readObject } from "./http.ts";
-import { hashSecret } from "./crypto/secrets.ts";
+import { TokenRevocationRequest } from "../../protocol/index.ts";
+import { isAdmin } from "../admin-auth.ts";
+import { authenticateClient } from "../domain/agents.ts";
+import { audit } from "../domain/audit.ts";
+import type { Gateway } from "../context.ts";
+import { dropGrant } from "../domain/grants.ts";
+import { json, readObject } from "../http.ts";
+import { hashSecret } from "../crypto/secrets.ts";
 
 export async function revoke(gw: Gateway, req: Request): Promise<Response> {
   let outcome: string;

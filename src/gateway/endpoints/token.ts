@@ -2,14 +2,14 @@
  * POST /ath/token — Phase B step 4: the agent trades the one-time code for an ATH token bound to
  * (agent_id, user_id, provider_id, scopes). Form-encoded (RFC 6749 §4.1.3) or JSON.
  */
-import { AthError, PATHS, PREFIX, TokenExchangeRequest, type TokenResponse } from "../protocol/index.ts";
-import { approvalFor, attest, authenticateClient, requireApproved } from "./domain/agents.ts";
-import { audit } from "./domain/audit.ts";
-import type { Gateway } from "./context.ts";
-import { dropGrant } from "./domain/grants.ts";
-import { json, readJson } from "./http.ts";
-import { intersectScopes } from "./rules/scopes.ts";
-import { constantTimeEqual, hashSecret, mintSecret } from "./crypto/secrets.ts";
+import { AthError, PATHS, PREFIX, TokenExchangeRequest, type TokenResponse } from "../../protocol/index.ts";
+import { approvalFor, attest, authenticateClient, requireApproved } from "../domain/agents.ts";
+import { audit } from "../domain/audit.ts";
+import type { Gateway } from "../context.ts";
+import { dropGrant } from "../domain/grants.ts";
+import { json, readJson } from "../http.ts";
+import { intersectScopes } from "../rules/scopes.ts";
+import { constantTimeEqual, hashSecret, mintSecret } from "../crypto/secrets.ts";
 
 export async function token(gw: Gateway, req: Request): Promise<Response> {
   const body = await readJson(req, TokenExchangeRequest, { form: true });

@@ -5,14 +5,14 @@ import {
   LIMITS,
   PREFIX,
   type AgentRegistrationResponse,
-} from "../protocol/index.ts";
-import { verifyAttestation } from "./identity/attestation.ts";
-import { audit } from "./domain/audit.ts";
-import type { Gateway } from "./context.ts";
-import { json, readJson } from "./http.ts";
-import { decideApprovals } from "./rules/policy.ts";
-import { providerMap } from "./domain/providers.ts";
-import { hashSecret, mintSecret } from "./crypto/secrets.ts";
+} from "../../protocol/index.ts";
+import { verifyAttestation } from "../identity/attestation.ts";
+import { audit } from "../domain/audit.ts";
+import type { Gateway } from "../context.ts";
+import { json, readJson } from "../http.ts";
+import { decideApprovals } from "../rules/policy.ts";
+import { providerMap } from "../domain/providers.ts";
+import { hashSecret, mintSecret } from "../crypto/secrets.ts";
 
 export async function register(gw: Gateway, req: Request): Promise<Response> {
   const body = await readJson(req, AgentRegistrationRequest);

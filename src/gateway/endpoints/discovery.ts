@@ -1,7 +1,7 @@
 /** GET /.well-known/ath.json and GET /health. Never a secret. */
-import { ATH_VERSION, PATHS, type DiscoveryDocument } from "../protocol/index.ts";
-import type { Gateway } from "./context.ts";
-import { json } from "./http.ts";
+import { ATH_VERSION, PATHS, type DiscoveryDocument } from "../../protocol/index.ts";
+import type { Gateway } from "../context.ts";
+import { json } from "../http.ts";
 
 export async function discovery(gw: Gateway): Promise<Response> {
   const base = gw.opts.baseUrl;

@@ -1,13 +1,13 @@
 /** POST /ath/authorize — Phase B step 1: check the agent and its request, open a single-use consent session. */
-import { AthError, AuthorizationRequest, PATHS, PREFIX, type AuthorizationResponse } from "../protocol/index.ts";
-import { approvalFor, attest, requireAgent, requireApproved } from "./domain/agents.ts";
-import { audit } from "./domain/audit.ts";
-import type { Gateway } from "./context.ts";
-import { json, readJson } from "./http.ts";
-import { createPkce } from "./oauth/pkce.ts";
-import { matchRedirectUri } from "./rules/redirect-uri.ts";
-import { unapprovedScopes } from "./rules/scopes.ts";
-import { mintSecret, randomSecret } from "./crypto/secrets.ts";
+import { AthError, AuthorizationRequest, PATHS, PREFIX, type AuthorizationResponse } from "../../protocol/index.ts";
+import { approvalFor, attest, requireAgent, requireApproved } from "../domain/agents.ts";
+import { audit } from "../domain/audit.ts";
+import type { Gateway } from "../context.ts";
+import { json, readJson } from "../http.ts";
+import { createPkce } from "../oauth/pkce.ts";
+import { matchRedirectUri } from "../rules/redirect-uri.ts";
+import { unapprovedScopes } from "../rules/scopes.ts";
+import { mintSecret, randomSecret } from "../crypto/secrets.ts";
 
 export async function authorize(gw: Gateway, req: Request): Promise<Response> {
   const body = await readJson(req, AuthorizationRequest);

@@ -2,17 +2,17 @@
  * GET/POST /ath/consent/{handle} — Phase B step 2: the person sees which agent asks for what, and approves
  * (303 to the provider's authorize endpoint) or denies. Browser-facing: failures render HTML pages.
  */
-import { PATHS, type ErrorCode } from "../protocol/index.ts";
-import type { ProviderRecord, SessionRecord } from "../store/types.ts";
-import { audit } from "./domain/audit.ts";
-import { bindingHash, csrfToken, ensureBinding, readBinding } from "./domain/browser-binding.ts";
-import type { Gateway } from "./context.ts";
-import { readText, redirect } from "./http.ts";
-import { authorizeUrl } from "./oauth/client.ts";
-import { formActionSources, htmlResponse, renderConsentPage, renderDeniedPage } from "./pages.ts";
-import { errorPage } from "./error-pages.ts";
-import { openProvider } from "./domain/providers.ts";
-import { constantTimeEqual } from "./crypto/secrets.ts";
+import { PATHS, type ErrorCode } from "../../protocol/index.ts";
+import type { ProviderRecord, SessionRecord } from "../../store/types.ts";
+import { audit } from "../domain/audit.ts";
+import { bindingHash, csrfToken, ensureBinding, readBinding } from "../domain/browser-binding.ts";
+import type { Gateway } from "../context.ts";
+import { readText, redirect } from "../http.ts";
+import { authorizeUrl } from "../oauth/client.ts";
+import { formActionSources, htmlResponse, renderConsentPage, renderDeniedPage } from "../pages.ts";
+import { errorPage } from "../error-pages.ts";
+import { openProvider } from "../domain/providers.ts";
+import { constantTimeEqual } from "../crypto/secrets.ts";
 
 export async function showConsent(gw: Gateway, req: Request, handle: string): Promise<Response> {
   const session = await gw.store.getSessionByHandle(handle);
