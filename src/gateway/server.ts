@@ -1,7 +1,7 @@
 /** The routes table of the gateway and its one error boundary — nothing else. */
 import { AthError, PATHS } from "../protocol/index.ts";
-import * as admin from "./admin.ts";
-import * as adminAgents from "./admin-agents.ts";
+import * as admin from "./admin/providers.ts";
+import * as adminAgents from "./admin/agents.ts";
 import { authorize } from "./endpoints/authorize.ts";
 import { callback } from "./endpoints/callback.ts";
 import { showConsent, submitConsent } from "./endpoints/consent.ts";

@@ -3,7 +3,7 @@
  * client (client_id + client_secret) or the admin token; the audit log records why nothing happened otherwise.
  */
 import { TokenRevocationRequest } from "../../protocol/index.ts";
-import { isAdmin } from "../admin-auth.ts";
+import { isAdmin } from "../admin/auth.ts";
 import { authenticateClient } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
 import type { Gateway } from "../context.ts";

@@ -1,7 +1,7 @@
 /** The admin token (`X-ATH-User-Token`): compared as hashes in constant time. */
-import { AthError, HEADERS } from "../protocol/index.ts";
-import type { Gateway } from "./context.ts";
-import { constantTimeEqual, hashSecret } from "./crypto/secrets.ts";
+import { AthError, HEADERS } from "../../protocol/index.ts";
+import type { Gateway } from "../context.ts";
+import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
 
 export function isAdmin(gw: Gateway, req: Request): boolean {
   const presented = req.headers.get(HEADERS.adminToken);

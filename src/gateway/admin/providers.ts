@@ -1,10 +1,10 @@
 /** The admin API: providers (POST, GET list, GET/PUT/DELETE one). Client secrets go in sealed and never come out. */
-import { AdminProviderRequest, AthError, ProviderConfig, ProviderId } from "../protocol/index.ts";
-import { requireAdmin } from "./admin-auth.ts";
-import { audit } from "./domain/audit.ts";
-import type { Gateway } from "./context.ts";
-import { json, parseWith, readObject } from "./http.ts";
-import { maskedProvider, toRecord } from "./domain/providers.ts";
+import { AdminProviderRequest, AthError, ProviderConfig, ProviderId } from "../../protocol/index.ts";
+import { requireAdmin } from "./auth.ts";
+import { audit } from "../domain/audit.ts";
+import type { Gateway } from "../context.ts";
+import { json, parseWith, readObject } from "../http.ts";
+import { maskedProvider, toRecord } from "../domain/providers.ts";
 
 export async function createProvider(gw: Gateway, req: Request): Promise<Response> {
   requireAdmin(gw, req);

@@ -4,12 +4,12 @@
  * token it holds at once.
  */
 import { z } from "zod";
-import { AthError } from "../protocol/index.ts";
-import type { AgentRecord } from "../store/types.ts";
-import { requireAdmin } from "./admin-auth.ts";
-import { audit } from "./domain/audit.ts";
-import type { Gateway } from "./context.ts";
-import { json, readJson } from "./http.ts";
+import { AthError } from "../../protocol/index.ts";
+import type { AgentRecord } from "../../store/types.ts";
+import { requireAdmin } from "./auth.ts";
+import { audit } from "../domain/audit.ts";
+import type { Gateway } from "../context.ts";
+import { json, readJson } from "../http.ts";
 
 const AgentPatch = z.object({ status: z.enum(["approved", "denied", "suspended"]) });
 
