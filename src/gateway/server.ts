@@ -9,7 +9,7 @@ import type { Gateway } from "./context.ts";
 import { discovery, health } from "./endpoints/discovery.ts";
 import { errorPage } from "./error-pages.ts";
 import { errorResponse } from "./http.ts";
-import { proxy } from "./proxy.ts";
+import { proxy } from "./proxy/handler.ts";
 import { register } from "./endpoints/register.ts";
 import { revoke } from "./endpoints/revoke.ts";
 import { token } from "./endpoints/token.ts";

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { AthError, ProviderConfig } from "../../src/protocol/index.ts";
 import { decideApprovals } from "../../src/gateway/rules/policy.ts";
-import { relativePath, upstreamUrl } from "../../src/gateway/proxy-url.ts";
+import { relativePath, upstreamUrl } from "../../src/gateway/proxy/url.ts";
 import { matchRedirectUri } from "../../src/gateway/rules/redirect-uri.ts";
 import { allowedByScopeRules, intersectScopes, parseScopeString, unapprovedScopes } from "../../src/gateway/rules/scopes.ts";
 import { s256 } from "../../src/gateway/oauth/pkce.ts";

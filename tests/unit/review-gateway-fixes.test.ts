@@ -7,7 +7,7 @@ import { ensureBinding } from "../../src/gateway/domain/browser-binding.ts";
 import type { Gateway } from "../../src/gateway/context.ts";
 import { createKeyResolver } from "../../src/gateway/identity/agent-keys.ts";
 import { classifyAddress } from "../../src/gateway/identity/ip-address.ts";
-import { upstreamUrl } from "../../src/gateway/proxy-url.ts";
+import { upstreamUrl } from "../../src/gateway/proxy/url.ts";
 
 const GATEWAY = "http://127.0.0.1:8787";
 

@@ -8,7 +8,7 @@ import { SignJWT } from "jose";
 import { generateKeyPem, loadKey, type AgentKey } from "../../src/agent/keys.ts";
 import { verifyAttestation, type AttestationCheck } from "../../src/gateway/identity/attestation.ts";
 import { createKeyResolver } from "../../src/gateway/identity/agent-keys.ts";
-import { upstreamUrl } from "../../src/gateway/proxy-url.ts";
+import { upstreamUrl } from "../../src/gateway/proxy/url.ts";
 import { matchRedirectUri } from "../../src/gateway/rules/redirect-uri.ts";
 import { openSqliteStore } from "../../src/store/index.ts";
 import { agentFixture, T0 } from "../helpers/store-harness.ts";

@@ -1,5 +1,5 @@
 /** Composing the upstream URL of a proxied request so it can never leave `api_base_url`. */
-import { AthError } from "../protocol/index.ts";
+import { AthError } from "../../protocol/index.ts";
 
 /**
  * Upstream URL = api_base_url + "/" + path + the original query string (DESIGN §3 "Proxy"). `rawPath` is the part

@@ -2,13 +2,13 @@
  * ANY /ath/proxy/{provider_id}/{path} — the agent's calls to the provider API, with the ATH token swapped for the
  * upstream token. Bodies stream both ways; the upstream token never reaches the agent.
  */
-import { AthError, HEADERS, PATHS } from "../protocol/index.ts";
-import { audit } from "./domain/audit.ts";
-import type { Gateway } from "./context.ts";
-import { currentAccess, refreshAfterRejection, type LiveAccess } from "./domain/grants.ts";
-import { relativePath, upstreamUrl } from "./proxy-url.ts";
-import { allowedByScopeRules } from "./rules/scopes.ts";
-import { authenticateBearer } from "./domain/tokens.ts";
+import { AthError, HEADERS, PATHS } from "../../protocol/index.ts";
+import { audit } from "../domain/audit.ts";
+import type { Gateway } from "../context.ts";
+import { currentAccess, refreshAfterRejection, type LiveAccess } from "../domain/grants.ts";
+import { relativePath, upstreamUrl } from "./url.ts";
+import { allowedByScopeRules } from "../rules/scopes.ts";
+import { authenticateBearer } from "../domain/tokens.ts";
 
 /** RFC 9110 §7.6.1: hop-by-hop fields are meaningful for one connection only and never forwarded. */
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"];
