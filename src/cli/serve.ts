@@ -62,7 +62,7 @@ export default defineCommand({
     if (approval !== "auto" && approval !== "manual") throw usageError(`ATH_APPROVAL must be auto or manual, got "${approval}"`);
     const dataDir = str(a["data-dir"], "ATH_DATA_DIR") ?? join(env.ATH_HOME || join(homedir(), ".ath"), "gateway");
 
-    const { loadProvidersFile, ConfigError } = await import("../gateway/config.ts");
+    const { loadProvidersFile, ConfigError } = await import("../gateway/providers/file.ts");
     let providers: Record<string, ProviderConfig> = {};
     const providersFile = str(a.providers, "ATH_PROVIDERS_FILE");
     try {

@@ -7,7 +7,7 @@ import { callback } from "./endpoints/callback.ts";
 import { showConsent, submitConsent } from "./endpoints/consent.ts";
 import type { Gateway } from "./context.ts";
 import { discovery, health } from "./endpoints/discovery.ts";
-import { errorPage } from "./error-pages.ts";
+import { errorPage } from "./pages/errors.ts";
 import { errorResponse } from "./http.ts";
 import { proxy } from "./proxy/handler.ts";
 import { register } from "./endpoints/register.ts";

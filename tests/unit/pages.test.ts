@@ -11,7 +11,7 @@ import {
   renderDeniedPage,
   renderErrorPage,
   type ConsentView,
-} from "../../src/gateway/pages.ts";
+} from "../../src/gateway/pages/index.ts";
 import { STYLESHEET } from "../../src/gateway/pages/style.ts";
 
 const now = new Date("2025-06-01T14:00:00Z");

@@ -3,7 +3,7 @@
  * (RFC 7636; OAuth 2.1 §4.1.1). GET validates the request and shows the sign-in page; POST answers it with a
  * redirect carrying a code or `error=access_denied`.
  */
-import { formActionSources, htmlResponse } from "../pages.ts";
+import { formActionSources, htmlResponse } from "../pages/index.ts";
 import { constantTimeEqual, hashSecret, mintSecret, randomSecret } from "../crypto/secrets.ts";
 import { DEMO_SCOPES, TTL, type DemoContext } from "./context.ts";
 import { readBody } from "./http.ts";

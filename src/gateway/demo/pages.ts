@@ -2,7 +2,7 @@
  * The sandbox provider's own page: a pretend sign-in and consent screen under a loud SANDBOX banner, so no
  * one mistakes it for a real provider's login.
  */
-import { escapeHtml, renderPage } from "../pages.ts";
+import { escapeHtml, renderPage } from "../pages/index.ts";
 import { SCOPE_DESCRIPTIONS } from "./context.ts";
 
 const BANNER = `<div class="sandbox" role="note">SANDBOX — the demo provider built into <code>ath serve --demo</code>. No real account, no password; notes live in memory until the gateway stops.</div>\n`;

@@ -9,8 +9,8 @@ import { bindingHash, csrfToken, ensureBinding, readBinding } from "../domain/br
 import type { Gateway } from "../context.ts";
 import { readText, redirect } from "../http.ts";
 import { authorizeUrl } from "../oauth/client.ts";
-import { formActionSources, htmlResponse, renderConsentPage, renderDeniedPage } from "../pages.ts";
-import { errorPage } from "../error-pages.ts";
+import { formActionSources, htmlResponse, renderConsentPage, renderDeniedPage } from "../pages/index.ts";
+import { errorPage } from "../pages/errors.ts";
 import { openProvider } from "../domain/providers.ts";
 import { constantTimeEqual } from "../crypto/secrets.ts";
 

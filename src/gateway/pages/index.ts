@@ -9,13 +9,13 @@ export {
   renderPage,
   type HtmlResponseInit,
   type PageShell,
-} from "./pages/layout.ts";
-export { renderConsentPage, type ConsentView } from "./pages/consent.ts";
+} from "./layout.ts";
+export { renderConsentPage, type ConsentView } from "./consent.ts";
 export {
   renderCodeResultPage,
   renderDeniedPage,
   renderErrorPage,
   type CodeResultView,
   type ErrorView,
-} from "./pages/results.ts";
-export { expiryPhrase, relativeExpiry, utcTime } from "./pages/time.ts";
+} from "./results.ts";
+export { expiryPhrase, relativeExpiry, utcTime } from "./time.ts";

@@ -1,6 +1,6 @@
 /** The HTML error pages of the browser-facing routes (consent, callback): what happened and what to do. */
-import { ERRORS, type ErrorCode } from "../protocol/index.ts";
-import { htmlResponse, renderErrorPage } from "./pages.ts";
+import { ERRORS, type ErrorCode } from "../../protocol/index.ts";
+import { htmlResponse, renderErrorPage } from "./index.ts";
 
 const PAGES: Partial<Record<ErrorCode, { title: string; message: string; hint: string }>> = {
   SESSION_NOT_FOUND: {

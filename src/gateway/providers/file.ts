@@ -3,7 +3,7 @@
  * every problem reported with its path at once (`providers.github.token_endpoint: Invalid http(s) URL`).
  */
 import { readFileSync } from "node:fs";
-import { formatIssues, ProvidersFile, type ProviderConfig } from "../protocol/index.ts";
+import { formatIssues, ProvidersFile, type ProviderConfig } from "../../protocol/index.ts";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
