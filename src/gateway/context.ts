@@ -1,7 +1,10 @@
-/** What every gateway handler gets: options, the store, the sealer, the agent key resolver, a clock, a logger. */
+/**
+ * What every gateway handler gets: the options, the store, the sealer, the agent key resolver, a clock, the outbound
+ * `fetch`, a logger — and, per request, a `Call` (the request, its route row and path parameters).
+ */
 import type { Store } from "../store/types.ts";
-import type { KeyResolver } from "./identity/agent-keys.ts";
 import type { Sealer } from "./crypto/sealing.ts";
+import type { KeyResolver } from "./identity/agent-keys.ts";
 import type { ApprovalMode } from "./rules/policy.ts";
 
 export interface GatewayOptions {
@@ -27,18 +30,56 @@ export interface Logger {
   error(msg: string, err?: unknown): void;
 }
 
+/** Outbound HTTP: providers' OAuth and API endpoints, agent identity documents. Injected so tests can serve them. */
+export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
 export interface Gateway {
   opts: GatewayOptions;
   store: Store;
   sealer: Sealer;
   keys: KeyResolver;
+  /** The clock: epoch milliseconds. Every expiry decision reads it. */
   now: () => number;
+  fetch: Fetch;
   log: Logger;
   /** Routes `/demo/…` when `ath serve --demo` is on. */
   demo?: { fetch(req: Request): Promise<Response> };
 }
 
-/** `${base}/ath/token`, the audience of token-endpoint attestations. */
-export function endpointUrl(gw: Gateway, path: string): string {
-  return gw.opts.baseUrl + path;
+/** What a route answers with when something goes wrong: JSON for the API and the proxy, an HTML page for browsers. */
+export type RouteKind = "api" | "page" | "proxy";
+
+/** A route's caller check, applied by the pipeline before the handler runs (app.ts supplies the implementations). */
+export type RouteAuth = "none" | "admin";
+
+/** The budget a route's requests count against (DESIGN §10). */
+export type RouteLimit = "register" | "auth" | "proxy";
+
+/** One row of the route table (routes.ts). */
+export interface Route {
+  /** Stable name, e.g. `token`, `admin.providers.get`. */
+  name: string;
+  /** An HTTP method, or `*` for any (the proxy). HEAD is answered by a GET route. */
+  method: string;
+  /** Template: literal segments, `{param}` for one segment, a final `*` for the (raw) rest of the path. */
+  path: string;
+  kind: RouteKind;
+  auth: RouteAuth;
+  limit?: RouteLimit;
+  /** Largest request body the handler will read, in bytes (protocol bodies; the proxy streams). */
+  maxBody: number;
+  handler: Handler;
+}
+
+export type Handler = (call: Call) => Promise<Response> | Response;
+
+/** One request on its way through the pipeline to its handler. */
+export interface Call {
+  gw: Gateway;
+  req: Request;
+  route: Route;
+  /** `{param}` values, percent-decoded; `*` holds the rest of the path as sent (still percent-encoded). */
+  params: Record<string, string>;
+  /** The raw query string, with its `?` (or ""). */
+  search: string;
 }

@@ -4,7 +4,8 @@ import { AthError, ProviderConfig } from "../../src/protocol/index.ts";
 import { decideApprovals } from "../../src/gateway/rules/policy.ts";
 import { relativePath, upstreamUrl } from "../../src/gateway/proxy/url.ts";
 import { matchRedirectUri } from "../../src/gateway/rules/redirect-uri.ts";
-import { allowedByScopeRules, intersectScopes, parseScopeString, unapprovedScopes } from "../../src/gateway/rules/scopes.ts";
+import { intersectScopes, parseScopeString, unapprovedScopes } from "../../src/gateway/rules/scopes.ts";
+import { allowedByScopeRules } from "../../src/gateway/proxy/scope-rules.ts";
 import { s256 } from "../../src/gateway/oauth/pkce.ts";
 import { constantTimeEqual } from "../../src/gateway/crypto/secrets.ts";
 

@@ -6,26 +6,25 @@
 import { z } from "zod";
 import { AthError } from "../../protocol/index.ts";
 import type { AgentRecord } from "../../store/types.ts";
-import { requireAdmin } from "./auth.ts";
 import { audit } from "../domain/audit.ts";
-import type { Gateway } from "../context.ts";
-import { json, readJson } from "../http.ts";
+import type { Call, Gateway } from "../context.ts";
+import { readJson } from "../http/request.ts";
+import { json } from "../http/response.ts";
 
 const AgentPatch = z.object({ status: z.enum(["approved", "denied", "suspended"]) });
 
-export async function listAgents(gw: Gateway, req: Request): Promise<Response> {
-  requireAdmin(gw, req);
+export async function list({ gw }: Call): Promise<Response> {
   return json({ agents: (await gw.store.listAgents()).map(view) });
 }
 
-export async function getAgent(gw: Gateway, req: Request, clientId: string): Promise<Response> {
-  requireAdmin(gw, req);
-  return json(view(await find(gw, clientId)));
+export async function get({ gw, params }: Call): Promise<Response> {
+  return json(view(await find(gw, params.client_id!)));
 }
 
-export async function patchAgent(gw: Gateway, req: Request, clientId: string): Promise<Response> {
-  requireAdmin(gw, req);
-  const { status } = await readJson(req, AgentPatch);
+export async function patch(call: Call): Promise<Response> {
+  const { gw } = call;
+  const clientId = call.params.client_id!;
+  const { status } = await readJson(call, AgentPatch);
   const agent = await find(gw, clientId);
   await gw.store.updateAgent(clientId, { status });
   const revoked = status === "approved" ? 0 : await gw.store.revokeTokensOfClient(clientId, gw.now());

@@ -1,13 +1,35 @@
-/** The admin token (`X-ATH-User-Token`): compared as hashes in constant time. */
+/**
+ * The admin token (`X-ATH-User-Token`): compared as hashes in constant time; given by the operator or generated once
+ * at first start, when only its hash is kept.
+ */
 import { AthError, HEADERS } from "../../protocol/index.ts";
-import type { Gateway } from "../context.ts";
-import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
+import type { Store } from "../../store/types.ts";
+import type { Call, Gateway } from "../context.ts";
+import { constantTimeEqual, hashSecret, mintSecret } from "../crypto/secrets.ts";
 
 export function isAdmin(gw: Gateway, req: Request): boolean {
   const presented = req.headers.get(HEADERS.adminToken);
   return presented !== null && presented !== "" && constantTimeEqual(hashSecret(presented), gw.opts.adminTokenHash);
 }
 
-export function requireAdmin(gw: Gateway, req: Request): void {
+/** The guard of `auth: "admin"` routes: 401 UNAUTHORIZED unless the admin token is presented. */
+export function requireAdmin({ gw, req }: Call): void {
   if (!isAdmin(gw, req)) throw new AthError("UNAUTHORIZED");
 }
+
+/**
+ * The admin token's hash: the operator's token when given; else the one generated at an earlier start; else a new
+ * token, whose hash is stored and which is returned once (`generated`) to be shown — it is never shown again.
+ */
+export async function adminTokenHash(store: Store, given: string | undefined): Promise<{ hash: string; generated: string | null }> {
+  if (given) return { hash: hashSecret(given), generated: null };
+  const stored = await store.getMeta(ADMIN_HASH_KEY);
+  if (stored) return { hash: stored, generated: null };
+  const token = mintSecret("ath_admin_");
+  await store.setMeta(ADMIN_HASH_KEY, hashSecret(token));
+  return { hash: hashSecret(token), generated: token };
+}
+
+// internal
+
+const ADMIN_HASH_KEY = "admin_token_hash";

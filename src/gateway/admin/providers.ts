@@ -1,15 +1,15 @@
 /** The admin API: providers (POST, GET list, GET/PUT/DELETE one). Client secrets go in sealed and never come out. */
 import { AdminProviderRequest, AthError, ProviderConfig, ProviderId } from "../../protocol/index.ts";
-import { requireAdmin } from "./auth.ts";
 import { audit } from "../domain/audit.ts";
-import type { Gateway } from "../context.ts";
-import { json, parseWith, readObject } from "../http.ts";
-import { maskedProvider, toRecord } from "../domain/providers.ts";
+import type { Call } from "../context.ts";
+import { parseWith, readObject } from "../http/request.ts";
+import { json } from "../http/response.ts";
+import { findProvider, listProviders, maskedProvider, toRecord } from "../domain/providers.ts";
 
-export async function createProvider(gw: Gateway, req: Request): Promise<Response> {
-  requireAdmin(gw, req);
-  const { provider_id, ...config } = parseWith(AdminProviderRequest, await readObject(req, { form: false }));
-  if (await gw.store.getProvider(provider_id)) {
+export async function create(call: Call): Promise<Response> {
+  const { gw } = call;
+  const { provider_id, ...config } = parseWith(AdminProviderRequest, await readObject(call, { form: false }));
+  if (await findProvider(gw, provider_id)) {
     throw new AthError("PROVIDER_ALREADY_EXISTS", undefined, { provider_id });
   }
   const record = await toRecord(gw, provider_id, config, "admin");
@@ -18,25 +18,24 @@ export async function createProvider(gw: Gateway, req: Request): Promise<Respons
   return json(maskedProvider(record), 201);
 }
 
-export async function listProviders(gw: Gateway, req: Request): Promise<Response> {
-  requireAdmin(gw, req);
-  return json({ providers: (await gw.store.listProviders()).map(maskedProvider) });
+export async function list({ gw }: Call): Promise<Response> {
+  return json({ providers: (await listProviders(gw)).map(maskedProvider) });
 }
 
-export async function getProvider(gw: Gateway, req: Request, id: string): Promise<Response> {
-  requireAdmin(gw, req);
-  const record = await gw.store.getProvider(id);
+export async function get({ gw, params }: Call): Promise<Response> {
+  const id = params.provider_id!;
+  const record = await findProvider(gw, id);
   if (!record) throw new AthError("NOT_FOUND", `Provider '${id}' is not configured`, { provider_id: id });
   return json(maskedProvider(record));
 }
 
 /** Full replacement; `client_secret` may be omitted to keep the stored one. */
-export async function putProvider(gw: Gateway, req: Request, id: string): Promise<Response> {
-  requireAdmin(gw, req);
-  parseWith(ProviderId, id);
-  const body = await readObject(req, { form: false });
+export async function put(call: Call): Promise<Response> {
+  const { gw } = call;
+  const id = parseWith(ProviderId, call.params.provider_id);
+  const body = await readObject(call, { form: false });
   delete body.provider_id;
-  const existing = await gw.store.getProvider(id);
+  const existing = await findProvider(gw, id);
   const keepSecret = body.client_secret === undefined && existing !== null;
   const config = parseWith(ProviderConfig, keepSecret ? { ...body, client_secret: "" } : body);
   const record = await toRecord(gw, id, config, "admin");
@@ -46,8 +45,8 @@ export async function putProvider(gw: Gateway, req: Request, id: string): Promis
   return json(maskedProvider(record), existing ? 200 : 201);
 }
 
-export async function deleteProvider(gw: Gateway, req: Request, id: string): Promise<Response> {
-  requireAdmin(gw, req);
+export async function remove({ gw, params }: Call): Promise<Response> {
+  const id = params.provider_id!;
   if (!(await gw.store.deleteProvider(id))) throw new AthError("NOT_FOUND", `Provider '${id}' is not configured`, { provider_id: id });
   await audit(gw, "provider.deleted", { provider_id: id });
   return json({ provider_id: id, deleted: true });

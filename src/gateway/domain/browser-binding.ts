@@ -6,14 +6,14 @@
  * The same cookie seeds the per-browser pseudonym used as user_id when the provider names no user.
  */
 import type { Gateway } from "../context.ts";
-import { readCookies } from "../http.ts";
 import { hashSecret, randomSecret } from "../crypto/secrets.ts";
+import { parseCookies } from "../rules/cookies.ts";
 
 /** RFC 6265bis caps cookie lifetimes at 400 days. */
 const MAX_AGE_SECONDS = 400 * 24 * 3600;
 
 export function readBinding(gw: Gateway, req: Request): string | null {
-  const v = readCookies(req).get(cookie(gw).name);
+  const v = parseCookies(req.headers.get("cookie")).get(cookie(gw).name);
   return v && /^[A-Za-z0-9_-]{43}$/.test(v) ? v : null;
 }
 

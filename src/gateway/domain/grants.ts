@@ -8,7 +8,7 @@ import type { GrantRecord } from "../../store/types.ts";
 import { audit } from "./audit.ts";
 import type { Gateway } from "../context.ts";
 import { GrantRefusedError, refreshGrant, revokeUpstream, type UpstreamTokenResponse } from "../oauth/client.ts";
-import { openProvider } from "./providers.ts";
+import { findProvider, openProvider, outbound, requireProvider } from "./providers.ts";
 import { parseScopeString } from "../rules/scopes.ts";
 import { randomSecret } from "../crypto/secrets.ts";
 
@@ -59,7 +59,7 @@ export async function refreshAfterRejection(gw: Gateway, grantId: string, versio
 export async function dropGrant(gw: Gateway, grantId: string): Promise<void> {
   const grant = await gw.store.deleteGrant(grantId);
   if (!grant) return;
-  const record = await gw.store.getProvider(grant.provider_id);
+  const record = await findProvider(gw, grant.provider_id);
   if (!record?.config.revocation_endpoint) return;
   try {
     const provider = await openProvider(gw, record);
@@ -67,9 +67,9 @@ export async function dropGrant(gw: Gateway, grantId: string): Promise<void> {
     const [token, hint] = grant.refresh_token_sealed
       ? [await gw.sealer.open(grant.refresh_token_sealed, aad(grantId, "refresh")), "refresh_token" as const]
       : [await gw.sealer.open(grant.access_token_sealed, aad(grantId, "access")), "access_token" as const];
-    const statuses = [await revokeUpstream(provider, token, hint, gw.opts.upstreamTimeoutMs)];
+    const statuses = [await revokeUpstream(provider, token, hint, outbound(gw))];
     if (hint === "refresh_token") {
-      statuses.push(await revokeUpstream(provider, await gw.sealer.open(grant.access_token_sealed, aad(grantId, "access")), "access_token", gw.opts.upstreamTimeoutMs));
+      statuses.push(await revokeUpstream(provider, await gw.sealer.open(grant.access_token_sealed, aad(grantId, "access")), "access_token", outbound(gw)));
     }
     // RFC 7009 §2.2: 200 means revoked (or already invalid); anything else (503: try later) did not revoke.
     if (statuses.some((s) => s !== 200)) throw new Error(`revocation endpoint answered ${statuses.join(", ")}`);
@@ -85,6 +85,7 @@ export async function dropGrant(gw: Gateway, grantId: string): Promise<void> {
 
 const inflight = new Map<string, Promise<LiveAccess>>();
 const POLL_MS = 25;
+
 
 function aad(grantId: string, kind: "access" | "refresh"): string {
   return `grant:${grantId}:${kind}`;
@@ -122,8 +123,8 @@ function singleFlight(gw: Gateway, grantId: string, needsRefresh: (g: GrantRecor
 
 async function refreshLoop(gw: Gateway, grantId: string, needsRefresh: (g: GrantRecord) => boolean): Promise<LiveAccess> {
   const leaseMs = gw.opts.upstreamTimeoutMs + 5_000;
-  const deadline = Date.now() + leaseMs * 2;
-  while (Date.now() < deadline) {
+  // Waiting is counted in polls, not read off the clock: the clock is the gateway's (a test may freeze it).
+  for (let polls = Math.ceil((leaseMs * 2) / POLL_MS); polls > 0; polls--) {
     const g = await gw.store.getGrant(grantId);
     if (!g || g.status === "dead") throw deadGrant();
     if (!needsRefresh(g) || !g.refresh_token_sealed) return open(gw, g);
@@ -140,15 +141,11 @@ async function refreshLoop(gw: Gateway, grantId: string, needsRefresh: (g: Grant
 }
 
 async function doRefresh(gw: Gateway, g: GrantRecord, owner: string): Promise<LiveAccess> {
-  const record = await gw.store.getProvider(g.provider_id);
-  if (!record) {
-    await gw.store.releaseGrantRefresh(g.grant_id, owner, false, gw.now());
-    throw new AthError("NOT_FOUND", `Provider '${g.provider_id}' is not configured`, { provider_id: g.provider_id });
-  }
   let tokens: UpstreamTokenResponse;
   try {
+    const record = await requireProvider(gw, g.provider_id);
     const refreshToken = await gw.sealer.open(g.refresh_token_sealed!, aad(g.grant_id, "refresh"));
-    tokens = await refreshGrant(await openProvider(gw, record), refreshToken, gw.opts.upstreamTimeoutMs);
+    tokens = await refreshGrant(await openProvider(gw, record), refreshToken, outbound(gw));
   } catch (err) {
     const dead = err instanceof GrantRefusedError;
     await gw.store.releaseGrantRefresh(g.grant_id, owner, dead, gw.now());

@@ -1,13 +1,11 @@
-/** Provider records: sealing the client secret on the way in, opening it only where the gateway talks to the provider. */
+/**
+ * Provider records: the one read path for a provider (every handler and the refresh loop go through `findProvider` /
+ * `requireProvider`), sealing the client secret on the way in, opening it only where the gateway talks to the provider.
+ */
 import { AthError, type ProviderConfig } from "../../protocol/index.ts";
 import type { ProviderRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
-
-/** A provider with its client secret in the clear — held only for the duration of one upstream call. */
-export interface OpenProvider {
-  provider_id: string;
-  config: ProviderConfig;
-}
+import type { OAuthProvider, Outbound } from "../oauth/client.ts";
 
 export async function toRecord(gw: Gateway, providerId: string, config: ProviderConfig, source: ProviderRecord["source"]): Promise<ProviderRecord> {
   return {
@@ -19,15 +17,39 @@ export async function toRecord(gw: Gateway, providerId: string, config: Provider
   };
 }
 
-export async function openProvider(gw: Gateway, record: ProviderRecord): Promise<OpenProvider> {
+/** The provider's record, or null when it is not (or no longer) configured. */
+export function findProvider(gw: Gateway, providerId: string): Promise<ProviderRecord | null> {
+  return gw.store.getProvider(providerId);
+}
+
+export function listProviders(gw: Gateway): Promise<ProviderRecord[]> {
+  return gw.store.listProviders();
+}
+
+/**
+ * A provider that a session, token or grant refers to. One answer when it was removed since: 502
+ * UPSTREAM_UNAVAILABLE naming it (the agent cannot fix this; the operator can).
+ */
+export async function requireProvider(gw: Gateway, providerId: string): Promise<ProviderRecord> {
+  const record = await findProvider(gw, providerId);
+  if (!record) {
+    throw new AthError("UPSTREAM_UNAVAILABLE", `Provider '${providerId}' is no longer configured on this gateway`, {
+      provider_id: providerId,
+      reason: "provider_removed",
+    });
+  }
+  return record;
+}
+
+/** The provider with its client secret in the clear — for the duration of one call to the provider. */
+export async function openProvider(gw: Gateway, record: ProviderRecord): Promise<OAuthProvider> {
   const secret = await gw.sealer.open(record.client_secret_sealed, aad(record.provider_id));
   return { provider_id: record.provider_id, config: { ...record.config, client_secret: secret } };
 }
 
-export async function requireProvider(gw: Gateway, providerId: string): Promise<ProviderRecord> {
-  const p = await gw.store.getProvider(providerId);
-  if (!p) throw new AthError("NOT_FOUND", `Provider '${providerId}' is not configured`, { provider_id: providerId });
-  return p;
+/** How the gateway calls providers: its fetch and the upstream timeout. */
+export function outbound(gw: Gateway): Outbound {
+  return { fetch: gw.fetch, timeoutMs: gw.opts.upstreamTimeoutMs };
 }
 
 /** The admin API's view: the secret is never returned. */
@@ -36,7 +58,7 @@ export function maskedProvider(record: ProviderRecord): Record<string, unknown> 
 }
 
 export async function providerMap(gw: Gateway): Promise<Map<string, ProviderConfig>> {
-  return new Map((await gw.store.listProviders()).map((p) => [p.provider_id, p.config]));
+  return new Map((await listProviders(gw)).map((p) => [p.provider_id, p.config]));
 }
 
 // internal

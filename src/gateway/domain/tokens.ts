@@ -1,19 +1,26 @@
-/** The ATH bearer token of a proxy (or native API) request: present, known, unrevoked, unexpired. */
+/**
+ * ATH tokens: the one read path (`findToken`), the bearer check of the proxy (and native API), minting and
+ * revocation.
+ */
 import { AthError, PREFIX } from "../../protocol/index.ts";
 import type { TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { hashSecret } from "../crypto/secrets.ts";
 
+/** The token a presented secret stands for, or null. */
+export function findToken(gw: Gateway, presented: string): Promise<TokenRecord | null> {
+  return gw.store.getToken(hashSecret(presented));
+}
+
 /** RFC 6750 §3: 401s carry a WWW-Authenticate challenge. */
 const CHALLENGE = { "www-authenticate": 'Bearer realm="ath"' };
 
-export async function authenticateBearer(gw: Gateway, req: Request): Promise<TokenRecord> {
-  const header = req.headers.get("authorization") ?? "";
-  const match = /^Bearer\s+(\S+)$/i.exec(header);
-  if (!match?.[1] || !match[1].startsWith(PREFIX.token)) {
+/** A presented bearer token that is known, unrevoked and unexpired — else 401 TOKEN_INVALID / REVOKED / EXPIRED. */
+export async function requireLiveToken(gw: Gateway, presented: string | null): Promise<TokenRecord> {
+  if (!presented?.startsWith(PREFIX.token)) {
     throw new AthError("TOKEN_INVALID", "An ATH bearer token is required (Authorization: Bearer ath_tk_…)", undefined, { headers: CHALLENGE });
   }
-  const token = await gw.store.getToken(hashSecret(match[1]));
+  const token = await findToken(gw, presented);
   if (!token) throw new AthError("TOKEN_INVALID", undefined, undefined, { headers: CHALLENGE });
   if (token.revoked_at !== null) throw new AthError("TOKEN_REVOKED", undefined, undefined, { headers: CHALLENGE });
   if (token.expires_at <= gw.now()) throw new AthError("TOKEN_EXPIRED", undefined, undefined, { headers: CHALLENGE });

@@ -2,21 +2,24 @@
 import { AthError, AuthorizationRequest, PATHS, PREFIX, type AuthorizationResponse } from "../../protocol/index.ts";
 import { approvalFor, attest, requireAgent, requireApproved } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
-import type { Gateway } from "../context.ts";
-import { json, readJson } from "../http.ts";
+import type { Call } from "../context.ts";
+import { findProvider } from "../domain/providers.ts";
+import { readJson } from "../http/request.ts";
+import { json } from "../http/response.ts";
 import { createPkce } from "../oauth/pkce.ts";
 import { matchRedirectUri } from "../rules/redirect-uri.ts";
 import { unapprovedScopes } from "../rules/scopes.ts";
 import { mintSecret, randomSecret } from "../crypto/secrets.ts";
 
-export async function authorize(gw: Gateway, req: Request): Promise<Response> {
-  const body = await readJson(req, AuthorizationRequest);
+export async function authorize(call: Call): Promise<Response> {
+  const { gw } = call;
+  const body = await readJson(call, AuthorizationRequest);
   const agent = await requireAgent(gw, body.client_id);
   requireApproved(gw, agent);
   await attest(gw, body.agent_attestation, agent, gw.opts.baseUrl);
 
   const approval = approvalFor(agent, body.provider_id);
-  const provider = await gw.store.getProvider(body.provider_id);
+  const provider = await findProvider(gw, body.provider_id);
   if (!approval || !provider) {
     throw new AthError("PROVIDER_NOT_APPROVED", undefined, { provider_id: body.provider_id });
   }

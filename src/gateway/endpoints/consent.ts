@@ -1,34 +1,36 @@
 /**
  * GET/POST /ath/consent/{handle} — Phase B step 2: the person sees which agent asks for what, and approves
- * (303 to the provider's authorize endpoint) or denies. Browser-facing: failures render HTML pages.
+ * (303 to the provider's authorize endpoint) or denies. Browser-facing: errors are thrown and rendered as pages.
  */
-import { PATHS, type ErrorCode } from "../../protocol/index.ts";
+import { AthError, PATHS } from "../../protocol/index.ts";
 import type { ProviderRecord, SessionRecord } from "../../store/types.ts";
+import type { Call, Gateway } from "../context.ts";
+import { constantTimeEqual } from "../crypto/secrets.ts";
 import { audit } from "../domain/audit.ts";
 import { bindingHash, csrfToken, ensureBinding, readBinding } from "../domain/browser-binding.ts";
-import type { Gateway } from "../context.ts";
-import { readText, redirect } from "../http.ts";
+import { findProvider, openProvider, requireProvider } from "../domain/providers.ts";
+import { denySession, requirePending } from "../domain/sessions.ts";
+import { readText } from "../http/request.ts";
+import { redirect } from "../http/response.ts";
 import { authorizeUrl } from "../oauth/client.ts";
 import { formActionSources, htmlResponse, renderConsentPage, renderDeniedPage } from "../pages/index.ts";
-import { errorPage } from "../pages/errors.ts";
-import { openProvider } from "../domain/providers.ts";
-import { constantTimeEqual } from "../crypto/secrets.ts";
 
-export async function showConsent(gw: Gateway, req: Request, handle: string): Promise<Response> {
-  const session = await gw.store.getSessionByHandle(handle);
-  const problem = sessionProblem(gw, session);
-  if (problem || !session) return errorPage(problem ?? "SESSION_NOT_FOUND");
+const ANSWERED_ELSEWHERE = "This authorization request was already answered in another browser. Ask the agent for a new link.";
+
+export async function showConsent(call: Call): Promise<Response> {
+  const { gw, req } = call;
+  const handle = call.params.handle!;
+  const session = requirePending(gw, await gw.store.getSessionByHandle(handle));
   const binding = ensureBinding(gw, req);
   const headers: Record<string, string> = binding.setCookie ? { "set-cookie": binding.setCookie } : {};
   if (session.binding_hash && !constantTimeEqual(bindingHash(binding.value), session.binding_hash)) {
-    return errorPage("STATE_MISMATCH", "This authorization request was already answered in another browser. Ask the agent for a new link.");
+    throw new AthError("STATE_MISMATCH", ANSWERED_ELSEWHERE);
   }
-  const record = await gw.store.getProvider(session.provider_id);
-  if (!record) return errorPage("NOT_FOUND", `The provider '${session.provider_id}' is no longer configured.`);
+  const record = await requireProvider(gw, session.provider_id);
   const upstream = await upstreamAuthorizeUrl(gw, session, record);
   if (record.config.consent_screen === false) {
-    // No page to answer: this GET is the decision, so it binds (and the provider is told to ask: see oauth.ts).
-    if (!(await gw.store.bindSession(session.session_id, bindingHash(binding.value)))) return errorPage("STATE_MISMATCH");
+    // No page to answer: this GET is the decision, so it binds (and the provider is told to ask: see oauth/client.ts).
+    if (!(await gw.store.bindSession(session.session_id, bindingHash(binding.value)))) throw new AthError("STATE_MISMATCH");
     return redirect(upstream, 303, headers);
   }
 
@@ -51,42 +53,38 @@ export async function showConsent(gw: Gateway, req: Request, handle: string): Pr
   return htmlResponse(html, { headers, formAction: formActionSources([upstream, session.user_redirect_uri]) });
 }
 
-export async function submitConsent(gw: Gateway, req: Request, handle: string): Promise<Response> {
-  const session = await gw.store.getSessionByHandle(handle);
-  const problem = sessionProblem(gw, session);
-  if (problem || !session) return errorPage(problem ?? "SESSION_NOT_FOUND");
+export async function submitConsent(call: Call): Promise<Response> {
+  const { gw, req } = call;
+  const handle = call.params.handle!;
+  const session = requirePending(gw, await gw.store.getSessionByHandle(handle));
   const binding = readBinding(gw, req);
-  if (!binding) return errorPage("STATE_MISMATCH", "This browser did not open this authorization request. Open the link from the agent again.");
+  if (!binding) throw new AthError("STATE_MISMATCH", "This browser did not open this authorization request. Open the link from the agent again.");
   let form: URLSearchParams;
   try {
-    form = new URLSearchParams(await readText(req));
+    form = new URLSearchParams(await readText(call));
   } catch {
-    return errorPage("INVALID_REQUEST", "The form could not be read.");
+    throw new AthError("INVALID_REQUEST", "The form could not be read.");
   }
   if (!constantTimeEqual(form.get("csrf") ?? "", csrfToken(handle, binding))) {
-    return errorPage("STATE_MISMATCH", "The form expired or did not come from this page. Reload the authorization link and try again.");
+    throw new AthError("STATE_MISMATCH", "The form expired or did not come from this page. Reload the authorization link and try again.");
   }
   const decision = form.get("decision");
-  if (decision !== "deny" && decision !== "approve") return errorPage("INVALID_REQUEST", "Choose Approve or Deny.");
+  if (decision !== "deny" && decision !== "approve") throw new AthError("INVALID_REQUEST", "Choose Approve or Deny.");
   // The first browser to answer owns the request; the provider's callback must come back to it.
-  if (!(await gw.store.bindSession(session.session_id, bindingHash(binding)))) {
-    return errorPage("STATE_MISMATCH", "This authorization request was already answered in another browser. Ask the agent for a new link.");
-  }
-  if (decision === "deny") return denySession(gw, session, "access_denied");
+  if (!(await gw.store.bindSession(session.session_id, bindingHash(binding)))) throw new AthError("STATE_MISMATCH", ANSWERED_ELSEWHERE);
+  if (decision === "deny") return denied(gw, session, "access_denied");
 
-  const record = await gw.store.getProvider(session.provider_id);
-  if (!record) return errorPage("NOT_FOUND", `The provider '${session.provider_id}' is no longer configured.`);
+  const record = await requireProvider(gw, session.provider_id);
   await audit(gw, "consent.approved", { client_id: session.client_id, agent_id: session.agent_id, provider_id: session.provider_id });
   return redirect(await upstreamAuthorizeUrl(gw, session, record));
 }
 
 /**
- * Marks the session denied (the agent will get 403 USER_DENIED at /ath/token) and sends the person back to the
- * agent with `error=…`, or shows the denied page when the agent registered no redirect URI.
+ * Denies the session and sends the person back to the agent with `error=…`, or shows the denied page when the agent
+ * registered no redirect URI.
  */
-export async function denySession(gw: Gateway, session: SessionRecord, error: string): Promise<Response> {
-  if (!(await gw.store.markSessionDenied(session.session_id))) return errorPage("SESSION_NOT_FOUND");
-  await audit(gw, "consent.denied", { client_id: session.client_id, agent_id: session.agent_id, provider_id: session.provider_id, data: { error } });
+export async function denied(gw: Gateway, session: SessionRecord, error: string): Promise<Response> {
+  if (!(await denySession(gw, session, error))) throw new AthError("SESSION_NOT_FOUND");
   if (session.user_redirect_uri) {
     const url = new URL(session.user_redirect_uri);
     url.searchParams.set("error", error);
@@ -94,9 +92,11 @@ export async function denySession(gw: Gateway, session: SessionRecord, error: st
     url.searchParams.set("ath_session_id", session.session_id);
     return redirect(url.href);
   }
-  const provider = await gw.store.getProvider(session.provider_id);
+  const provider = await findProvider(gw, session.provider_id);
   return htmlResponse(renderDeniedPage({ providerName: provider?.config.display_name ?? session.provider_id }));
 }
+
+// internal
 
 /** The provider's authorization request for this session (DESIGN §3 Phase B step 2). */
 async function upstreamAuthorizeUrl(gw: Gateway, session: SessionRecord, record: ProviderRecord): Promise<string> {
@@ -107,11 +107,4 @@ async function upstreamAuthorizeUrl(gw: Gateway, session: SessionRecord, record:
     codeChallenge: session.code_challenge,
     resource: session.resource,
   });
-}
-
-/** Why a session cannot proceed in the browser, or null. */
-export function sessionProblem(gw: Gateway, session: SessionRecord | null): ErrorCode | null {
-  if (!session || session.status !== "pending") return "SESSION_NOT_FOUND";
-  if (session.expires_at <= gw.now()) return "SESSION_EXPIRED";
-  return null;
 }

@@ -1,11 +1,12 @@
 /** GET /.well-known/ath.json and GET /health. Never a secret. */
 import { ATH_VERSION, PATHS, type DiscoveryDocument } from "../../protocol/index.ts";
-import type { Gateway } from "../context.ts";
-import { json } from "../http.ts";
+import type { Call } from "../context.ts";
+import { listProviders } from "../domain/providers.ts";
+import { json } from "../http/response.ts";
 
-export async function discovery(gw: Gateway): Promise<Response> {
+export async function discovery({ gw }: Call): Promise<Response> {
   const base = gw.opts.baseUrl;
-  const providers = await gw.store.listProviders();
+  const providers = await listProviders(gw);
   const doc: DiscoveryDocument = {
     ath_version: ATH_VERSION,
     gateway_id: new URL(base).host,
@@ -29,6 +30,6 @@ export async function discovery(gw: Gateway): Promise<Response> {
   return json(doc, 200, { "cache-control": "public, max-age=60" });
 }
 
-export function health(gw: Gateway): Response {
+export function health({ gw }: Call): Response {
   return json({ status: "ok", version: gw.opts.version });
 }

@@ -8,14 +8,16 @@ import {
 } from "../../protocol/index.ts";
 import { verifyAttestation } from "../identity/attestation.ts";
 import { audit } from "../domain/audit.ts";
-import type { Gateway } from "../context.ts";
-import { json, readJson } from "../http.ts";
+import type { Call } from "../context.ts";
+import { readJson } from "../http/request.ts";
+import { json } from "../http/response.ts";
 import { decideApprovals } from "../rules/policy.ts";
 import { providerMap } from "../domain/providers.ts";
 import { hashSecret, mintSecret } from "../crypto/secrets.ts";
 
-export async function register(gw: Gateway, req: Request): Promise<Response> {
-  const body = await readJson(req, AgentRegistrationRequest);
+export async function register(call: Call): Promise<Response> {
+  const { gw } = call;
+  const body = await readJson(call, AgentRegistrationRequest);
   const now = gw.now();
   await verifyAttestation(
     body.agent_attestation,

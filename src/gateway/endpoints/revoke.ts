@@ -6,15 +6,17 @@ import { TokenRevocationRequest } from "../../protocol/index.ts";
 import { isAdmin } from "../admin/auth.ts";
 import { authenticateClient } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
-import type { Gateway } from "../context.ts";
+import type { Call } from "../context.ts";
 import { dropGrant } from "../domain/grants.ts";
-import { json, readObject } from "../http.ts";
-import { hashSecret } from "../crypto/secrets.ts";
+import { findToken } from "../domain/tokens.ts";
+import { readObject } from "../http/request.ts";
+import { json } from "../http/response.ts";
 
-export async function revoke(gw: Gateway, req: Request): Promise<Response> {
+export async function revoke(call: Call): Promise<Response> {
+  const { gw } = call;
   let outcome: string;
   try {
-    outcome = await tryRevoke(gw, req);
+    outcome = await tryRevoke(call);
   } catch (err) {
     outcome = `refused: ${err instanceof Error ? err.message : String(err)}`;
   }
@@ -24,11 +26,12 @@ export async function revoke(gw: Gateway, req: Request): Promise<Response> {
 
 // internal
 
-async function tryRevoke(gw: Gateway, req: Request): Promise<string> {
-  const parsed = TokenRevocationRequest.safeParse(await readObject(req, { form: true }));
+async function tryRevoke(call: Call): Promise<string> {
+  const { gw, req } = call;
+  const parsed = TokenRevocationRequest.safeParse(await readObject(call, { form: true }));
   if (!parsed.success) return "malformed request";
   const body = parsed.data;
-  const token = await gw.store.getToken(hashSecret(body.token));
+  const token = await findToken(gw, body.token);
   const admin = isAdmin(gw, req);
   if (!admin) {
     if (!body.client_id || !body.client_secret) return "no client credentials";

@@ -5,14 +5,16 @@
 import { AthError, PATHS, PREFIX, TokenExchangeRequest, type TokenResponse } from "../../protocol/index.ts";
 import { approvalFor, attest, authenticateClient, requireApproved } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
-import type { Gateway } from "../context.ts";
+import type { Call } from "../context.ts";
 import { dropGrant } from "../domain/grants.ts";
-import { json, readJson } from "../http.ts";
+import { readJson } from "../http/request.ts";
+import { json } from "../http/response.ts";
 import { intersectScopes } from "../rules/scopes.ts";
 import { constantTimeEqual, hashSecret, mintSecret } from "../crypto/secrets.ts";
 
-export async function token(gw: Gateway, req: Request): Promise<Response> {
-  const body = await readJson(req, TokenExchangeRequest, { form: true });
+export async function token(call: Call): Promise<Response> {
+  const { gw } = call;
+  const body = await readJson(call, TokenExchangeRequest, { form: true });
   const agent = await authenticateClient(gw, body.client_id, body.client_secret);
   requireApproved(gw, agent);
   await attest(gw, body.agent_attestation, agent, gw.opts.baseUrl + PATHS.token);

@@ -9,6 +9,8 @@ import { importJWK, importSPKI } from "jose";
 import { AthError } from "../../protocol/errors.ts";
 import { AgentIdentityDocument } from "../../protocol/schemas.ts";
 import { jwkFromDidKey } from "../../protocol/did-key.ts";
+import type { Fetch } from "../context.ts";
+import { readBounded } from "../http/body.ts";
 import { classifyAddress } from "./ip-address.ts";
 
 export interface KeyResolver {
@@ -21,7 +23,7 @@ export interface KeyResolver {
 export interface KeyResolverOptions {
   /** `ath serve --dev`: also allow http:// and loopback hosts. */
   dev: boolean;
-  fetch?: typeof fetch;
+  fetch?: Fetch;
   /** Clock in epoch ms. */
   now?: () => number;
   /** Host → all its addresses; defaults to `dns.lookup(host, {all: true})`. */
@@ -82,7 +84,7 @@ export function createKeyResolver(o: KeyResolverOptions): KeyResolver {
 
 interface FetchEnv {
   dev: boolean;
-  fetch: typeof fetch;
+  fetch: Fetch;
   lookup: (host: string) => Promise<string[]>;
 }
 
@@ -192,26 +194,8 @@ async function checkTarget(url: URL, env: FetchEnv): Promise<void> {
 }
 
 async function readCapped(res: Response): Promise<string> {
-  const declared = Number(res.headers.get("content-length") ?? "0");
-  if (declared > IDENTITY_LIMITS.maxBytes) {
-    await res.body?.cancel();
-    throw new Refusal("the identity document is larger than 64 KiB");
-  }
-  if (res.body === null) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > IDENTITY_LIMITS.maxBytes) {
-      await reader.cancel();
-      throw new Refusal("the identity document is larger than 64 KiB");
-    }
-    chunks.push(value);
-  }
-  return new TextDecoder().decode(Buffer.concat(chunks));
+  const tooLarge = () => new Refusal("the identity document is larger than 64 KiB");
+  return new TextDecoder().decode(await readBounded(res.body, res.headers.get("content-length"), IDENTITY_LIMITS.maxBytes, tooLarge));
 }
 
 /** `public_key`: a P-256 public JWK or an SPKI PEM ("-----BEGIN PUBLIC KEY-----"). */

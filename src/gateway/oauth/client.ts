@@ -1,12 +1,28 @@
 /**
- * The gateway as an OAuth 2.0 client of a provider: the authorization request URL, the code exchange
- * (RFC 6749 §4.1.3 + RFC 7636 code_verifier), refresh (§6) and token revocation (RFC 7009). Form-encoded,
- * client authentication per the provider's `token_endpoint_auth_method`.
+ * The gateway as an OAuth 2.0 client of a provider — one client for every provider: the authorization request URL,
+ * the code exchange (RFC 6749 §4.1.3 + RFC 7636 code_verifier), refresh (§6), revocation (RFC 7009) and the user's id.
+ *
+ * Providers differ from the RFCs in a few known places (DESIGN §11). Each is a *named quirk point* below — a small
+ * function that reads the provider's configuration — so a template can say "GitHub answers form-encoded" without a
+ * per-provider branch anywhere else. The client is given what it needs (the provider with its secret open, `fetch`,
+ * a timeout); it never touches the store.
  */
 import { decodeJwt } from "jose";
 import { z } from "zod";
-import { AthError } from "../../protocol/index.ts";
-import type { OpenProvider } from "../domain/providers.ts";
+import { AthError, type ProviderConfig } from "../../protocol/index.ts";
+import type { Fetch } from "../context.ts";
+
+/** A provider with its client secret in the clear — held only for the duration of one call. */
+export interface OAuthProvider {
+  provider_id: string;
+  config: ProviderConfig;
+}
+
+/** Outbound settings of one call: the fetch to use and how long to wait. */
+export interface Outbound {
+  fetch: Fetch;
+  timeoutMs: number;
+}
 
 export const UpstreamTokenResponse = z.object({
   access_token: z.string().min(1),
@@ -18,20 +34,25 @@ export const UpstreamTokenResponse = z.object({
 });
 export type UpstreamTokenResponse = z.infer<typeof UpstreamTokenResponse>;
 
+/** Thrown when the provider refused a grant (`invalid_grant`): the grant is dead, retrying will not help. */
+export class GrantRefusedError extends Error {
+  override readonly name = "GrantRefusedError";
+}
+
 /** The provider's authorize URL for one session (DESIGN §3 Phase B step 2). */
 export function authorizeUrl(
-  p: OpenProvider,
+  p: OAuthProvider,
   o: { redirectUri: string; scopes: string[]; state: string; codeChallenge: string; resource: string | null },
 ): string {
   const url = new URL(p.config.authorize_endpoint);
   // Without the gateway's consent page, the provider must ask the person: it remembers consent per OAuth client, and
   // every agent shares the gateway's client (OIDC Core §3.1.2.1 prompt=consent; extra_authorize_params may override).
   if (p.config.consent_screen === false) url.searchParams.set("prompt", "consent");
-  for (const [k, v] of Object.entries(p.config.extra_authorize_params ?? {})) url.searchParams.set(k, v);
+  for (const [k, v] of Object.entries(extraAuthorizeParams(p))) url.searchParams.set(k, v);
   url.searchParams.set("response_type", "code");
   url.searchParams.set("client_id", p.config.client_id);
   url.searchParams.set("redirect_uri", o.redirectUri);
-  url.searchParams.set("scope", o.scopes.join(" "));
+  url.searchParams.set(scopeParameter(p), joinScopes(p, o.scopes));
   url.searchParams.set("state", o.state);
   url.searchParams.set("code_challenge", o.codeChallenge);
   url.searchParams.set("code_challenge_method", "S256");
@@ -39,15 +60,10 @@ export function authorizeUrl(
   return url.href;
 }
 
-/** Thrown when the provider refused a grant (`invalid_grant`): the grant is dead, retrying will not help. */
-export class GrantRefusedError extends Error {
-  override readonly name = "GrantRefusedError";
-}
-
 export async function exchangeCode(
-  p: OpenProvider,
+  p: OAuthProvider,
   o: { code: string; verifier: string; redirectUri: string; resource: string | null },
-  timeoutMs: number,
+  out: Outbound,
 ): Promise<UpstreamTokenResponse> {
   const form: Record<string, string> = {
     grant_type: "authorization_code",
@@ -56,28 +72,28 @@ export async function exchangeCode(
     code_verifier: o.verifier,
   };
   if (o.resource) form.resource = o.resource;
-  return tokenRequest(p, form, timeoutMs);
+  return tokenRequest(p, form, out);
 }
 
-export async function refreshGrant(p: OpenProvider, refreshToken: string, timeoutMs: number): Promise<UpstreamTokenResponse> {
-  return tokenRequest(p, { grant_type: "refresh_token", refresh_token: refreshToken }, timeoutMs);
+export async function refreshGrant(p: OAuthProvider, refreshToken: string, out: Outbound): Promise<UpstreamTokenResponse> {
+  return tokenRequest(p, { grant_type: "refresh_token", refresh_token: refreshToken }, out);
 }
 
 /** RFC 7009. Resolves to the HTTP status; network failures reject. */
-export async function revokeUpstream(p: OpenProvider, token: string, hint: "access_token" | "refresh_token", timeoutMs: number): Promise<number> {
+export async function revokeUpstream(p: OAuthProvider, token: string, hint: "access_token" | "refresh_token", out: Outbound): Promise<number> {
   if (!p.config.revocation_endpoint) throw new TypeError("provider has no revocation_endpoint");
-  const { headers, body } = clientAuth(p, { token, token_type_hint: hint });
-  const res = await fetch(p.config.revocation_endpoint, { method: "POST", headers, body, signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
+  const { headers, body } = encodeTokenRequest(p, clientAuthentication(p, { token, token_type_hint: hint }));
+  const res = await out.fetch(p.config.revocation_endpoint, { method: "POST", headers, body, signal: AbortSignal.timeout(out.timeoutMs), redirect: "manual" });
   await res.body?.cancel();
   return res.status;
 }
 
 /**
- * The user the provider authenticated: the OIDC id_token `sub` (received straight from the token endpoint over the
- * back channel, so OIDC Core §3.1.3.7 lets TLS stand in for the signature check), else the userinfo endpoint's
- * `sub` / `id` / `login`, else null.
+ * Quirk point — the user id: the OIDC id_token `sub` (received straight from the token endpoint over the back
+ * channel, so OIDC Core §3.1.3.7 lets TLS stand in for the signature check), else the userinfo endpoint's
+ * `sub` / `id` / `login`, else null (the gateway then uses a per-browser pseudonym).
  */
-export async function upstreamUserId(p: OpenProvider, t: UpstreamTokenResponse, timeoutMs: number): Promise<string | null> {
+export async function upstreamUserId(p: OAuthProvider, t: UpstreamTokenResponse, out: Outbound): Promise<string | null> {
   if (t.id_token) {
     try {
       const claims = decodeJwt(t.id_token);
@@ -89,9 +105,9 @@ export async function upstreamUserId(p: OpenProvider, t: UpstreamTokenResponse, 
   }
   if (!p.config.userinfo_endpoint) return null;
   try {
-    const res = await fetch(p.config.userinfo_endpoint, {
+    const res = await out.fetch(p.config.userinfo_endpoint, {
       headers: { authorization: `Bearer ${t.access_token}`, accept: "application/json" },
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: AbortSignal.timeout(out.timeoutMs),
     });
     if (!res.ok) return null;
     const info = (await res.json()) as Record<string, unknown>;
@@ -102,38 +118,65 @@ export async function upstreamUserId(p: OpenProvider, t: UpstreamTokenResponse, 
   }
 }
 
-// internal
+// internal — the quirk points and the one token request
 
-function clientAuth(p: OpenProvider, form: Record<string, string>): { headers: Record<string, string>; body: string } {
-  const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded", accept: "application/json" };
-  const params = new URLSearchParams(form);
+/** Quirk point — extra authorize parameters (e.g. Google's `access_type=offline`). */
+function extraAuthorizeParams(p: OAuthProvider): Record<string, string> {
+  return p.config.extra_authorize_params ?? {};
+}
+
+/** Quirk point — the authorize parameter that carries the scopes (RFC 6749 §3.3: `scope`). */
+function scopeParameter(_p: OAuthProvider): string {
+  return "scope";
+}
+
+/** Quirk point — how scopes are joined (RFC 6749 §3.3: space-delimited). */
+function joinScopes(_p: OAuthProvider, scopes: readonly string[]): string {
+  return scopes.join(" ");
+}
+
+/** Quirk point — client authentication at the token and revocation endpoints (RFC 6749 §2.3.1). */
+function clientAuthentication(p: OAuthProvider, form: Record<string, string>): { form: Record<string, string>; headers: Record<string, string> } {
   if (p.config.token_endpoint_auth_method === "client_secret_basic") {
     // RFC 6749 §2.3.1: id and secret are form-urlencoded before base64.
     const id = encodeURIComponent(p.config.client_id);
     const secret = encodeURIComponent(p.config.client_secret);
-    headers.authorization = `Basic ${Buffer.from(`${id}:${secret}`).toString("base64")}`;
-  } else {
-    params.set("client_id", p.config.client_id);
-    params.set("client_secret", p.config.client_secret);
+    return { form, headers: { authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString("base64")}` } };
   }
-  return { headers, body: params.toString() };
+  return { form: { ...form, client_id: p.config.client_id, client_secret: p.config.client_secret }, headers: {} };
 }
 
-async function tokenRequest(p: OpenProvider, form: Record<string, string>, timeoutMs: number): Promise<UpstreamTokenResponse> {
-  const { headers, body } = clientAuth(p, form);
-  let res: Response;
+/** Quirk point — the token request's body format and Accept header (RFC 6749 §4.1.3: form-encoded, JSON back). */
+function encodeTokenRequest(
+  _p: OAuthProvider,
+  r: { form: Record<string, string>; headers: Record<string, string> },
+): { headers: Record<string, string>; body: string } {
+  return {
+    headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json", ...r.headers },
+    body: new URLSearchParams(r.form).toString(),
+  };
+}
+
+/** Quirk point — reading the token endpoint's answer (RFC 6749 §5.1: a JSON object) into its fields. */
+function parseTokenResponse(_p: OAuthProvider, text: string): unknown {
   try {
-    res = await fetch(p.config.token_endpoint, { method: "POST", headers, body, signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
+    return JSON.parse(text);
+  } catch {
+    return null; // reported by the caller as a malformed response
+  }
+}
+
+async function tokenRequest(p: OAuthProvider, form: Record<string, string>, out: Outbound): Promise<UpstreamTokenResponse> {
+  const { headers, body } = encodeTokenRequest(p, clientAuthentication(p, form));
+  let res: Response;
+  let text: string;
+  try {
+    res = await out.fetch(p.config.token_endpoint, { method: "POST", headers, body, signal: AbortSignal.timeout(out.timeoutMs), redirect: "manual" });
+    text = await res.text();
   } catch (cause) {
     throw new AthError("OAUTH_ERROR", `The token endpoint of '${p.provider_id}' could not be reached`, { provider_id: p.provider_id }, { cause });
   }
-  const text = await res.text();
-  let payload: unknown = null;
-  try {
-    payload = JSON.parse(text);
-  } catch {
-    // a non-JSON answer is reported below
-  }
+  const payload = parseTokenResponse(p, text);
   if (!res.ok) {
     const error = typeof payload === "object" && payload && "error" in payload ? String((payload as { error: unknown }).error) : `http_${res.status}`;
     if (error === "invalid_grant") throw new GrantRefusedError(`provider '${p.provider_id}' refused the grant`);

@@ -1,5 +1,5 @@
 /** The HTML error pages of the browser-facing routes (consent, callback): what happened and what to do. */
-import { ERRORS, type ErrorCode } from "../../protocol/index.ts";
+import { AthError, ERRORS, type ErrorCode } from "../../protocol/index.ts";
 import { htmlResponse, renderErrorPage } from "./index.ts";
 
 const PAGES: Partial<Record<ErrorCode, { title: string; message: string; hint: string }>> = {
@@ -25,17 +25,21 @@ const PAGES: Partial<Record<ErrorCode, { title: string; message: string; hint: s
   },
 };
 
-export function errorPage(code: ErrorCode, message?: string): Response {
-  const page = PAGES[code];
-  const status = ERRORS[code].status;
+/**
+ * The page for an error of a browser-facing route. A message the handler wrote itself is shown; a code's default
+ * message gives way to the page's own words for it.
+ */
+export function errorPage(err: AthError): Response {
+  const page = PAGES[err.code];
+  const custom = err.message !== ERRORS[err.code].message;
   return htmlResponse(
     renderErrorPage({
-      status,
-      code,
-      title: page?.title ?? ERRORS[code].message,
-      message: message ?? page?.message ?? ERRORS[code].message,
+      status: err.status,
+      code: err.code,
+      title: page?.title ?? ERRORS[err.code].message,
+      message: custom ? err.message : (page?.message ?? err.message),
       ...(page ? { hint: page.hint } : {}),
     }),
-    { status },
+    { status: err.status, ...(err.headers ? { headers: err.headers } : {}) },
   );
 }

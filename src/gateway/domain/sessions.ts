@@ -1,0 +1,64 @@
+/** Consent sessions: which can still be used in the browser, denying one, and recording the person's consent. */
+import { AthError, PREFIX } from "../../protocol/index.ts";
+import type { SessionRecord } from "../../store/types.ts";
+import type { Gateway } from "../context.ts";
+import { hashSecret, mintSecret } from "../crypto/secrets.ts";
+import type { UpstreamTokenResponse } from "../oauth/client.ts";
+import { parseScopeString } from "../rules/scopes.ts";
+import { audit } from "./audit.ts";
+import { createGrant } from "./grants.ts";
+
+/** A session the person can still act on: found, pending, unexpired — else SESSION_NOT_FOUND / SESSION_EXPIRED. */
+export function requirePending(gw: Gateway, session: SessionRecord | null): SessionRecord {
+  if (!session || session.status !== "pending") throw new AthError("SESSION_NOT_FOUND");
+  if (session.expires_at <= gw.now()) throw new AthError("SESSION_EXPIRED");
+  return session;
+}
+
+/** pending → denied (the agent will get 403 USER_DENIED at /ath/token); false when it was no longer pending. */
+export async function denySession(gw: Gateway, session: SessionRecord, error: string): Promise<boolean> {
+  if (!(await gw.store.markSessionDenied(session.session_id))) return false;
+  await audit(gw, "consent.denied", { client_id: session.client_id, agent_id: session.agent_id, provider_id: session.provider_id, data: { error } });
+  return true;
+}
+
+/**
+ * The person consented at the provider: store the upstream grant (sealed), mark the session consented with the
+ * scopes the provider granted (the requested ones when it does not say) and the agent's one-time code, which is
+ * valid for one session lifetime from now (DESIGN §8). SESSION_NOT_FOUND when the session was decided meanwhile.
+ */
+export async function recordConsent(
+  gw: Gateway,
+  session: SessionRecord,
+  o: { tokens: UpstreamTokenResponse; userId: string },
+): Promise<{ agentCode: string; expiresAt: number }> {
+  const grant = await createGrant(gw, {
+    providerId: session.provider_id,
+    userId: o.userId,
+    agentId: session.agent_id,
+    tokens: o.tokens,
+    requestedScopes: session.requested_scopes,
+  });
+  const agentCode = mintSecret(PREFIX.code);
+  const consented = o.tokens.scope !== undefined ? parseScopeString(o.tokens.scope) : session.requested_scopes;
+  const expiresAt = gw.now() + gw.opts.sessionTtlSeconds * 1000;
+  const marked = await gw.store.markSessionConsented(session.session_id, {
+    code_hash: hashSecret(agentCode),
+    user_id: o.userId,
+    consented_scopes: consented,
+    grant_id: grant.grant_id,
+    expires_at: expiresAt,
+  });
+  if (!marked) {
+    await gw.store.deleteGrant(grant.grant_id);
+    throw new AthError("SESSION_NOT_FOUND");
+  }
+  await audit(gw, "consent.granted", {
+    client_id: session.client_id,
+    agent_id: session.agent_id,
+    provider_id: session.provider_id,
+    user_id: o.userId,
+    data: { consented },
+  });
+  return { agentCode, expiresAt };
+}

@@ -1,0 +1,58 @@
+/**
+ * Reading protocol requests: bounded bodies (the route's `maxBody`), JSON and form parsing into zod schemas, the
+ * bearer token of the Authorization header.
+ */
+import type { z } from "zod";
+import { AthError, formatIssues } from "../../protocol/index.ts";
+import type { Call } from "../context.ts";
+import { readBounded } from "./body.ts";
+
+/** Reads the body as text, refusing more than the route's `maxBody` (413) without buffering past it. */
+export async function readText(call: Call): Promise<string> {
+  const { req, route } = call;
+  const tooLarge = () => new AthError("PAYLOAD_TOO_LARGE", `The request body exceeds ${route.maxBody} bytes`);
+  return new TextDecoder().decode(await readBounded(req.body, req.headers.get("content-length"), route.maxBody, tooLarge));
+}
+
+/** Parses a body that is either JSON or `application/x-www-form-urlencoded` (RFC 6749 §4.1.3) into an object. */
+export async function readObject(call: Call, opts: { form: boolean }): Promise<Record<string, unknown>> {
+  const type = (call.req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  const text = await readText(call);
+  if (opts.form && type === "application/x-www-form-urlencoded") {
+    return Object.fromEntries(new URLSearchParams(text));
+  }
+  if (type !== "application/json" && type !== "" && !type.endsWith("+json")) {
+    const accepted = opts.form ? "application/json or application/x-www-form-urlencoded" : "application/json";
+    throw new AthError("INVALID_REQUEST", `Content-Type must be ${accepted}`, { field: "content-type" });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new AthError("INVALID_REQUEST", "The request body is not valid JSON", { field: "body" });
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new AthError("INVALID_REQUEST", "The request body must be a JSON object", { field: "body" });
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Validates with a zod schema; failures are 400 INVALID_REQUEST naming the first field and listing every issue. */
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const first = r.error.issues[0];
+  const field = first ? first.path.map(String).join(".") || "body" : "body";
+  const issues = formatIssues(r.error);
+  throw new AthError("INVALID_REQUEST", `Invalid request: ${issues[0] ?? "schema violation"}`, { field, issues });
+}
+
+export async function readJson<S extends z.ZodType>(call: Call, schema: S, opts = { form: false }): Promise<z.infer<S>> {
+  return parseWith(schema, await readObject(call, opts));
+}
+
+/** The token of `Authorization: Bearer <token>` (RFC 6750 §2.1), or null. */
+export function bearerToken(req: Request): string | null {
+  const match = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
+  return match?.[1] ?? null;
+}

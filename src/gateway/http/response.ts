@@ -1,0 +1,37 @@
+/** Building responses: JSON (never cached), redirects, and the one exposure rule for errors. */
+import { AthError, HEADERS } from "../../protocol/index.ts";
+
+const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" };
+
+export function json(body: unknown, status = 200, headers?: Record<string, string>): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...NO_STORE, ...headers },
+  });
+}
+
+/**
+ * The exposure rule (node-oidc-provider's err_out): an AthError goes out as is; anything else as INTERNAL_ERROR,
+ * logged, never with a stack or a cause. Every error the gateway itself answers carries `X-ATH-Error: <code>`, which
+ * the proxy never lets an upstream set, so a client can tell a gateway refusal from an upstream body that merely
+ * looks like one.
+ */
+export function errorResponse(err: unknown, log: (msg: string, err: unknown) => void): Response {
+  const e = exposed(err, log);
+  return json(e.toJSON(), e.status, { ...e.headers, [HEADERS.error]: e.code });
+}
+
+/** The error as it may be shown: itself if an AthError, else INTERNAL_ERROR (and the original is logged). */
+export function exposed(err: unknown, log: (msg: string, err: unknown) => void): AthError {
+  if (err instanceof AthError) return err;
+  log("internal error", err);
+  return new AthError("INTERNAL_ERROR");
+}
+
+export function redirect(location: string, status: 302 | 303 = 303, headers?: HeadersInit): Response {
+  const h = new Headers(headers);
+  h.set("location", location);
+  h.set("cache-control", "no-store");
+  h.set("referrer-policy", "no-referrer");
+  return new Response(null, { status, headers: h });
+}

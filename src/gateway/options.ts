@@ -1,0 +1,166 @@
+/**
+ * The options of `ath serve`, in one place: every flag (with its `ATH_*` variable, help text and default) and one zod
+ * schema that turns flags-over-environment into typed options, reporting every problem at once, each naming its
+ * flag. `cli/serve.ts` only hands the parsed flags and the environment in.
+ */
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { LIMITS } from "../protocol/index.ts";
+
+/** The flags of `ath serve` (citty's argument shape, plus the environment variable each falls back to). */
+export const SERVE_FLAGS = {
+  host: { type: "string", env: "ATH_HOST", description: "Address to listen on (env ATH_HOST; default 127.0.0.1)", valueHint: "addr" },
+  port: { type: "string", env: "ATH_PORT", description: "Port (env ATH_PORT; 0 picks a free one)", valueHint: "n" },
+  "base-url": { type: "string", env: "ATH_BASE_URL", description: "Public base URL (env ATH_BASE_URL)", valueHint: "url" },
+  providers: { type: "string", env: "ATH_PROVIDERS_FILE", description: "Providers JSON file, ${ENV} interpolated (env ATH_PROVIDERS_FILE)", valueHint: "file" },
+  "data-dir": { type: "string", env: "ATH_DATA_DIR", description: "State directory (env ATH_DATA_DIR; default $ATH_HOME/gateway)", valueHint: "dir" },
+  db: { type: "string", env: "ATH_DATABASE_URL", description: "sqlite:PATH or postgres://… (env ATH_DATABASE_URL)", valueHint: "url" },
+  "admin-token": { type: "string", env: "ATH_ADMIN_TOKEN", description: "Admin API token (env ATH_ADMIN_TOKEN; generated once if unset)", valueHint: "token" },
+  approval: { type: "enum", env: "ATH_APPROVAL", options: ["auto", "manual"] as string[], description: "Agent approval policy (env ATH_APPROVAL)" },
+  "session-ttl": { type: "string", description: "Consent session lifetime, seconds (max 600)", valueHint: "s" },
+  "token-ttl": { type: "string", description: "ATH token lifetime, seconds (default 3600)", valueHint: "s" },
+  "upstream-timeout": { type: "string", description: "Provider API timeout, seconds (default 30)", valueHint: "s" },
+  "sweep-interval": { type: "string", description: "Seconds between sweeps of expired rows (default 60)", valueHint: "s" },
+  "sweep-retention": { type: "string", description: "Seconds revoked/expired tokens and dead grants are kept (default 86400)", valueHint: "s" },
+  "audit-retention": { type: "string", description: "Days audit events are kept (default 90)", valueHint: "days" },
+  "strict-scopes": { type: "boolean", description: "Refuse proxy calls to providers without scope_rules" },
+  "tls-cert": { type: "string", description: "TLS certificate (PEM)", valueHint: "file" },
+  "tls-key": { type: "string", description: "TLS private key (PEM)", valueHint: "file" },
+  dev: { type: "boolean", description: "Development: allow http:// and loopback agent identity documents" },
+  demo: { type: "boolean", description: "Mount the sandbox provider `demo` under /demo" },
+  insecure: { type: "boolean", description: "Allow plain http on a non-loopback address" },
+  "trust-proxy": { type: "boolean", description: "TLS is terminated by a proxy in front (allows plain http)" },
+} as const satisfies Record<string, FlagSpec>;
+
+export type ServeOptions = z.output<typeof ServeOptions>;
+
+/** A flag or option problem; the message lists every one, each naming its flag. */
+export class OptionsError extends Error {
+  override readonly name = "OptionsError";
+}
+
+/**
+ * Flags win over `ATH_*` variables, which win over defaults. `env` also supplies ATH_HOME (the default data dir's
+ * parent) and ATH_MASTER_KEY.
+ */
+export function resolveServeOptions(flags: Record<string, unknown>, env: Record<string, string | undefined>): ServeOptions {
+  const raw: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(SERVE_FLAGS) as [keyof typeof SERVE_FLAGS, FlagSpec][]) {
+    const given = flags[name];
+    const fromEnv = spec.env ? env[spec.env] : undefined;
+    raw[name] = given !== undefined && given !== "" ? given : fromEnv !== undefined && fromEnv !== "" ? fromEnv : undefined;
+  }
+  raw.home = env.ATH_HOME || join(homedir(), ".ath");
+  raw["master-key"] = env.ATH_MASTER_KEY || undefined;
+  const parsed = ServeOptions.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  throw new OptionsError(parsed.error.issues.map((i) => i.message).join("\n"));
+}
+
+// internal
+
+interface FlagSpec {
+  type: "string" | "boolean" | "enum";
+  description: string;
+  valueHint?: string;
+  options?: string[];
+  env?: string;
+}
+
+/** An integer flag within [min, max], with its default. */
+function integer(flag: string, min: number, max: number, fallback: number) {
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return fallback;
+      if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+        ctx.addIssue({ code: "custom", message: `--${flag} must be an integer from ${min} to ${max}, got "${v}"` });
+        return z.NEVER;
+      }
+      return Number(v);
+    });
+}
+
+function enumOf<T extends string>(flag: string, env: string, values: readonly [T, ...T[]], fallback: T) {
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return fallback;
+      if (!(values as readonly string[]).includes(v)) {
+        ctx.addIssue({ code: "custom", message: `--${flag} (or ${env}) must be ${values.join(" or ")}, got "${v}"` });
+        return z.NEVER;
+      }
+      return v as T;
+    });
+}
+
+const flag = z.boolean().optional().transform((v) => v === true);
+const text = z.string().optional();
+
+const LOOPBACK_HOSTS = ["127.0.0.1", "::1", "localhost"];
+
+const ServeOptions = z
+  .object({
+    host: z.string().default("127.0.0.1"),
+    port: integer("port", 0, 65535, 8787),
+    "base-url": text,
+    providers: text,
+    "data-dir": text,
+    db: text,
+    "admin-token": text,
+    approval: enumOf("approval", "ATH_APPROVAL", ["auto", "manual"], "auto"),
+    "session-ttl": integer("session-ttl", 1, LIMITS.sessionTtlMaxSeconds, LIMITS.sessionTtlMaxSeconds),
+    "token-ttl": integer("token-ttl", 1, 366 * 24 * 3600, LIMITS.tokenTtlDefaultSeconds),
+    "upstream-timeout": integer("upstream-timeout", 1, 600, 30),
+    "sweep-interval": integer("sweep-interval", 1, 86400, 60),
+    "sweep-retention": integer("sweep-retention", 1, 366 * 24 * 3600, 86400),
+    "audit-retention": integer("audit-retention", 1, 36500, 90),
+    "strict-scopes": flag,
+    "tls-cert": text,
+    "tls-key": text,
+    dev: flag,
+    demo: flag,
+    insecure: flag,
+    "trust-proxy": flag,
+    home: z.string(),
+    "master-key": text,
+  })
+  .superRefine((o, ctx) => {
+    const base = o["base-url"];
+    if (base !== undefined && !/^https?:\/\/[^/]+/.test(base)) ctx.addIssue({ code: "custom", message: `--base-url must be an http(s) URL, got "${base}"` });
+    if (Boolean(o["tls-cert"]) !== Boolean(o["tls-key"])) ctx.addIssue({ code: "custom", message: "--tls-cert and --tls-key go together" });
+    if (!o["tls-cert"] && !LOOPBACK_HOSTS.includes(o.host) && !o.insecure && !o["trust-proxy"]) {
+      ctx.addIssue({
+        code: "custom",
+        message: `refusing plain http on ${o.host}: use --tls-cert/--tls-key, --trust-proxy (TLS in front), or --insecure`,
+      });
+    }
+  })
+  .transform((o) => ({
+    host: o.host,
+    port: o.port,
+    /** Public base URL without a trailing slash; when absent, derived from the listener once it is bound. */
+    baseUrl: o["base-url"]?.replace(/\/+$/, ""),
+    providersFile: o.providers,
+    dataDir: o["data-dir"] ?? join(o.home, "gateway"),
+    /** `sqlite:PATH` or `postgres://…`; default `sqlite:<dataDir>/ath.db`. */
+    db: o.db,
+    adminToken: o["admin-token"],
+    masterKey: o["master-key"],
+    tls: o["tls-cert"] && o["tls-key"] ? { cert: o["tls-cert"], key: o["tls-key"] } : undefined,
+    approval: o.approval,
+    sessionTtlSeconds: o["session-ttl"],
+    tokenTtlSeconds: o["token-ttl"],
+    upstreamTimeoutMs: o["upstream-timeout"] * 1000,
+    sweepIntervalMs: o["sweep-interval"] * 1000,
+    /** Revoked/expired tokens and dead grants are kept this long (audit and debugging). */
+    sweepRetentionMs: o["sweep-retention"] * 1000,
+    /** Audit events are kept this long: an unauthenticated caller can add events, so they cannot grow forever. */
+    auditRetentionMs: o["audit-retention"] * 24 * 3600 * 1000,
+    strictScopes: o["strict-scopes"],
+    dev: o.dev,
+    demo: o.demo,
+  }));

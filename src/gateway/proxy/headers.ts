@@ -1,0 +1,47 @@
+/**
+ * The proxy's header rules as named lists (hono's proxy helper keeps them the same way), applied by one filter in
+ * both directions.
+ */
+
+/** RFC 9110 §7.6.1: hop-by-hop fields are meaningful for one connection only and never forwarded. */
+const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"];
+/** Credentials and routing of the agent↔gateway hop; the upstream must never see them. */
+const AGENT_HOP = ["host", "authorization", "cookie", "content-length", "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"];
+/**
+ * Headers some frameworks read as "the real method / URL" (Google APIs, Symfony, IIS): scope_rules judged the
+ * request's own method and path, so these would let an agent do what no rule allowed.
+ */
+const OVERRIDES = ["x-http-method-override", "x-http-method", "x-method-override", "x-original-url", "x-rewrite-url", "x-original-method"];
+/** The upstream may not set cookies on the gateway's origin. */
+const UPSTREAM_COOKIES = ["set-cookie", "set-cookie2"];
+
+const TO_UPSTREAM = new Set([...HOP_BY_HOP, ...AGENT_HOP, ...OVERRIDES]);
+const TO_AGENT = new Set([...HOP_BY_HOP, ...UPSTREAM_COOKIES]);
+
+/** The agent's request headers the upstream may see (the upstream token is added by the relay). */
+export function upstreamRequestHeaders(incoming: Headers): Headers {
+  return filter(incoming, TO_UPSTREAM);
+}
+
+/** The upstream's response headers the agent may see. */
+export function agentResponseHeaders(incoming: Headers): Headers {
+  return filter(incoming, TO_AGENT);
+}
+
+// internal
+
+/**
+ * Drops the listed names, every name the Connection header lists (RFC 9110 §7.6.1) and every `X-ATH-*` (only the
+ * gateway speaks as the gateway: an upstream cannot forge a refusal, an agent cannot pass one on).
+ */
+function filter(incoming: Headers, drop: ReadonlySet<string>): Headers {
+  const out = new Headers();
+  const connection = incoming.get("connection");
+  const listed = connection ? connection.toLowerCase().split(",").map((s) => s.trim()) : [];
+  for (const [name, value] of incoming) {
+    const n = name.toLowerCase();
+    if (drop.has(n) || n.startsWith("x-ath-") || listed.includes(n)) continue;
+    out.append(name, value);
+  }
+  return out;
+}

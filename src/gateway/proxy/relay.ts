@@ -1,0 +1,49 @@
+/** Sending a proxied request upstream: the body (buffered when small enough to replay once), the upstream token, a timeout. */
+import { AthError } from "../../protocol/index.ts";
+import type { Gateway } from "../context.ts";
+import type { LiveAccess } from "../domain/grants.ts";
+
+/** Bodies up to this size are buffered so the request can be replayed once after a token refresh. */
+const REPLAYABLE_BODY_BYTES = 1024 * 1024;
+
+export interface PreparedBody {
+  data: ArrayBuffer | ReadableStream<Uint8Array> | null;
+  replayable: boolean;
+}
+
+export async function prepareBody(req: Request): Promise<PreparedBody> {
+  if (!req.body || req.method === "GET" || req.method === "HEAD") return { data: null, replayable: true };
+  const length = req.headers.get("content-length");
+  if (length !== null && Number(length) <= REPLAYABLE_BODY_BYTES) return { data: await req.arrayBuffer(), replayable: true };
+  return { data: req.body, replayable: false };
+}
+
+/** One upstream call with the upstream token; 504 UPSTREAM_TIMEOUT / 502 UPSTREAM_UNAVAILABLE when it cannot be had. */
+export async function send(gw: Gateway, method: string, target: URL, headers: Headers, body: PreparedBody, access: LiveAccess): Promise<Response> {
+  const h = new Headers(headers);
+  h.set("authorization", `Bearer ${access.accessToken}`);
+  // A timer cleared once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
+  // long streamed body must not be cut when it fires.
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), gw.opts.upstreamTimeoutMs);
+  try {
+    // decompress: false — Bun's fetch would otherwise inflate the body yet keep Content-Encoding (DESIGN §3).
+    const init: RequestInit & { decompress: boolean; duplex?: "half" } = {
+      method,
+      headers: h,
+      body: body.data,
+      redirect: "manual",
+      signal: controller.signal,
+      decompress: false,
+    };
+    if (body.data instanceof ReadableStream) init.duplex = "half";
+    return await gw.fetch(target, init);
+  } catch (cause) {
+    if (controller.signal.aborted) {
+      throw new AthError("UPSTREAM_TIMEOUT", `The provider API did not answer within ${gw.opts.upstreamTimeoutMs} ms`, { url_origin: target.origin });
+    }
+    throw new AthError("UPSTREAM_UNAVAILABLE", `The provider API at ${target.origin} could not be reached`, { url_origin: target.origin }, { cause });
+  } finally {
+    clearTimeout(timer);
+  }
+}

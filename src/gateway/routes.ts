@@ -1,0 +1,76 @@
+/**
+ * THE route table, as data: every endpoint of the gateway is one row — method, path template, what its errors look
+ * like (`kind`), who may call it (`auth`), which rate budget it counts against (`limit`) and how large a body it reads
+ * (`maxBody`). The pipeline (http/pipeline.ts) applies those columns; handlers only do their protocol step.
+ */
+import { LIMITS, PATHS } from "../protocol/index.ts";
+import * as adminAgents from "./admin/agents.ts";
+import * as adminProviders from "./admin/providers.ts";
+import type { Handler, Route, RouteAuth, RouteKind, RouteLimit } from "./context.ts";
+import { authorize } from "./endpoints/authorize.ts";
+import { callback } from "./endpoints/callback.ts";
+import { showConsent, submitConsent } from "./endpoints/consent.ts";
+import { discovery, health } from "./endpoints/discovery.ts";
+import { register } from "./endpoints/register.ts";
+import { revoke } from "./endpoints/revoke.ts";
+import { token } from "./endpoints/token.ts";
+import { proxy } from "./proxy/handler.ts";
+
+export interface RouteFeatures {
+  /** `ath serve --demo`: the sandbox provider under /demo/. */
+  demo: boolean;
+}
+
+/** The gateway's routes; optional features add their rows. */
+export function routeTable(features: RouteFeatures): Route[] {
+  return [
+    row("discovery", "GET", PATHS.discovery, "api", discovery),
+    row("health", "GET", PATHS.health, "api", health),
+
+    // Phase A and B (DESIGN §3)
+    row("register", "POST", PATHS.register, "api", register, { limit: "register" }),
+    row("authorize", "POST", PATHS.authorize, "api", authorize, { limit: "auth" }),
+    row("consent", "GET", `${PATHS.consent}/{handle}`, "page", showConsent),
+    row("consent.decide", "POST", `${PATHS.consent}/{handle}`, "page", submitConsent),
+    row("callback", "GET", PATHS.callback, "page", callback),
+    row("token", "POST", PATHS.token, "api", token, { limit: "auth" }),
+    row("revoke", "POST", PATHS.revoke, "api", revoke),
+
+    // The proxy streams its bodies: maxBody does not apply to them.
+    row("proxy", "*", `${PATHS.proxy}/{provider_id}/*`, "proxy", proxy, { limit: "proxy" }),
+
+    // Admin API (DESIGN §9)
+    row("admin.providers.list", "GET", PATHS.adminProviders, "api", adminProviders.list, { auth: "admin" }),
+    row("admin.providers.create", "POST", PATHS.adminProviders, "api", adminProviders.create, { auth: "admin" }),
+    row("admin.providers.get", "GET", `${PATHS.adminProviders}/{provider_id}`, "api", adminProviders.get, { auth: "admin" }),
+    row("admin.providers.put", "PUT", `${PATHS.adminProviders}/{provider_id}`, "api", adminProviders.put, { auth: "admin" }),
+    row("admin.providers.delete", "DELETE", `${PATHS.adminProviders}/{provider_id}`, "api", adminProviders.remove, { auth: "admin" }),
+    row("admin.agents.list", "GET", PATHS.adminAgents, "api", adminAgents.list, { auth: "admin" }),
+    row("admin.agents.get", "GET", `${PATHS.adminAgents}/{client_id}`, "api", adminAgents.get, { auth: "admin" }),
+    row("admin.agents.patch", "PATCH", `${PATHS.adminAgents}/{client_id}`, "api", adminAgents.patch, { auth: "admin" }),
+
+    ...(features.demo ? [row("demo", "*", "/demo/*", "page", (call) => call.gw.demo!.fetch(call.req))] : []),
+  ];
+}
+
+// internal
+
+function row(
+  name: string,
+  method: string,
+  path: string,
+  kind: RouteKind,
+  handler: Handler,
+  o: { auth?: RouteAuth; limit?: RouteLimit; maxBody?: number } = {},
+): Route {
+  return {
+    name,
+    method,
+    path,
+    kind,
+    auth: o.auth ?? "none",
+    ...(o.limit ? { limit: o.limit } : {}),
+    maxBody: o.maxBody ?? LIMITS.maxBodyBytes,
+    handler,
+  };
+}

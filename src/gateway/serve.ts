@@ -1,0 +1,111 @@
+/**
+ * `ath serve` as a process: the store, the master key and the providers file from the options, createGateway behind
+ * Bun.serve (TLS when configured), the sweeper, the ready line, and a graceful stop on SIGTERM/SIGINT (stop
+ * accepting, finish in-flight requests, close the store).
+ */
+import { join } from "node:path";
+import { openStore } from "../store/index.ts";
+import { createGateway, type App } from "./app.ts";
+import type { Logger } from "./context.ts";
+import { loadOrCreateMasterKey } from "./crypto/sealing.ts";
+import { errorResponse } from "./http/response.ts";
+import { startSweeper } from "./ops/sweeper.ts";
+import type { ServeOptions } from "./options.ts";
+import { loadProvidersFile } from "./providers/file.ts";
+
+export interface RunningServer {
+  app: App;
+  /** The public base URL. */
+  url: string;
+  /** Stop accepting, finish in-flight requests, close the store. */
+  stop(): Promise<void>;
+}
+
+/** Starts the gateway; resolves once it is configured and listening. */
+export async function startServer(o: ServeOptions, meta: { version: string; log: Logger }): Promise<RunningServer> {
+  const providers = o.providersFile ? loadProvidersFile(o.providersFile) : {};
+  const store = await openStore(o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`);
+  const masterKey = loadOrCreateMasterKey(o.dataDir, o.masterKey);
+  // Requests that arrive before the gateway is configured wait for it (a port of 0 is known only once bound).
+  let app: App | undefined;
+  let configured: (a: App) => void = () => undefined;
+  const ready = new Promise<App>((resolve) => (configured = resolve));
+  const server = Bun.serve({
+    hostname: o.host,
+    port: o.port,
+    // Bun's idle timeout (max 255 s) must outlast slow upstreams and streamed bodies.
+    idleTimeout: 255,
+    ...(o.tls ? { tls: { cert: Bun.file(o.tls.cert), key: Bun.file(o.tls.key) } } : {}),
+    fetch: (req) => (app ? app.fetch(req) : ready.then((a) => a.fetch(req))),
+    // Only reached if the pipeline's own boundary failed; same exposure rule.
+    error: (err) => errorResponse(err, (msg, e) => meta.log.error(msg, e)),
+  });
+  const scheme = o.tls ? "https" : "http";
+  const url = o.baseUrl ?? `${scheme}://${o.host.includes(":") ? `[${o.host}]` : o.host}:${server.port}`;
+  try {
+    app = await createGateway(
+      {
+        baseUrl: url,
+        version: meta.version,
+        dev: o.dev,
+        approval: o.approval,
+        sessionTtlSeconds: o.sessionTtlSeconds,
+        tokenTtlSeconds: o.tokenTtlSeconds,
+        strictScopes: o.strictScopes,
+        upstreamTimeoutMs: o.upstreamTimeoutMs,
+        providers,
+        ...(o.adminToken ? { adminToken: o.adminToken } : {}),
+        masterKey,
+        demo: o.demo,
+      },
+      { store, log: meta.log },
+    );
+  } catch (err) {
+    await server.stop(true);
+    await store.close();
+    throw err;
+  }
+  configured(app);
+  const stopSweeper = startSweeper(app.gateway, {
+    intervalMs: o.sweepIntervalMs,
+    retentionMs: o.sweepRetentionMs,
+    auditRetentionMs: o.auditRetentionMs,
+  });
+  const running = app;
+  return {
+    app: running,
+    url,
+    async stop() {
+      stopSweeper();
+      await server.stop(false);
+      await running.close();
+    },
+  };
+}
+
+/**
+ * Runs until SIGTERM/SIGINT: prints a generated admin token once (stderr), then exactly one line `listening on
+ * <base_url>` (stdout) when ready; the signal handlers are in place before that line, since a supervisor may signal
+ * as soon as it reads it.
+ */
+export async function runServer(o: ServeOptions, meta: { version: string; log: Logger }): Promise<void> {
+  const running = await startServer(o, meta);
+  if (running.app.generatedAdminToken) {
+    process.stderr.write(`admin token (shown once, store it now): ${running.app.generatedAdminToken}\n`);
+  }
+  const stopped = new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off("SIGTERM", stop);
+      process.off("SIGINT", stop);
+      running.stop().then(resolve, (err) => {
+        meta.log.error("shutdown failed", err);
+        resolve();
+      });
+    };
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+  });
+  await Bun.sleep(0); // let the runtime install the signal handlers
+  process.stdout.write(`listening on ${running.url}\n`);
+  await stopped;
+}
