@@ -49,12 +49,18 @@ function driver(sql: SQL): Driver {
     }
     return t;
   };
-  return {
-    kind: "postgres",
-    all: async (q, params = []) => [...((await sql.unsafe(text(q), params)) as Row[])],
-    run: async (q, params = []) => ((await sql.unsafe(text(q), params)) as { count: number }).count,
-    close: () => sql.close(),
+  const over = (conn: Pick<SQL, "unsafe">, inTransaction: boolean): Driver => {
+    const d: Driver = {
+      kind: "postgres",
+      all: async (q, params = []) => [...((await conn.unsafe(text(q), params)) as Row[])],
+      run: async (q, params = []) => ((await conn.unsafe(text(q), params)) as { count: number }).count,
+      // sql.begin reserves one connection of the pool for the transaction.
+      transaction: (fn) => (inTransaction ? fn(d) : sql.begin((tx) => fn(over(tx, true)))),
+      close: () => sql.close(),
+    };
+    return d;
   };
+  return over(sql, false);
 }
 
 async function migrate(sql: SQL, schema: string | undefined): Promise<void> {

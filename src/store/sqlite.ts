@@ -34,12 +34,54 @@ export function openSqliteStore(path: string): Store {
 
 // internal
 
+/**
+ * bun:sqlite has one connection, so a statement issued by another request while a transaction awaits would run
+ * inside it: outside a transaction, every statement (and every other transaction) first waits for the running one.
+ */
 function driver(db: Database): Driver {
   const bind = (params: unknown[]) => params.map((p) => (p === undefined ? null : p)) as SQLQueryBindings[];
+  const all = (sql: string, params: unknown[] = []) => db.query<Row, SQLQueryBindings[]>(sql).all(...bind(params));
+  const run = (sql: string, params: unknown[] = []) => db.query<Row, SQLQueryBindings[]>(sql).run(...bind(params)).changes;
+  let running: Promise<void> | null = null;
+  const inside: Driver = {
+    kind: "sqlite",
+    all: async (sql, params) => all(sql, params),
+    run: async (sql, params) => run(sql, params),
+    transaction: (fn) => fn(inside),
+    close: async () => {
+      throw new TypeError("close() inside a transaction");
+    },
+  };
   return {
     kind: "sqlite",
-    all: async (sql, params = []) => db.query<Row, SQLQueryBindings[]>(sql).all(...bind(params)),
-    run: async (sql, params = []) => db.query<Row, SQLQueryBindings[]>(sql).run(...bind(params)).changes,
+    async all(sql, params) {
+      while (running) await running;
+      return all(sql, params);
+    },
+    async run(sql, params) {
+      while (running) await running;
+      return run(sql, params);
+    },
+    async transaction(fn) {
+      while (running) await running;
+      let end: () => void = () => undefined;
+      running = new Promise((resolve) => (end = resolve));
+      try {
+        // IMMEDIATE takes the write lock now, so a decision never fails half-way on another process's lock.
+        db.exec("BEGIN IMMEDIATE");
+        try {
+          const result = await fn(inside);
+          db.exec("COMMIT");
+          return result;
+        } catch (err) {
+          if (db.inTransaction) db.exec("ROLLBACK");
+          throw err;
+        }
+      } finally {
+        running = null;
+        end();
+      }
+    },
     close: async () => db.close(),
   };
 }

@@ -195,5 +195,13 @@ export interface Store {
    * `auditRetainMs` is given) audit events older than that.
    */
   sweep(now: number, retainMs: number, auditRetainMs?: number): Promise<SweepResult>;
+
+  /**
+   * Runs one decision that spans several statements atomically: `fn` gets a Store bound to the transaction; it
+   * commits when `fn` resolves and rolls back when it throws. Other work on this store waits meanwhile on SQLite (one
+   * connection, `BEGIN IMMEDIATE`); on PostgreSQL it runs on its own connection, and rows that must not change under
+   * the decision are read with `… FOR UPDATE`. Calling it on the Store it gave joins the running transaction.
+   */
+  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }

@@ -301,6 +301,79 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       });
     });
 
+    describe("transactions", () => {
+      test("a transaction commits what its function wrote when it resolves", async () => {
+        const agent = agentFixture();
+        const result = await store.transaction(async (tx) => {
+          await tx.createAgent(agent);
+          await tx.setMeta("tx", "done");
+          return "ok";
+        });
+        expect(result).toBe("ok");
+        expect((await store.getAgentByClientId(agent.client_id))?.agent_id).toBe(agent.agent_id);
+        expect(await store.getMeta("tx")).toBe("done");
+      });
+
+      test("a transaction whose function throws leaves nothing it wrote behind", async () => {
+        const err = await store
+          .transaction(async (tx) => {
+            await tx.createAgent(agentFixture({ client_id: "c-rollback" }));
+            await tx.setMeta("tx", "half");
+            throw new Error("decided against it");
+          })
+          .catch((e: unknown) => e);
+        expect((err as Error).message).toBe("decided against it");
+        expect(await store.getAgentByClientId("c-rollback")).toBeNull();
+        expect(await store.getMeta("tx")).toBeNull();
+        expect(await h.count("agents")).toBe(0);
+      });
+
+      test("a transaction started from inside another joins it: one rollback undoes both", async () => {
+        await store
+          .transaction(async (tx) => {
+            await tx.transaction(async (inner) => inner.setMeta("inner", "1"));
+            await tx.setMeta("outer", "1");
+            throw new Error("undo");
+          })
+          .catch(() => undefined);
+        expect(await store.getMeta("inner")).toBeNull();
+        expect(await store.getMeta("outer")).toBeNull();
+      });
+
+      // SQLite has one writer: its transactions run one after another, and other statements wait for them.
+      test.if(name === "SQLite")("SQLite: 20 concurrent read-modify-write transactions lose no update", async () => {
+        await store.setMeta("counter", "0");
+        await Promise.all(
+          Array.from({ length: 20 }, () =>
+            store.transaction(async (tx) => {
+              const value = Number(await tx.getMeta("counter"));
+              await Bun.sleep(1); // yield: without isolation another transaction would read the same value
+              await tx.setMeta("counter", String(value + 1));
+            }),
+          ),
+        );
+        expect(await store.getMeta("counter")).toBe("20");
+      });
+
+      test.if(name === "SQLite")("SQLite: a statement issued while a transaction awaits does not run inside it", async () => {
+        let release: () => void = () => undefined;
+        const gate = new Promise<void>((r) => (release = r));
+        const tx = store
+          .transaction(async (t) => {
+            await t.setMeta("a", "1");
+            await gate;
+            throw new Error("rolled back");
+          })
+          .catch(() => undefined);
+        const outside = store.setMeta("b", "outside");
+        await Bun.sleep(5);
+        release();
+        await Promise.all([tx, outside]);
+        expect(await store.getMeta("a")).toBeNull();
+        expect(await store.getMeta("b")).toBe("outside");
+      });
+    });
+
     test("audit is append-only and listed newest first, filtered by type and limited", async () => {
       await store.appendAudit({ type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", data: { status: "approved" } });
       await store.appendAudit({ type: "token.issued", at: T0 + 1, client_id: "c1", provider_id: "github", user_id: "u1" });
