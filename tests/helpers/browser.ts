@@ -42,6 +42,9 @@ export interface NavigateOptions {
 export class Browser {
   readonly cookies: Cookie[] = [];
 
+  /** `fetch` is the network: the global one, or an in-process gateway's (tests/helpers/in-process.ts). */
+  constructor(private readonly fetch: (req: Request) => Promise<Response> = (req) => globalThis.fetch(req)) {}
+
   /** Cookies the jar would send to `url`, as `name=value` pairs. */
   cookiesFor(url: string): Cookie[] {
     const u = new URL(url);
@@ -65,7 +68,7 @@ export class Browser {
       const cookie = this.cookiesFor(current).map((c) => `${c.name}=${c.value}`).join("; ");
       if (cookie) headers.set("cookie", cookie);
       if (body !== undefined) headers.set("content-type", options.contentType ?? "application/x-www-form-urlencoded");
-      const response = await fetch(current, { method, headers, body, redirect: "manual" });
+      const response = await this.fetch(new Request(current, { method, headers, body, redirect: "manual" }));
       this.store(current, response.headers.getSetCookie());
       const location = response.headers.get("location");
       if (response.status >= 300 && response.status < 400 && location !== null) {
