@@ -126,7 +126,7 @@ describe("the pipeline applies the route table", () => {
   });
 
   test("admin rows refuse a missing or wrong admin token before the handler runs, and admit the right one", async () => {
-    for (const headers of [{}, { "x-ath-user-token": "wrong" }]) {
+    for (const headers of [{}, { "x-ath-user-token": "wrong" }] as Record<string, string>[]) {
       const res = await g.fetch(PATHS.adminProviders, { headers });
       expectError(await asError(res), "UNAUTHORIZED");
     }
