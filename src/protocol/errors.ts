@@ -78,7 +78,3 @@ export class AthError extends Error {
       : { code: this.code, message: this.message, details: this.details };
   }
 }
-
-export function isErrorCode(value: unknown): value is ErrorCode {
-  return typeof value === "string" && Object.hasOwn(ERRORS, value);
-}

@@ -30,7 +30,7 @@ export interface KeyResolverOptions {
   lookup?: (host: string) => Promise<string[]>;
 }
 
-export const IDENTITY_LIMITS = {
+const IDENTITY_LIMITS = {
   cacheMs: 5 * 60_000,
   refreshIntervalMs: 60_000,
   timeoutMs: 5_000,
@@ -135,20 +135,16 @@ async function fetchDocumentKey(agentId: string, env: FetchEnv): Promise<CryptoK
 }
 
 async function fetchDocument(agentId: string, env: FetchEnv): Promise<string> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), IDENTITY_LIMITS.timeoutMs);
-  const aborted = new Promise<never>((_, reject) =>
-    controller.signal.addEventListener("abort", () => reject(new Refusal("timed out after 5 s"))),
-  );
-  aborted.catch(() => undefined);
+  // One deadline for the whole fetch — DNS lookups, redirects and the body included. The lookups cannot be aborted,
+  // so each step races the deadline.
+  const signal = AbortSignal.timeout(IDENTITY_LIMITS.timeoutMs);
+  const deadline = new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(new Refusal("timed out after 5 s"))));
+  deadline.catch(() => undefined);
   try {
     let url = new URL(agentId);
     for (let hop = 0; ; hop++) {
-      await Promise.race([checkTarget(url, env), aborted]);
-      const res = await Promise.race([
-        env.fetch(url, { redirect: "manual", signal: controller.signal, headers: { accept: "application/json" } }),
-        aborted,
-      ]);
+      await Promise.race([checkTarget(url, env), deadline]);
+      const res = await Promise.race([env.fetch(url, { redirect: "manual", signal, headers: { accept: "application/json" } }), deadline]);
       const location = res.headers.get("location");
       if (res.status >= 300 && res.status < 400 && location !== null) {
         await res.body?.cancel();
@@ -160,13 +156,11 @@ async function fetchDocument(agentId: string, env: FetchEnv): Promise<string> {
         await res.body?.cancel();
         throw new Refusal(`the identity document answered HTTP ${res.status}`);
       }
-      return await Promise.race([readCapped(res), aborted]);
+      return await Promise.race([readCapped(res), deadline]);
     }
   } catch (err) {
-    if (controller.signal.aborted) throw new Refusal("timed out after 5 s");
+    if (signal.aborted) throw new Refusal("timed out after 5 s");
     throw err;
-  } finally {
-    clearTimeout(timer);
   }
 }
 
