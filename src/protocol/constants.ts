@@ -41,6 +41,8 @@ export const LIMITS = {
   attestationSkewSeconds: 300,
   /** An attestation lives at most one hour (exp ≤ iat + 1 h). */
   attestationMaxLifetimeSeconds: 3600,
+  /** …with this leeway: jose-based signers produce exp = iat + 3601 at a second boundary (DESIGN §8). */
+  attestationLifetimeLeewaySeconds: 60,
   /** Sessions live at most 10 minutes. */
   sessionTtlMaxSeconds: 600,
   tokenTtlDefaultSeconds: 3600,

@@ -78,3 +78,13 @@ export class AthError extends Error {
       : { code: this.code, message: this.message, details: this.details };
   }
 }
+
+/**
+ * Request fields that are themselves the subject of a schema error code: any problem with one of them (missing, too
+ * short, too long, wrong type) is that code, not INVALID_REQUEST — the official SDK's compliance suite expects this
+ * (DESIGN §8).
+ */
+export const FIELD_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
+  state: "STATE_MISMATCH",
+  agent_attestation: "INVALID_ATTESTATION",
+};

@@ -86,10 +86,10 @@ describe("Phase B — POST /ath/authorize", () => {
     expectError(await authorize(w.baseUrl, denied, { client_id: String(reg.json.client_id) }, { provider_id: "nosuch", scopes: ["x"] }), "AGENT_UNAPPROVED");
   });
 
-  test("a missing or too short state is refused with 400 INVALID_REQUEST naming state", async () => {
-    expectInvalidRequestNaming(await authorize(w.baseUrl, agent, client, { ...mailRead, body: { state: undefined } }), "state");
-    expectInvalidRequestNaming(await authorize(w.baseUrl, agent, client, { ...mailRead, state: "x".repeat(15) }), "state");
-    expectInvalidRequestNaming(await authorize(w.baseUrl, agent, client, { ...mailRead, state: "x".repeat(513) }), "state");
+  test("a missing, too short or too long state is refused with 400 STATE_MISMATCH naming state (a schema code wins, DESIGN §8)", async () => {
+    expectError(await authorize(w.baseUrl, agent, client, { ...mailRead, body: { state: undefined } }), "STATE_MISMATCH", { field: "state" });
+    expectError(await authorize(w.baseUrl, agent, client, { ...mailRead, state: "x".repeat(15) }), "STATE_MISMATCH", { field: "state" });
+    expectError(await authorize(w.baseUrl, agent, client, { ...mailRead, state: "x".repeat(513) }), "STATE_MISMATCH", { field: "state" });
   });
 
   test("a user_redirect_uri that was not registered is refused with 400 INVALID_REQUEST naming it", async () => {

@@ -36,10 +36,11 @@ describe("bad input → JSON error, 4xx", () => {
   });
 
   test("wrong types and missing fields are 400 INVALID_REQUEST naming the field", async () => {
-    expectInvalidRequestNaming(await call(`${w.baseUrl}/ath/agents/register`, { json: {} }), "agent_id");
+    // (a missing agent_attestation would be 401 INVALID_ATTESTATION: schema codes win, DESIGN §8)
+    expectInvalidRequestNaming(await call(`${w.baseUrl}/ath/agents/register`, { json: { agent_attestation: "x" } }), "agent_id");
     expectInvalidRequestNaming(await call(`${w.baseUrl}/ath/authorize`, { json: { client_id: 5, agent_attestation: "x", provider_id: "mail", scopes: ["a"], state: "s".repeat(20) } }), "client_id");
     expectInvalidRequestNaming(await call(`${w.baseUrl}/ath/authorize`, { json: { client_id: "ath_x", agent_attestation: "x", provider_id: "mail", scopes: "a", state: "s".repeat(20) } }), "scopes");
-    expectInvalidRequestNaming(await call(`${w.baseUrl}/ath/token`, { form: { grant_type: "authorization_code" } }), "client_id");
+    expectInvalidRequestNaming(await call(`${w.baseUrl}/ath/token`, { form: { grant_type: "authorization_code", agent_attestation: "x" } }), "client_id");
   });
 
   test("an unsupported content type is a 4xx JSON error", async () => {

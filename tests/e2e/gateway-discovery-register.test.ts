@@ -176,12 +176,15 @@ describe("Phase A — malformed registrations (400 INVALID_REQUEST naming the fi
       ["scopes", { ...good, requested_providers: [{ provider_id: "mail", scopes: "mail:read" }] }],
       ["developer", { ...good, developer: undefined }],
       ["agent_id", { ...good, agent_id: "not a uri" }],
-      ["agent_attestation", { ...good, agent_attestation: 42 }],
       ["redirect_uris", { ...good, redirect_uris: ["::nope"] }],
     ];
     for (const [field, body] of bad) {
       const r = await call(`${w.baseUrl}/ath/agents/register`, { json: body });
       expectInvalidRequestNaming(r, field);
+    }
+    // A schema code fits a bad attestation field, and wins over INVALID_REQUEST (DESIGN §8).
+    for (const agent_attestation of [42, undefined, ""]) {
+      expectError(await call(`${w.baseUrl}/ath/agents/register`, { json: { ...good, agent_attestation } }), "INVALID_ATTESTATION", { field: "agent_attestation" });
     }
     await expectNotRegistered(agent);
   });

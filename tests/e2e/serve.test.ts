@@ -135,6 +135,23 @@ describe("ath serve — first start, admin token, master key, shutdown", () => {
     }
   });
 
+  test("a first start whose port is taken fails without keeping an admin token, so the next start generates and prints one", async () => {
+    const home = await tmp();
+    const dataDir = join(home, "data");
+    const taken = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("busy") });
+    try {
+      const failed = await serveFails(["--port", String(taken.port), "--data-dir", dataDir]);
+      expect(failed.code).not.toBe(0);
+      expect(failed.err).not.toContain("admin token");
+    } finally {
+      taken.stop(true);
+    }
+    const next = await serve(["--data-dir", dataDir], { ATH_HOME: home });
+    next.p.kill("SIGTERM");
+    expect(await next.p.exited).toBe(0);
+    expect(await next.stderr()).toMatch(/admin token \(shown once, store it now\): ath_admin_\S+/);
+  });
+
   test("SIGTERM stops accepting and exits 0; the default data dir is $ATH_HOME/gateway", async () => {
     const home = await tmp();
     const s = await serve(["--admin-token", "t0ken-for-test"], { ATH_HOME: home });

@@ -8,7 +8,7 @@ import type { Gateway } from "../../src/gateway/context.ts";
 import { openSqliteStore } from "../../src/store/index.ts";
 import { Browser } from "./browser.ts";
 
-export const BASE = "http://gateway.test";
+export const BASE = "https://gateway.test";
 export const ADMIN_TOKEN = "admin_in_process_token";
 
 /** A clock that only moves when told to. */

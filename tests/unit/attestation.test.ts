@@ -162,7 +162,7 @@ describe("verifyAttestation — rejected before any key work", () => {
       [validClaims({ exp: NOW_S }), "attestation expired"],
       [validClaims({ iat: NOW_S + 301, exp: NOW_S + 400 }), "attestation iat is more than 5 minutes in the future"],
       [validClaims({ iat: NOW_S - 301, exp: NOW_S + 60 }), "attestation iat is more than 5 minutes in the past"],
-      [validClaims({ exp: NOW_S + 3601 }), "attestation lifetime exceeds 1 hour (exp > iat + 3600)"],
+      [validClaims({ exp: NOW_S + 3661 }), "attestation lifetime exceeds 1 hour (exp > iat + 3600, with 60 s of leeway)"],
       [validClaims({ iss: "did:key:zSomeoneElse" }), `attestation iss "did:key:zSomeoneElse" must be the agent_id or its origin`],
     ];
     for (const [claims, message] of cases) {

@@ -18,11 +18,16 @@ export function requireAdmin({ gw, req }: Call): void {
 }
 
 /**
- * The admin token's hash: the operator's token when given; else the one generated at an earlier start; else a new
- * token, whose hash is stored and which is returned once (`generated`) to be shown — it is never shown again.
+ * The admin token's hash: the operator's token when given (its hash is stored, so giving one once resets a lost
+ * token for later starts too); else the one stored at an earlier start; else a new token, whose hash is stored and
+ * which is returned once (`generated`) to be shown — it is never shown again. Called only once the gateway listens,
+ * so a start that fails before it keeps nothing that was never shown.
  */
 export async function adminTokenHash(store: Store, given: string | undefined): Promise<{ hash: string; generated: string | null }> {
-  if (given) return { hash: hashSecret(given), generated: null };
+  if (given) {
+    await store.setMeta(ADMIN_HASH_KEY, hashSecret(given));
+    return { hash: hashSecret(given), generated: null };
+  }
   const stored = await store.getMeta(ADMIN_HASH_KEY);
   if (stored) return { hash: stored, generated: null };
   const token = mintSecret("ath_admin_");

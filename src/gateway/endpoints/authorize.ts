@@ -67,6 +67,8 @@ export async function authorize(call: Call): Promise<Response> {
   const url = new URL(`${gw.opts.baseUrl}${PATHS.consent}/${session.handle}`);
   url.searchParams.set("code_challenge", pkce.challenge);
   url.searchParams.set("code_challenge_method", pkce.method);
+  // The resource goes to the provider too; clients (the official SDK) expect to see it in the URL they open.
+  if (body.resource) url.searchParams.set("resource", body.resource);
   const res: AuthorizationResponse = { authorization_url: url.href, ath_session_id: sessionId };
   return json(res);
 }

@@ -45,7 +45,9 @@ export async function callback(call: Call): Promise<Response> {
   const userId = (await upstreamUserId(provider, tokens, outbound(gw))) ?? browserPseudonym(binding);
   const { agentCode, expiresAt } = await recordConsent(gw, session, { tokens, userId });
 
-  if (session.user_redirect_uri) {
+  // The gateway's own callback as the agent's redirect URI (the official SDK's and athx's default) means "no agent
+  // redirect": sending the browser there would only show a "no longer valid" page (DESIGN §8).
+  if (session.user_redirect_uri && session.user_redirect_uri !== gw.opts.baseUrl + PATHS.callback) {
     const url = new URL(session.user_redirect_uri);
     url.searchParams.set("code", agentCode);
     url.searchParams.set("state", session.agent_state);

@@ -3,7 +3,7 @@
  * bearer token of the Authorization header.
  */
 import type { z } from "zod";
-import { AthError, formatIssues } from "../../protocol/index.ts";
+import { AthError, FIELD_ERROR_CODES, formatIssues } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { readBounded } from "./body.ts";
 
@@ -37,14 +37,20 @@ export async function readObject(call: Call, opts: { form: boolean }): Promise<R
   return value as Record<string, unknown>;
 }
 
-/** Validates with a zod schema; failures are 400 INVALID_REQUEST naming the first field and listing every issue. */
+/**
+ * Validates with a zod schema; failures are 400 INVALID_REQUEST naming the first field and listing every issue —
+ * unless a field with a code of its own (FIELD_ERROR_CODES: `state`, `agent_attestation`) is at fault: its code wins.
+ */
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const first = r.error.issues[0];
-  const field = first ? first.path.map(String).join(".") || "body" : "body";
   const issues = formatIssues(r.error);
-  throw new AthError("INVALID_REQUEST", `Invalid request: ${issues[0] ?? "schema violation"}`, { field, issues });
+  const coded = r.error.issues.findIndex((i) => typeof i.path[0] === "string" && Object.hasOwn(FIELD_ERROR_CODES, i.path[0]));
+  const at = coded >= 0 ? coded : 0;
+  const first = r.error.issues[at];
+  const field = first ? first.path.map(String).join(".") || "body" : "body";
+  const code = coded >= 0 ? FIELD_ERROR_CODES[field.split(".")[0]!]! : "INVALID_REQUEST";
+  throw new AthError(code, `Invalid request: ${issues[at] ?? "schema violation"}`, { field, issues });
 }
 
 export async function readJson<S extends z.ZodType>(call: Call, schema: S, opts = { form: false }): Promise<z.infer<S>> {

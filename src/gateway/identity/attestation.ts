@@ -63,7 +63,7 @@ export async function verifyAttestation(
 
 /**
  * The claim rules, pure (time comes in `check.now`): sub = agentId (→ `check.subMismatch`), iss = agentId or
- * its origin, aud contains `check.audience`, iat within ±5 min, exp in the future and ≤ iat + 1 h.
+ * its origin, aud contains `check.audience`, iat within ±5 min, exp in the future and ≤ iat + 1 h (+ 60 s leeway).
  */
 export function checkAttestationClaims(claims: AttestationClaims, check: AttestationCheck): void {
   if (claims.sub !== check.agentId) {
@@ -86,8 +86,8 @@ export function checkAttestationClaims(claims: AttestationClaims, check: Attesta
     );
   }
   if (claims.exp <= nowSec) throw invalid("attestation expired");
-  if (claims.exp > claims.iat + LIMITS.attestationMaxLifetimeSeconds) {
-    throw invalid("attestation lifetime exceeds 1 hour (exp > iat + 3600)");
+  if (claims.exp > claims.iat + LIMITS.attestationMaxLifetimeSeconds + LIMITS.attestationLifetimeLeewaySeconds) {
+    throw invalid("attestation lifetime exceeds 1 hour (exp > iat + 3600, with 60 s of leeway)");
   }
 }
 

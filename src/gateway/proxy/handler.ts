@@ -14,8 +14,20 @@ import { prepareBody, send } from "./relay.ts";
 import { allowedByScopeRules } from "./scope-rules.ts";
 import { relativePath, upstreamUrl } from "./url.ts";
 
+/**
+ * Methods the proxy forwards: those Bun's fetch sends as given (it turns unknown ones into GET, which would run a
+ * different request than the one scope_rules judged). Never TRACE — the upstream would echo the request, upstream
+ * token included, back to the agent — nor CONNECT.
+ */
+const FORWARDED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PROPFIND", "MKCOL", "REPORT", "SEARCH", "QUERY"];
+
 export async function proxy(call: Call): Promise<Response> {
   const { gw, req } = call;
+  if (!FORWARDED_METHODS.includes(req.method)) {
+    throw new AthError("METHOD_NOT_ALLOWED", `The proxy does not forward ${req.method} requests`, undefined, {
+      headers: { allow: FORWARDED_METHODS.join(", ") },
+    });
+  }
   const providerId = call.params.provider_id!;
   const rawPath = call.params["*"]!;
   const token = await requireLiveToken(gw, bearerToken(req));

@@ -140,7 +140,7 @@ describe("the pipeline applies the route table", () => {
     expect(page.status).toBe(400);
     expect(page.headers.get("content-type")).toContain("text/html");
     expect(await page.text()).toContain("SESSION_NOT_FOUND");
-    const api = await post(PATHS.token, {});
+    const api = await post(PATHS.token, { agent_attestation: "present" });
     expect(api.res.headers.get("content-type")).toBe("application/json");
     expect(api.json.code).toBe("INVALID_REQUEST");
   });
