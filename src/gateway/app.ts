@@ -5,19 +5,22 @@
  */
 import { ProviderConfig } from "../protocol/index.ts";
 import type { Store } from "../store/types.ts";
-import { adminTokenHash, requireAdmin } from "./admin/auth.ts";
+import { adminTokenHash, requireAdmin, requireIntrospector } from "./admin/auth.ts";
 import type { Fetch, Gateway, GatewayOptions, Logger } from "./context.ts";
 import { Sealer } from "./crypto/sealing.ts";
+import { hashSecret } from "./crypto/secrets.ts";
 import { toRecord } from "./domain/providers.ts";
 import { createPipeline } from "./http/pipeline.ts";
 import { createKeyResolver } from "./identity/agent-keys.ts";
 import { routeTable } from "./routes.ts";
 
-export interface AppOptions extends Omit<GatewayOptions, "adminTokenHash"> {
+export interface AppOptions extends Omit<GatewayOptions, "adminTokenHash" | "introspectionTokenHash" | "appId"> {
   /** Providers to upsert at start (the `--providers` file: it wins for its ids). */
   providers: Record<string, ProviderConfig>;
   /** The operator's admin token; when absent one is generated at first start (only its hash is kept). */
   adminToken?: string;
+  /** A token that may call POST /ath/introspect (the admin token may too). */
+  introspectionToken?: string;
   /** 32 raw bytes: the key that seals secrets at rest. */
   masterKey: Uint8Array<ArrayBuffer>;
   /** Mount the sandbox provider under /demo. */
@@ -43,13 +46,22 @@ export interface App {
 }
 
 export async function createGateway(options: AppOptions, deps: AppDeps): Promise<App> {
-  const { providers, adminToken, masterKey, demo: withDemo, ...opts } = options;
+  const { providers, adminToken, introspectionToken, masterKey, demo: withDemo, ...opts } = options;
   const { store } = deps;
   const now = deps.clock ?? Date.now;
   const fetch = deps.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const ids = [...Object.keys(providers), ...(withDemo ? ["demo"] : [])];
+  if (opts.mode === "native" && ids.length !== 1) {
+    throw new TypeError(`native mode fronts exactly one app: got ${ids.length} providers (${ids.join(", ") || "none"})`);
+  }
   const admin = await adminTokenHash(store, adminToken);
   const gateway: Gateway = {
-    opts: { ...opts, adminTokenHash: admin.hash },
+    opts: {
+      ...opts,
+      adminTokenHash: admin.hash,
+      introspectionTokenHash: introspectionToken ? hashSecret(introspectionToken) : null,
+      appId: opts.mode === "native" ? ids[0]! : null,
+    },
     store,
     sealer: await Sealer.fromRawKey(masterKey),
     keys: createKeyResolver({ dev: opts.dev, fetch, now }),
@@ -67,7 +79,11 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   for (const [id, config] of Object.entries(all)) {
     await store.upsertProvider(await toRecord(gateway, id, config, "file"));
   }
-  const handle = createPipeline(gateway, routeTable({ demo: withDemo }), { none: () => undefined, admin: requireAdmin });
+  const handle = createPipeline(gateway, routeTable({ demo: withDemo, native: opts.mode === "native" }), {
+    none: () => undefined,
+    admin: requireAdmin,
+    introspection: requireIntrospector,
+  });
   return {
     gateway,
     fetch: handle,

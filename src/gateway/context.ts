@@ -10,6 +10,8 @@ import type { ApprovalMode } from "./rules/policy.ts";
 export interface GatewayOptions {
   /** Public base URL, no trailing slash: `http://127.0.0.1:8787`. */
   baseUrl: string;
+  /** `native`: the gateway fronts one app, whose provider id is `appId` (DESIGN §7). */
+  mode: "gateway" | "native";
   version: string;
   /** Allows http:// and loopback agent identity documents. */
   dev: boolean;
@@ -22,6 +24,10 @@ export interface GatewayOptions {
   upstreamTimeoutMs: number;
   /** SHA-256 of the admin token. */
   adminTokenHash: string;
+  /** SHA-256 of the introspection token, if one was configured. */
+  introspectionTokenHash: string | null;
+  /** Native mode: the one provider's id (the app id); null in gateway mode. */
+  appId: string | null;
 }
 
 export interface Logger {
@@ -50,7 +56,7 @@ export interface Gateway {
 export type RouteKind = "api" | "page" | "proxy";
 
 /** A route's caller check, applied by the pipeline before the handler runs (app.ts supplies the implementations). */
-export type RouteAuth = "none" | "admin";
+export type RouteAuth = "none" | "admin" | "introspection";
 
 /** The budget a route's requests count against (DESIGN §10). */
 export type RouteLimit = "register" | "auth" | "proxy";

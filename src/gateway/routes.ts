@@ -11,6 +11,8 @@ import { authorize } from "./endpoints/authorize.ts";
 import { callback } from "./endpoints/callback.ts";
 import { showConsent, submitConsent } from "./endpoints/consent.ts";
 import { discovery, health } from "./endpoints/discovery.ts";
+import { introspect } from "./endpoints/introspect.ts";
+import { appDiscovery } from "./endpoints/native.ts";
 import { register } from "./endpoints/register.ts";
 import { revoke } from "./endpoints/revoke.ts";
 import { token } from "./endpoints/token.ts";
@@ -19,6 +21,8 @@ import { proxy } from "./proxy/handler.ts";
 export interface RouteFeatures {
   /** `ath serve --demo`: the sandbox provider under /demo/. */
   demo: boolean;
+  /** `ath serve --mode native`: the app's discovery document and its API under /api (DESIGN §7). */
+  native: boolean;
 }
 
 /** The gateway's routes; optional features add their rows. */
@@ -35,9 +39,17 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("callback", "GET", PATHS.callback, "page", callback),
     row("token", "POST", PATHS.token, "api", token, { limit: "auth" }),
     row("revoke", "POST", PATHS.revoke, "api", revoke),
+    row("introspect", "POST", PATHS.introspect, "api", introspect, { auth: "introspection" }),
 
     // The proxy streams its bodies: maxBody does not apply to them.
     row("proxy", "*", `${PATHS.proxy}/{provider_id}/*`, "proxy", proxy, { limit: "proxy" }),
+    // Native mode: the app's API is the proxy without the provider segment — the same handler, the same rules.
+    ...(features.native
+      ? [
+          row("app-discovery", "GET", PATHS.appDiscovery, "api", appDiscovery),
+          row("api", "*", `${PATHS.nativeApi}/*`, "proxy", proxy, { limit: "proxy" }),
+        ]
+      : []),
 
     // Admin API (DESIGN §9)
     row("admin.providers.list", "GET", PATHS.adminProviders, "api", adminProviders.list, { auth: "admin" }),

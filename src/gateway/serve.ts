@@ -11,7 +11,7 @@ import { loadOrCreateMasterKey } from "./crypto/sealing.ts";
 import { errorResponse } from "./http/response.ts";
 import { startSweeper } from "./ops/sweeper.ts";
 import type { ServeOptions } from "./options.ts";
-import { loadProvidersFile } from "./providers/file.ts";
+import { ConfigError, loadProvidersFile } from "./providers/file.ts";
 
 export interface RunningServer {
   app: App;
@@ -24,6 +24,7 @@ export interface RunningServer {
 /** Starts the gateway; resolves once it is configured and listening. */
 export async function startServer(o: ServeOptions, meta: { version: string; log: Logger }): Promise<RunningServer> {
   const providers = o.providersFile ? loadProvidersFile(o.providersFile) : {};
+  if (o.mode === "native") requireOneApp(o, Object.keys(providers).length);
   const store = await openStore(o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`);
   const masterKey = loadOrCreateMasterKey(o.dataDir, o.masterKey);
   // Requests that arrive before the gateway is configured wait for it (a port of 0 is known only once bound).
@@ -46,6 +47,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     app = await createGateway(
       {
         baseUrl: url,
+        mode: o.mode,
         version: meta.version,
         dev: o.dev,
         approval: o.approval,
@@ -55,6 +57,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         upstreamTimeoutMs: o.upstreamTimeoutMs,
         providers,
         ...(o.adminToken ? { adminToken: o.adminToken } : {}),
+        ...(o.introspectionToken ? { introspectionToken: o.introspectionToken } : {}),
         masterKey,
         demo: o.demo,
       },
@@ -108,4 +111,14 @@ export async function runServer(o: ServeOptions, meta: { version: string; log: L
   await Bun.sleep(0); // let the runtime install the signal handlers
   process.stdout.write(`listening on ${running.url}\n`);
   await stopped;
+}
+
+// internal
+
+/** Native mode fronts exactly one app: the one provider of --providers, or the sandbox of --demo (DESIGN §7). */
+function requireOneApp(o: ServeOptions, inFile: number): void {
+  const count = inFile + (o.demo ? 1 : 0);
+  if (count === 1) return;
+  const source = o.providersFile ? `${o.providersFile} has ${inFile} provider${inFile === 1 ? "" : "s"}${o.demo ? " and --demo adds one" : ""}` : "no --providers file was given";
+  throw new ConfigError(`--mode native fronts exactly one app, the single provider of --providers (or --demo): ${source}`);
 }

@@ -193,6 +193,33 @@ export const TokenRevocationRequest = z.object({
 });
 export type TokenRevocationRequest = z.infer<typeof TokenRevocationRequest>;
 
+// Introspection (RFC 7662) -----------------------------------------------------------------------
+
+export const IntrospectionRequest = z.object({
+  token: z.string().max(512),
+  token_type_hint: z.string().max(64).optional(),
+});
+export type IntrospectionRequest = z.infer<typeof IntrospectionRequest>;
+
+/** RFC 7662 §2.2, with the ATH binding spelled out; an unknown, expired or revoked token is exactly `{active: false}`. */
+export const IntrospectionResponse = z.union([
+  z.object({
+    active: z.literal(true),
+    token_type: z.literal("Bearer"),
+    scope: z.string(),
+    client_id: z.string(),
+    sub: z.string(),
+    aud: z.string(),
+    iat: z.number().int(),
+    exp: z.number().int(),
+    agent_id: z.string(),
+    user_id: z.string(),
+    provider_id: z.string(),
+  }),
+  z.object({ active: z.literal(false) }).strict(),
+]);
+export type IntrospectionResponse = z.infer<typeof IntrospectionResponse>;
+
 // Errors ----------------------------------------------------------------------------------------
 
 export const ATHError = z.object({

@@ -6,7 +6,9 @@
 import { createGateway, type App } from "../../src/gateway/app.ts";
 import type { Gateway } from "../../src/gateway/context.ts";
 import { openSqliteStore } from "../../src/store/index.ts";
-import { Browser } from "./browser.ts";
+import { PATHS } from "../../src/protocol/index.ts";
+import { attest, type TestAgent } from "./attestations.ts";
+import { Browser, formWithButton } from "./browser.ts";
 
 export const BASE = "https://gateway.test";
 export const ADMIN_TOKEN = "admin_in_process_token";
@@ -31,7 +33,16 @@ export interface InProcess {
   close(): Promise<void>;
 }
 
-export async function inProcessGateway(o: { tokenTtlSeconds?: number; sessionTtlSeconds?: number } = {}): Promise<InProcess> {
+export const INTROSPECTION_TOKEN = "introspection_in_process_token";
+
+export interface InProcessOptions {
+  tokenTtlSeconds?: number;
+  sessionTtlSeconds?: number;
+  /** `native`: the sandbox provider is the app (DESIGN §7). */
+  mode?: "gateway" | "native";
+}
+
+export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProcess> {
   const clock = new TestClock();
   let app: App | undefined;
   const route = (req: Request): Promise<Response> => {
@@ -41,6 +52,7 @@ export async function inProcessGateway(o: { tokenTtlSeconds?: number; sessionTtl
   app = await createGateway(
     {
       baseUrl: BASE,
+      mode: o.mode ?? "gateway",
       version: "0.0.0-test",
       dev: true,
       approval: "auto",
@@ -50,6 +62,7 @@ export async function inProcessGateway(o: { tokenTtlSeconds?: number; sessionTtl
       upstreamTimeoutMs: 5_000,
       providers: {},
       adminToken: ADMIN_TOKEN,
+      introspectionToken: INTROSPECTION_TOKEN,
       masterKey: crypto.getRandomValues(new Uint8Array(32)),
       demo: true,
     },
@@ -64,4 +77,82 @@ export async function inProcessGateway(o: { tokenTtlSeconds?: number; sessionTtl
     browser: () => new Browser(route),
     close: () => running.close(),
   };
+}
+
+// The agent's and the person's steps, in process --------------------------------------------------
+
+/** A Response as expectError reads it (status, headers, body text). */
+export async function asError(res: Response) {
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+export async function postJson(g: InProcess, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await g.fetch(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  const text = await res.text();
+  let json: Record<string, any> = {};
+  try {
+    json = JSON.parse(text) as Record<string, any>;
+  } catch {
+    // not JSON: tests look at text
+  }
+  return { res, status: res.status, headers: res.headers, text, json };
+}
+
+export interface Client {
+  client_id: string;
+  client_secret: string;
+}
+
+/** Registers `agent` for the sandbox's scopes (201 expected). `provider_id: null` leaves it out (native mode). */
+export async function registered(g: InProcess, agent: TestAgent, o: { provider_id?: string | null; scopes?: string[] } = {}): Promise<Client> {
+  const entry: Record<string, unknown> = { scopes: o.scopes ?? ["notes:read", "notes:write"] };
+  if (o.provider_id !== null) entry.provider_id = o.provider_id ?? "demo";
+  const r = await postJson(g, PATHS.register, {
+    agent_id: agent.agentId,
+    agent_attestation: await attest(agent, BASE),
+    developer: { name: "In-process tests", id: "dev-in-process" },
+    requested_providers: [entry],
+  });
+  if (r.status !== 201) throw new Error(`register: ${r.status} ${r.text}`);
+  return { client_id: String(r.json.client_id), client_secret: String(r.json.client_secret) };
+}
+
+/** Opens a consent session for notes:read (200 expected); `provider_id: null` leaves it out (native mode). */
+export async function authorized(g: InProcess, agent: TestAgent, client: Client, o: { provider_id?: string | null } = {}) {
+  const body: Record<string, unknown> = {
+    client_id: client.client_id,
+    agent_attestation: await attest(agent, BASE),
+    scopes: ["notes:read"],
+    state: "in-process-state-0123456789",
+  };
+  if (o.provider_id !== null) body.provider_id = o.provider_id ?? "demo";
+  const r = await postJson(g, PATHS.authorize, body);
+  if (r.status !== 200) throw new Error(`authorize: ${r.status} ${r.text}`);
+  return { url: String(r.json.authorization_url), sessionId: String(r.json.ath_session_id) };
+}
+
+/** The person: Approve on the gateway's consent page, Allow at the sandbox's sign-in; the code of the result page. */
+export async function consented(browser: Browser, url: string): Promise<string> {
+  let page = await browser.navigate(url);
+  page = await browser.submit(page, formWithButton(page, "Approve"), { button: "Approve" });
+  page = await browser.submit(page, formWithButton(page, "Allow"), { button: "Allow" });
+  const code = /ath_code_[A-Za-z0-9_-]+/.exec(page.body)?.[0];
+  if (!code) throw new Error(`no code on ${page.url} (${page.status}): ${page.body.slice(0, 400)}`);
+  return code;
+}
+
+/** register → authorize → consent → token; the client and the token response. */
+export async function tokenFor(g: InProcess, agent: TestAgent, o: { provider_id?: string | null } = {}) {
+  const client = await registered(g, agent, o);
+  const session = await authorized(g, agent, client, o);
+  const code = await consented(g.browser(), session.url);
+  const r = await postJson(g, PATHS.token, {
+    grant_type: "authorization_code",
+    ...client,
+    agent_attestation: await attest(agent, `${BASE}${PATHS.token}`),
+    code,
+    ath_session_id: session.sessionId,
+  });
+  if (r.status !== 200) throw new Error(`token: ${r.status} ${r.text}`);
+  return { client, accessToken: String(r.json.access_token), json: r.json };
 }

@@ -28,6 +28,8 @@ export interface WorldOptions {
   dataDir?: string;
   /** Extra or replacement providers, given the upstream (auth, api). */
   providers?: (auth: UpstreamAuth, api: UpstreamApi) => GatewayOptions["providers"];
+  /** Only the providers of `providers`, none of the standard ones (native mode fronts exactly one). */
+  onlyProviders?: boolean;
 }
 
 export async function startWorld(o: WorldOptions = {}): Promise<World> {
@@ -38,7 +40,7 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
     authorize_endpoint: auth.authorizeEndpoint,
     token_endpoint: auth.tokenEndpoint,
   };
-  const providers: GatewayOptions["providers"] = {
+  const standard: GatewayOptions["providers"] = {
     mail: {
       display_name: "Sample Mail",
       available_scopes: MAIL_SCOPES,
@@ -74,8 +76,8 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
       client_id: auth.postClient.client_id,
       client_secret: auth.postClient.client_secret,
     },
-    ...o.providers?.(auth, api),
   };
+  const providers = o.onlyProviders ? { ...o.providers?.(auth, api) } : { ...standard, ...o.providers?.(auth, api) };
   let gw: Gateway;
   try {
     gw = await startGateway({

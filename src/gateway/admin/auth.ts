@@ -6,15 +6,29 @@ import { AthError, HEADERS } from "../../protocol/index.ts";
 import type { Store } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret, mintSecret } from "../crypto/secrets.ts";
+import { bearerToken } from "../http/request.ts";
 
+/** Whether the request carries the admin token, as `X-ATH-User-Token` (the admin API's header). */
 export function isAdmin(gw: Gateway, req: Request): boolean {
-  const presented = req.headers.get(HEADERS.adminToken);
-  return presented !== null && presented !== "" && constantTimeEqual(hashSecret(presented), gw.opts.adminTokenHash);
+  return matches(req.headers.get(HEADERS.adminToken), gw.opts.adminTokenHash);
 }
 
 /** The guard of `auth: "admin"` routes: 401 UNAUTHORIZED unless the admin token is presented. */
 export function requireAdmin({ gw, req }: Call): void {
   if (!isAdmin(gw, req)) throw new AthError("UNAUTHORIZED");
+}
+
+/**
+ * The guard of machine-facing operator endpoints (`auth: "introspection"`): the introspection token as a bearer, or
+ * the admin token as a bearer or as `X-ATH-User-Token` (DESIGN §7).
+ */
+export function requireIntrospector({ gw, req }: Call): void {
+  const bearer = bearerToken(req);
+  const ok =
+    isAdmin(gw, req) ||
+    matches(bearer, gw.opts.adminTokenHash) ||
+    (gw.opts.introspectionTokenHash !== null && matches(bearer, gw.opts.introspectionTokenHash));
+  if (!ok) throw new AthError("UNAUTHORIZED", "A valid introspection or admin token is required", undefined, { headers: { "www-authenticate": 'Bearer realm="ath"' } });
 }
 
 /**
@@ -38,3 +52,8 @@ export async function adminTokenHash(store: Store, given: string | undefined): P
 // internal
 
 const ADMIN_HASH_KEY = "admin_token_hash";
+
+/** A presented secret against a stored hash, in constant time. */
+function matches(presented: string | null, hash: string): boolean {
+  return presented !== null && presented !== "" && constantTimeEqual(hashSecret(presented), hash);
+}

@@ -21,6 +21,11 @@ export async function authenticateClient(gw: Gateway, clientId: string, clientSe
   return agent;
 }
 
+/** Whether the agent may act now: approved, and its approval not expired. */
+export function isApproved(gw: Gateway, agent: AgentRecord): boolean {
+  return agent.status === "approved" && agent.approval_expires > gw.now();
+}
+
 /** Pending, denied, suspended or expired approval → 403 AGENT_UNAPPROVED. */
 export function requireApproved(gw: Gateway, agent: AgentRecord): void {
   if (agent.status !== "approved") {

@@ -4,7 +4,8 @@ import { approvalFor, attest, requireAgent, requireApproved } from "../domain/ag
 import { audit } from "../domain/audit.ts";
 import type { Call } from "../context.ts";
 import { findProvider } from "../domain/providers.ts";
-import { readJson } from "../http/request.ts";
+import { parseWith, readObject } from "../http/request.ts";
+import { withAppDefaults } from "./native.ts";
 import { json } from "../http/response.ts";
 import { createPkce } from "../oauth/pkce.ts";
 import { matchRedirectUri } from "../rules/redirect-uri.ts";
@@ -13,7 +14,7 @@ import { mintSecret, randomSecret } from "../crypto/secrets.ts";
 
 export async function authorize(call: Call): Promise<Response> {
   const { gw } = call;
-  const body = await readJson(call, AuthorizationRequest);
+  const body = parseWith(AuthorizationRequest, withAppDefaults(gw, await readObject(call, { form: false })));
   const agent = await requireAgent(gw, body.client_id);
   requireApproved(gw, agent);
   await attest(gw, body.agent_attestation, agent, gw.opts.baseUrl);

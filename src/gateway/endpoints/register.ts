@@ -9,7 +9,8 @@ import {
 import { verifyAttestation } from "../identity/attestation.ts";
 import { audit } from "../domain/audit.ts";
 import type { Call } from "../context.ts";
-import { readJson } from "../http/request.ts";
+import { parseWith, readObject } from "../http/request.ts";
+import { withAppDefaults } from "./native.ts";
 import { json } from "../http/response.ts";
 import { decideApprovals } from "../rules/policy.ts";
 import { providerMap } from "../domain/providers.ts";
@@ -17,7 +18,7 @@ import { hashSecret, mintSecret } from "../crypto/secrets.ts";
 
 export async function register(call: Call): Promise<Response> {
   const { gw } = call;
-  const body = await readJson(call, AgentRegistrationRequest);
+  const body = parseWith(AgentRegistrationRequest, withAppDefaults(gw, await readObject(call, { form: false })));
   const now = gw.now();
   await verifyAttestation(
     body.agent_attestation,

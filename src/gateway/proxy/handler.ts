@@ -1,5 +1,5 @@
 /**
- * ANY /ath/proxy/{provider_id}/{path} — the agent's calls to the provider API, with the ATH token swapped for the
+ * ANY /ath/proxy/{provider_id}/{path} (and, in native mode, ANY /api/{path}) — the agent's calls to the provider API, with the ATH token swapped for the
  * upstream token. Bodies stream both ways; the upstream token never reaches the agent.
  */
 import { AthError, HEADERS } from "../../protocol/index.ts";
@@ -28,7 +28,8 @@ export async function proxy(call: Call): Promise<Response> {
       headers: { allow: FORWARDED_METHODS.join(", ") },
     });
   }
-  const providerId = call.params.provider_id!;
+  // /api/{path} in native mode is /ath/proxy/{app_id}/{path}.
+  const providerId = call.params.provider_id ?? gw.opts.appId!;
   const rawPath = call.params["*"]!;
   const token = await requireLiveToken(gw, bearerToken(req));
   if (token.provider_id !== providerId) {

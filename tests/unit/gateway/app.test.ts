@@ -4,10 +4,9 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { PATHS } from "../../../src/protocol/index.ts";
-import { attest, makeAgent, type TestAgent } from "../../helpers/attestations.ts";
-import { formWithButton, type Browser } from "../../helpers/browser.ts";
+import { makeAgent } from "../../helpers/attestations.ts";
 import { expectError } from "../../helpers/expect-error.ts";
-import { ADMIN_TOKEN, BASE, inProcessGateway, type InProcess } from "../../helpers/in-process.ts";
+import { ADMIN_TOKEN, asError, authorized, inProcessGateway, postJson, registered, tokenFor, type InProcess } from "../../helpers/in-process.ts";
 
 let g: InProcess;
 beforeEach(async () => {
@@ -15,68 +14,15 @@ beforeEach(async () => {
 });
 afterEach(() => g.close());
 
-/** A Response as expectError reads it (status, headers, body text). */
-async function asError(res: Response) {
-  return { status: res.status, headers: res.headers, text: await res.text() };
-}
-
-async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await g.fetch(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
-  return { res, json: (await res.json()) as Record<string, any> };
-}
-
-async function registered(agent: TestAgent) {
-  const { res, json } = await post(PATHS.register, {
-    agent_id: agent.agentId,
-    agent_attestation: await attest(agent, BASE),
-    developer: { name: "In-process tests", id: "dev-in-process" },
-    requested_providers: [{ provider_id: "demo", scopes: ["notes:read", "notes:write"] }],
-  });
-  expect(res.status).toBe(201);
-  return { client_id: String(json.client_id), client_secret: String(json.client_secret) };
-}
-
-async function authorized(agent: TestAgent, client: { client_id: string }) {
-  const { res, json } = await post(PATHS.authorize, {
-    client_id: client.client_id,
-    agent_attestation: await attest(agent, BASE),
-    provider_id: "demo",
-    scopes: ["notes:read"],
-    state: "in-process-state-0123456789",
-  });
-  expect(res.status).toBe(200);
-  return { url: String(json.authorization_url), sessionId: String(json.ath_session_id) };
-}
-
-/** The person: the gateway's consent page, then the sandbox sign-in; returns the code from the result page. */
-async function consented(browser: Browser, url: string): Promise<string> {
-  let page = await browser.navigate(url);
-  page = await browser.submit(page, formWithButton(page, "Approve"), { button: "Approve" });
-  page = await browser.submit(page, formWithButton(page, "Allow"), { button: "Allow" });
-  const code = /ath_code_[A-Za-z0-9_-]+/.exec(page.body)?.[0];
-  if (!code) throw new Error(`no code on ${page.url} (${page.status}): ${page.body.slice(0, 400)}`);
-  return code;
-}
-
-async function tokenFor(agent: TestAgent) {
-  const client = await registered(agent);
-  const session = await authorized(agent, client);
-  const code = await consented(g.browser(), session.url);
-  const { res, json } = await post(PATHS.token, {
-    grant_type: "authorization_code",
-    ...client,
-    agent_attestation: await attest(agent, `${BASE}${PATHS.token}`),
-    code,
-    ath_session_id: session.sessionId,
-  });
-  expect(res.status).toBe(200);
-  return { client, accessToken: String(json.access_token), json };
+async function post(path: string, body: unknown) {
+  const r = await postJson(g, path, body);
+  return { res: r.res, json: r.json };
 }
 
 describe("createGateway — the protocol in process", () => {
   test("register → authorize → consent → token → proxy → revoke, with no port and no process", async () => {
     const agent = await makeAgent();
-    const { client, accessToken, json } = await tokenFor(agent);
+    const { client, accessToken, json } = await tokenFor(g, agent);
     expect(json.effective_scopes).toEqual(["notes:read"]);
     expect(json.provider_id).toBe("demo");
 
@@ -91,7 +37,7 @@ describe("createGateway — the protocol in process", () => {
   });
 
   test("an ATH token expires on the gateway's clock: accepted a second before expires_in, refused from then on", async () => {
-    const { accessToken } = await tokenFor(await makeAgent());
+    const { accessToken } = await tokenFor(g, await makeAgent());
     g.clock.advance(3599);
     expect((await g.fetch("/ath/proxy/demo/notes", { headers: { authorization: `Bearer ${accessToken}` } })).status).toBe(200);
     g.clock.advance(1);
@@ -101,7 +47,7 @@ describe("createGateway — the protocol in process", () => {
 
   test("a consent session expires on the gateway's clock: its page then says so, as HTML", async () => {
     const agent = await makeAgent();
-    const session = await authorized(agent, await registered(agent));
+    const session = await authorized(g, agent, await registered(g, agent));
     g.clock.advance(601);
     const page = await g.browser().navigate(session.url);
     expect(page.status).toBe(400);
