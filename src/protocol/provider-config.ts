@@ -1,33 +1,102 @@
 /**
- * The provider configuration entry (spec §2.1 plus DESIGN.md §3 optional fields): the `--providers` file
- * and the body of POST /ath/admin/providers.
+ * The provider configuration entry (spec §2.1 plus DESIGN.md §3 and §11 optional fields): the `--providers` file
+ * and the body of POST /ath/admin/providers. The §11 fields say how a real provider departs from RFC 6749; each is
+ * optional and its default is what a spec-perfect provider needs, so an entry without them behaves as before.
  */
 import { z } from "zod";
 import { httpUrl } from "./schemas.ts";
 
-export const ProviderConfig = z.object({
-  display_name: z.string().min(1).max(200),
-  available_scopes: z.array(z.string().min(1).max(512)).max(200),
-  authorize_endpoint: httpUrl,
-  token_endpoint: httpUrl,
-  api_base_url: httpUrl.optional(),
-  client_id: z.string().min(1).max(1024),
-  client_secret: z.string().max(4096),
-  // optional extensions
-  /** Per scope, the requests it allows: `"METHOD /path/glob"`, `*` one segment, `**` any rest. */
-  scope_rules: z.record(z.string(), z.array(z.string().regex(/^[A-Z*]+ \/\S*$/, "expected \"METHOD /path\""))).optional(),
-  /** Human descriptions of scopes, shown on the consent page. */
-  scope_descriptions: z.record(z.string(), z.string().max(500)).optional(),
-  categories: z.array(z.string()).optional(),
-  userinfo_endpoint: httpUrl.optional(),
-  revocation_endpoint: httpUrl.optional(),
-  token_endpoint_auth_method: z.enum(["client_secret_post", "client_secret_basic"]).default("client_secret_post"),
-  extra_authorize_params: z.record(z.string(), z.string()).optional(),
-  consent_screen: z.boolean().default(true),
-  approval: z.enum(["auto", "manual"]).optional(),
-  /** Scopes that always wait for an admin, whatever the approval policy. */
-  review_scopes: z.array(z.string()).optional(),
-});
+/** A dot path into a JSON object (`authed_user`, `owner.user.id`, `data.viewer.id`). */
+const jsonPath = z.string().regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, "expected a dot path such as owner.user.id");
+
+/**
+ * Header names `api_headers` may not set: the token and routing of the upstream hop belong to the gateway, and the
+ * method/URL override headers would let a request do what scope_rules did not allow (see proxy/handler.ts).
+ */
+const RESERVED_API_HEADERS = [
+  "authorization", "host", "cookie", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "trailer",
+  "upgrade", "proxy-authorization", "forwarded", "x-http-method-override", "x-http-method", "x-method-override",
+  "x-original-url", "x-rewrite-url", "x-original-method",
+];
+const apiHeaderName = z
+  .string()
+  .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "expected an HTTP header name (RFC 9110 token)")
+  .refine((n) => !RESERVED_API_HEADERS.includes(n.toLowerCase()) && !n.toLowerCase().startsWith("x-ath-"), {
+    message: "this header is set by the gateway and cannot be configured",
+  });
+const apiHeaderValue = z.string().max(1024).regex(/^[\x20-\x7e\t]*$/, "expected a printable header value without line breaks");
+
+export const ProviderConfig = z
+  .object({
+    /** The built-in template this entry was filled from (`ath templates` lists them); the entry's fields override it. */
+    template: z.string().min(1).max(64).optional(),
+    display_name: z.string().min(1).max(200),
+    available_scopes: z.array(z.string().min(1).max(512)).max(200),
+    authorize_endpoint: httpUrl,
+    token_endpoint: httpUrl,
+    api_base_url: httpUrl.optional(),
+    client_id: z.string().min(1).max(1024),
+    client_secret: z.string().max(4096),
+    // optional extensions
+    /** Per scope, the requests it allows: `"METHOD /path/glob"`, `*` one segment, `**` any rest. */
+    scope_rules: z.record(z.string(), z.array(z.string().regex(/^[A-Z*]+ \/\S*$/, "expected \"METHOD /path\""))).optional(),
+    /** Human descriptions of scopes, shown on the consent page. */
+    scope_descriptions: z.record(z.string(), z.string().max(500)).optional(),
+    categories: z.array(z.string()).optional(),
+    userinfo_endpoint: httpUrl.optional(),
+    /** RFC 7009 endpoint; `{client_id}` in it is replaced by the client id (GitHub's `/applications/{client_id}/token`). */
+    revocation_endpoint: httpUrl.optional(),
+    token_endpoint_auth_method: z.enum(["client_secret_post", "client_secret_basic"]).default("client_secret_post"),
+    extra_authorize_params: z.record(z.string(), z.string()).optional(),
+    consent_screen: z.boolean().default(true),
+    approval: z.enum(["auto", "manual"]).optional(),
+    /** Scopes that always wait for an admin, whatever the approval policy. */
+    review_scopes: z.array(z.string()).optional(),
+    // How the provider departs from RFC 6749 (DESIGN §11); every default is the RFC's behaviour.
+    /** Body encoding of token requests: `form` (RFC 6749 §4.1.3, default) or `json` (Notion). */
+    token_request_format: z.enum(["form", "json"]).optional(),
+    /** Joins scopes in the authorize request: `" "` (RFC 6749 §3.3, default) or `","` (Slack, Linear). */
+    scope_separator: z.enum([" ", ","]).optional(),
+    /** The authorize parameter carrying scopes: `scope` (default), `user_scope` (Slack); null sends none (Notion). */
+    scope_param: z.string().regex(/^[a-z_]{1,32}$/, "expected a parameter name such as scope").nullable().optional(),
+    /** Scopes always asked of the provider but never offered to agents (Microsoft's offline_access, OIDC openid). */
+    extra_scopes: z.array(z.string().min(1).max(512)).max(20).optional(),
+    /** Where the token object sits in the token response (Slack `authed_user`); the top level when absent there. */
+    token_path: jsonPath.optional(),
+    /**
+     * Where the user id comes from: `auto` (default: id_token `sub`, else userinfo `sub`/`id`/`login`), `id_token`,
+     * `userinfo` (`user_id_path` in the userinfo_endpoint's JSON) or `token_response` (`user_id_path` in the token response).
+     */
+    user_id_source: z.enum(["auto", "id_token", "userinfo", "token_response"]).optional(),
+    /** The user id's dot path for `user_id_source` userinfo or token_response (`id`, `authed_user.id`, `owner.user.id`). */
+    user_id_path: jsonPath.optional(),
+    /** When set, userinfo is a POST of this JSON body (Linear's GraphQL `{ viewer { id } }`); else a GET. */
+    userinfo_body: z.record(z.string(), z.unknown()).optional(),
+    /** Static headers on every API call and the userinfo call (`Notion-Version`); they replace an agent's own. */
+    api_headers: z.record(apiHeaderName, apiHeaderValue).optional(),
+    /** PKCE S256 on the authorize and token requests (default true; off where it changes the client's type: Slack). */
+    pkce: z.boolean().optional(),
+    /** Send the grant's scopes with refresh requests (Microsoft lists `scope` as required there; default false). */
+    refresh_sends_scope: z.boolean().optional(),
+    /** Token-endpoint `error` codes meaning the grant is dead (default `["invalid_grant"]`; GitHub `bad_refresh_token`). */
+    refused_grant_errors: z.array(z.string().min(1).max(64)).min(1).max(20).optional(),
+    /** Client authentication at the revocation endpoint; default: token_endpoint_auth_method. `bearer`: the token itself. */
+    revocation_auth: z.enum(["client_secret_post", "client_secret_basic", "bearer", "none"]).optional(),
+    /** Body encoding of revocation requests: `form` (RFC 7009, default) or `json` (Notion, GitHub). */
+    revocation_format: z.enum(["form", "json"]).optional(),
+    /** HTTP method of revocation requests: `POST` (RFC 7009, default) or `DELETE` (GitHub). */
+    revocation_method: z.enum(["POST", "DELETE"]).optional(),
+    /** The body field holding the token to revoke: `token` (RFC 7009, default) or `access_token` (GitHub). */
+    revocation_token_param: z.string().regex(/^[a-z_]{1,32}$/, "expected a parameter name such as token").optional(),
+  })
+  .superRefine((c, ctx) => {
+    if (c.user_id_source === "userinfo" && !c.userinfo_endpoint) {
+      ctx.addIssue({ code: "custom", path: ["userinfo_endpoint"], message: "required when user_id_source is userinfo" });
+    }
+    if (c.user_id_source === "token_response" && !c.user_id_path) {
+      ctx.addIssue({ code: "custom", path: ["user_id_path"], message: "required when user_id_source is token_response" });
+    }
+  });
 export type ProviderConfig = z.infer<typeof ProviderConfig>;
 export type ProviderConfigInput = z.input<typeof ProviderConfig>;
 
@@ -35,6 +104,6 @@ export const ProviderId = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, "provider ids are 1–64 of a-z 0-9 _ . - (starting with a letter or digit)");
 
-export const AdminProviderRequest = ProviderConfig.extend({ provider_id: ProviderId });
+export const AdminProviderRequest = ProviderConfig.safeExtend({ provider_id: ProviderId });
 
 export const ProvidersFile = z.record(ProviderId, ProviderConfig);
