@@ -23,6 +23,7 @@ export const root = defineCommand({
     config: () => import("./cli/config.ts").then((m) => m.default),
     identity: () => import("./cli/identity.ts").then((m) => m.default),
     serve: () => import("./cli/serve.ts").then((m) => m.default),
+    templates: () => import("./cli/templates.ts").then((m) => m.default),
   },
 });
 

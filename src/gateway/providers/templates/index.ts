@@ -62,5 +62,6 @@ export function applyTemplate(entry: Readonly<Record<string, unknown>>): Record<
 /** The entry an operator starts from: the template filled, with `${ID_CLIENT_ID}`-style credential references. */
 export function exampleEntry(template: ProviderTemplate): Record<string, unknown> {
   const env = template.id.toUpperCase().replace(/[^A-Z0-9]/g, "_");
-  return applyTemplate({ template: template.id, client_id: `\${${env}_CLIENT_ID}`, client_secret: `\${${env}_CLIENT_SECRET}` });
+  const own = { template: template.id, client_id: `\${${env}_CLIENT_ID}`, client_secret: `\${${env}_CLIENT_SECRET}` };
+  return { ...own, ...applyTemplate(own) };
 }
