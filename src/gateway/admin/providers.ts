@@ -5,10 +5,12 @@ import type { Call } from "../context.ts";
 import { parseWith, readObject } from "../http/request.ts";
 import { json } from "../http/response.ts";
 import { findProvider, listProviders, maskedProvider, toRecord } from "../domain/providers.ts";
+import { applyTemplate, UnknownTemplateError } from "../providers/templates/index.ts";
 
 export async function create(call: Call): Promise<Response> {
   const { gw } = call;
-  const { provider_id, ...config } = parseWith(AdminProviderRequest, await readObject(call, { form: false }));
+  const body = await readObject(call, { form: false });
+  const { provider_id, ...config } = parseWith(AdminProviderRequest, withTemplate(body.provider_id, body));
   if (await findProvider(gw, provider_id)) {
     throw new AthError("PROVIDER_ALREADY_EXISTS", undefined, { provider_id });
   }
@@ -37,7 +39,7 @@ export async function put(call: Call): Promise<Response> {
   delete body.provider_id;
   const existing = await findProvider(gw, id);
   const keepSecret = body.client_secret === undefined && existing !== null;
-  const config = parseWith(ProviderConfig, keepSecret ? { ...body, client_secret: "" } : body);
+  const config = parseWith(ProviderConfig, withTemplate(id, keepSecret ? { ...body, client_secret: "" } : body));
   const record = await toRecord(gw, id, config, "admin");
   if (keepSecret) record.client_secret_sealed = existing.client_secret_sealed;
   await gw.store.upsertProvider(record);
@@ -50,4 +52,17 @@ export async function remove({ gw, params }: Call): Promise<Response> {
   if (!(await gw.store.deleteProvider(id))) throw new AthError("NOT_FOUND", `Provider '${id}' is not configured`, { provider_id: id });
   await audit(gw, "provider.deleted", { provider_id: id });
   return json({ provider_id: id, deleted: true });
+}
+
+// internal
+
+/** The body with its `template` filled in (DESIGN §11); an unknown template is a 400 naming it and the known ones. */
+function withTemplate(providerId: unknown, body: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return applyTemplate(body);
+  } catch (e) {
+    if (!(e instanceof UnknownTemplateError)) throw e;
+    const name = typeof providerId === "string" ? `Provider '${providerId}': ` : "";
+    throw new AthError("INVALID_REQUEST", `Invalid request: ${name}${e.message}`, { field: e.field, template: e.template, known_templates: e.known });
+  }
 }

@@ -8,6 +8,7 @@ import type { GrantRecord } from "../../store/types.ts";
 import { audit } from "./audit.ts";
 import type { Gateway } from "../context.ts";
 import { GrantRefusedError, refreshGrant, revokeUpstream, type UpstreamTokenResponse } from "../oauth/client.ts";
+import { revocationTargets } from "../oauth/quirks.ts";
 import { findProvider, openProvider, outbound, requireProvider } from "./providers.ts";
 import { parseScopeString } from "../rules/scopes.ts";
 import { randomSecret } from "../crypto/secrets.ts";
@@ -55,7 +56,10 @@ export async function refreshAfterRejection(gw: Gateway, grantId: string, versio
   return singleFlight(gw, grantId, (g) => g.version === version, version);
 }
 
-/** Drops the grant and, when the provider has a revocation endpoint, revokes its tokens there (RFC 7009). */
+/**
+ * Drops the grant and, when the provider has a revocation endpoint, revokes its tokens there — which tokens and how
+ * is the provider's (oauth/quirks.ts: RFC 7009, or the token as Bearer, or a JSON body).
+ */
 export async function dropGrant(gw: Gateway, grantId: string): Promise<void> {
   const grant = await gw.store.deleteGrant(grantId);
   if (!grant) return;
@@ -63,16 +67,14 @@ export async function dropGrant(gw: Gateway, grantId: string): Promise<void> {
   if (!record?.config.revocation_endpoint) return;
   try {
     const provider = await openProvider(gw, record);
-    // Revoking the refresh token revokes the grant's access tokens too at most providers (RFC 7009 §2.1).
-    const [token, hint] = grant.refresh_token_sealed
-      ? [await gw.sealer.open(grant.refresh_token_sealed, aad(grantId, "refresh")), "refresh_token" as const]
-      : [await gw.sealer.open(grant.access_token_sealed, aad(grantId, "access")), "access_token" as const];
-    const statuses = [await revokeUpstream(provider, token, hint, outbound(gw))];
-    if (hint === "refresh_token") {
-      statuses.push(await revokeUpstream(provider, await gw.sealer.open(grant.access_token_sealed, aad(grantId, "access")), "access_token", outbound(gw)));
+    const statuses: number[] = [];
+    for (const kind of revocationTargets(record.config, grant.refresh_token_sealed !== null)) {
+      const sealed = kind === "refresh_token" ? grant.refresh_token_sealed! : grant.access_token_sealed;
+      const result = await revokeUpstream(provider, await gw.sealer.open(sealed, aad(grantId, kind === "refresh_token" ? "refresh" : "access")), kind, outbound(gw));
+      statuses.push(result.status);
+      // A failure (RFC 7009 §2.2.1: 503, try later) did not revoke.
+      if (!result.ok) throw new Error(`revocation endpoint answered ${statuses.join(", ")}`);
     }
-    // RFC 7009 §2.2: 200 means revoked (or already invalid); anything else (503: try later) did not revoke.
-    if (statuses.some((s) => s !== 200)) throw new Error(`revocation endpoint answered ${statuses.join(", ")}`);
     await audit(gw, "grant.revoked_upstream", { provider_id: grant.provider_id, agent_id: grant.agent_id, data: { statuses } });
   } catch (err) {
     // RFC 7009 failures never reach the agent: revoke still answers 200.
@@ -145,7 +147,7 @@ async function doRefresh(gw: Gateway, g: GrantRecord, owner: string): Promise<Li
   try {
     const record = await requireProvider(gw, g.provider_id);
     const refreshToken = await gw.sealer.open(g.refresh_token_sealed!, aad(g.grant_id, "refresh"));
-    tokens = await refreshGrant(await openProvider(gw, record), refreshToken, outbound(gw));
+    tokens = await refreshGrant(await openProvider(gw, record), refreshToken, g.scope, outbound(gw));
   } catch (err) {
     const dead = err instanceof GrantRefusedError;
     await gw.store.releaseGrantRefresh(g.grant_id, owner, dead, gw.now());

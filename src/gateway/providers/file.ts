@@ -1,9 +1,11 @@
 /**
- * The `--providers` file: JSON keyed by provider id, `${ENV_NAME}` taken from the environment in any string,
- * every problem reported with its path at once (`providers.github.token_endpoint: Invalid http(s) URL`).
+ * The `--providers` file: JSON keyed by provider id, `${ENV_NAME}` taken from the environment in any string, an
+ * entry's `template` filled in (DESIGN §11), every problem reported with its path at once
+ * (`providers.github.token_endpoint: Invalid http(s) URL`).
  */
 import { readFileSync } from "node:fs";
 import { formatIssues, ProvidersFile, type ProviderConfig } from "../../protocol/index.ts";
+import { applyTemplate, UnknownTemplateError } from "./templates/index.ts";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -25,7 +27,7 @@ export function loadProvidersFile(path: string, env: Record<string, string | und
   }
   const missing: string[] = [];
   const interpolated = interpolateEnv(raw, env, [], missing);
-  const parsed = ProvidersFile.safeParse(interpolated);
+  const parsed = ProvidersFile.safeParse(fillTemplates(interpolated, missing));
   // A field whose ${ENV} is unset is reported once, as such, not again as the empty string zod then sees.
   const missingPaths = new Set(missing.map((m) => m.slice(0, m.indexOf(":"))));
   const invalid = parsed.success ? [] : formatIssues(parsed.error, "providers").filter((m) => !missingPaths.has(m.slice(0, m.indexOf(":"))));
@@ -37,6 +39,28 @@ export function loadProvidersFile(path: string, env: Record<string, string | und
 }
 
 // internal
+
+/**
+ * Each entry with its template filled in. An unknown template is reported under the entry's `template` and the entry
+ * left out of validation, so the one mistake is not also reported as every field the template would have filled.
+ */
+function fillTemplates(file: unknown, problems: string[]): unknown {
+  if (file === null || typeof file !== "object" || Array.isArray(file)) return file;
+  const out: Record<string, unknown> = {};
+  for (const [id, entry] of Object.entries(file)) {
+    if (entry === null || typeof entry !== "object" || Array.isArray(entry)) {
+      out[id] = entry;
+      continue;
+    }
+    try {
+      out[id] = applyTemplate(entry as Record<string, unknown>);
+    } catch (e) {
+      if (!(e instanceof UnknownTemplateError)) throw e;
+      problems.push(`providers.${id}.${e.field}: ${e.message}`);
+    }
+  }
+  return out;
+}
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 

@@ -9,6 +9,7 @@ import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
 import { requireLiveToken } from "../domain/tokens.ts";
 import { bearerToken } from "../http/request.ts";
+import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { prepareBody, send } from "./relay.ts";
 import { allowedByScopeRules } from "./scope-rules.ts";
@@ -49,7 +50,7 @@ export async function proxy(call: Call): Promise<Response> {
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
 
-  const headers = upstreamRequestHeaders(req.headers);
+  const headers = upstreamRequestHeaders(req.headers, apiHeaders(record.config));
   const body = await prepareBody(req);
   let access = await currentAccess(gw, token.grant_id);
   let res = await send(gw, req.method, target, headers, body, access);

@@ -18,9 +18,14 @@ const UPSTREAM_COOKIES = ["set-cookie", "set-cookie2"];
 const TO_UPSTREAM = new Set([...HOP_BY_HOP, ...AGENT_HOP, ...OVERRIDES]);
 const TO_AGENT = new Set([...HOP_BY_HOP, ...UPSTREAM_COOKIES]);
 
-/** The agent's request headers the upstream may see (the upstream token is added by the relay). */
-export function upstreamRequestHeaders(incoming: Headers): Headers {
-  return filter(incoming, TO_UPSTREAM);
+/**
+ * The agent's request headers the upstream may see (the upstream token is added by the relay), with the provider's
+ * static `api_headers` (Notion-Version) replacing the agent's own: scope_rules were written for that API version.
+ */
+export function upstreamRequestHeaders(incoming: Headers, apiHeaders: Readonly<Record<string, string>> = {}): Headers {
+  const out = filter(incoming, TO_UPSTREAM);
+  for (const [name, value] of Object.entries(apiHeaders)) out.set(name, value);
+  return out;
 }
 
 /** The upstream's response headers the agent may see. */

@@ -40,6 +40,7 @@ export const TEMPLATES: Readonly<Record<string, ProviderTemplate>> = Object.free
 export class UnknownTemplateError extends Error {
   override readonly name = "UnknownTemplateError";
   readonly field = "template";
+  readonly known = Object.keys(TEMPLATES);
   constructor(readonly template: string) {
     super(`unknown template '${template}' (known: ${Object.keys(TEMPLATES).join(", ")})`);
   }

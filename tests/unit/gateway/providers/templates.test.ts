@@ -1,7 +1,7 @@
 /** Built-in provider templates (DESIGN §11): the data each one carries, and the merge rule for entries naming one. */
 import { describe, expect, test } from "bun:test";
 import { formatIssues, ProviderConfig } from "../../../../src/protocol/index.ts";
-import { allowedByScopeRules } from "../../../../src/gateway/rules/scopes.ts";
+import { allowedByScopeRules } from "../../../../src/gateway/proxy/scope-rules.ts";
 import { applyTemplate, exampleEntry, TEMPLATES, UnknownTemplateError } from "../../../../src/gateway/providers/templates/index.ts";
 
 const REQUIRED = ["github", "gitlab", "google", "microsoft", "slack", "notion", "linear", "dropbox"];
