@@ -126,6 +126,10 @@ export async function consent(authorizationUrl: string, o: ConsentOptions = {}):
       if (o.upstream?.scopes !== undefined) fields.scopes = o.upstream.scopes.join(" ");
       if (o.upstream?.login !== undefined) fields.login = o.upstream.login;
       page = await browser.submit(page, formWithButton(page, "Approve"), { button: o.upstream?.decision ?? "Approve", fields, stopAt });
+    } else if (path.startsWith("/__mock/consent/")) {
+      // A provider mock's page (tests/helpers/providers/base.ts): Authorize or Cancel.
+      const button = o.upstream?.decision === "Deny" ? "Cancel" : "Authorize";
+      page = await browser.submit(page, formWithButton(page, "Authorize"), { button, stopAt });
     } else break;
   }
   if (stopAt !== undefined && stopAt(new URL(page.url))) {

@@ -1,7 +1,7 @@
 /**
  * What a person does in Chromium: open the agent's authorization link, read the gateway's consent page, press
- * Approve or Deny, then answer the provider's own page — oidc-provider's form (Approve/Deny) or the sandbox's
- * sign-in page (Allow/Cancel). Every step is a real click on a real button.
+ * Approve or Deny, then answer the provider's own page — oidc-provider's form (Approve/Deny), the sandbox's
+ * sign-in page (Allow/Cancel) or a provider mock's page (Authorize/Cancel, tests/helpers/providers/). Every step is a real click on a real button.
  */
 import type { Page, Response } from "playwright-core";
 
@@ -25,6 +25,7 @@ export function providerButton(page: Page, choice: Choice): string {
   const path = new URL(page.url()).pathname;
   if (path.startsWith("/interaction/")) return choice === "approve" ? "Approve" : "Deny";
   if (path.startsWith("/demo/")) return choice === "approve" ? "Allow" : "Cancel";
+  if (path.startsWith("/__mock/consent/")) return choice === "approve" ? "Authorize" : "Cancel";
   throw new Error(`not on a provider's sign-in page: ${page.url()}`);
 }
 

@@ -12,6 +12,8 @@ import { errorPage, pendingFrom, serveMock, type Grant, type MockCore, type Mock
 
 /** The versions the mock knows (https://developers.notion.com/reference/changes-by-version). */
 const VERSIONS = ["2022-06-28", "2025-09-03"];
+/** The token endpoint's body fields; anything else fails Notion's strict body validation. */
+const TOKEN_FIELDS = ["grant_type", "code", "redirect_uri", "refresh_token", "external_account"];
 const WORKSPACE = { workspace_id: "a1b2c3d4-0000-4000-8000-000000000001", workspace_name: "Mock Workspace", workspace_icon: null };
 
 export function startNotionMock(options: MockOptions): MockProvider {
@@ -69,6 +71,8 @@ function token(req: MockRequest, mock: MockCore): Response {
   if (auth.via !== "basic" || !auth.valid) return oauthError(401, "invalid_client", "Client authentication failed: use HTTP Basic with the client id and secret.");
   const body = mock.parseBody(req);
   if (body.format !== "json") return oauthError(400, "invalid_request", "body failed validation: the body must be JSON.");
+  const unknown = Object.keys(body.fields).filter((k) => !TOKEN_FIELDS.includes(k));
+  if (unknown.length > 0) return oauthError(400, "invalid_request", `body failed validation: unknown field(s) ${unknown.join(", ")}.`);
   const f = body.fields;
   if (f.grant_type === "refresh_token") {
     const grant = mock.refresh(f.refresh_token, auth.clientId, { rotate: true });

@@ -24,7 +24,7 @@ export const notion: ProviderTemplate = {
     "token requests are JSON with HTTP Basic client authentication",
     "no OAuth scopes: the gateway's scopes are enforced by scope_rules alone",
     "Notion-Version: 2025-09-03 on every API call",
-    "the user id is owner.user.id in the token response; owner=user on authorize",
+    "the user id is owner.user.id in the token response; owner=user on authorize; no PKCE (not documented)",
     "revocation: JSON {token} with HTTP Basic",
   ],
   entry: {
@@ -37,6 +37,8 @@ export const notion: ProviderTemplate = {
     token_endpoint_auth_method: "client_secret_basic",
     token_request_format: "json",
     scope_param: null,
+    // Notion documents no PKCE, and its JSON bodies are validated strictly: no code_verifier is sent.
+    pkce: false,
     extra_authorize_params: { owner: "user" },
     user_id_source: "token_response",
     user_id_path: "owner.user.id",
