@@ -40,7 +40,7 @@ export const dropbox: ProviderTemplate = {
       "sharing.read", "sharing.write",
     ],
     scope_descriptions: {
-      "account_info.read": "See the person's account name, email and space usage.",
+      "account_info.read": "See your account name, email and space usage.",
       "files.metadata.read": "List files and folders and see their details.",
       "files.metadata.write": "Create, move, copy and delete files and folders.",
       "files.content.read": "Get links to read file contents.",

@@ -28,9 +28,9 @@ export const gitlab: ProviderTemplate = {
     user_id_source: "id_token",
     available_scopes: ["read_user", "read_api", "api", "read_repository"],
     scope_descriptions: {
-      read_user: "Read the person's profile (/user) and public user data.",
-      read_api: "Read everything the person can see through the API: projects, groups, issues, merge requests.",
-      api: "Full read and write API access as the person, including groups and projects.",
+      read_user: "Read your profile (/user) and public user data.",
+      read_api: "Read everything you can see through the API: projects, groups, issues, merge requests.",
+      api: "Full read and write API access as you, including groups and projects.",
       read_repository: "Read repository files of private projects.",
     },
     scope_rules: {

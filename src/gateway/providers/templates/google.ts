@@ -1,5 +1,5 @@
 /**
- * Google APIs (Gmail, Drive, Calendar) as the person. Follows:
+ * Google APIs (Gmail, Drive, Calendar) as you. Follows:
  * - https://developers.google.com/identity/protocols/oauth2/web-server (access_type=offline, prompt, PKCE, revoke)
  * - https://developers.google.com/identity/openid-connect/openid-connect (id_token sub, userinfo)
  * - https://developers.google.com/identity/protocols/oauth2/scopes
@@ -46,14 +46,14 @@ export const google: ProviderTemplate = {
     ],
     scope_descriptions: {
       [`${G}gmail.readonly`]: "Read Gmail messages, threads, labels and settings.",
-      [`${G}gmail.send`]: "Send email as the person.",
+      [`${G}gmail.send`]: "Send email as you.",
       [`${G}gmail.modify`]: "Read, compose, send and label Gmail messages (no permanent deletion).",
       [`${G}drive.readonly`]: "See and download every Google Drive file.",
-      [`${G}drive.file`]: "Only the Drive files this app created or the person opened with it.",
+      [`${G}drive.file`]: "Only the Drive files this app created or you opened with it.",
       [`${G}calendar.readonly`]: "See calendars and events.",
       [`${G}calendar.events`]: "View and edit events on every calendar.",
-      email: "See the person's primary email address.",
-      profile: "See the person's name and picture.",
+      email: "See your primary email address.",
+      profile: "See your name and picture.",
     },
     scope_rules: {
       [`${G}gmail.readonly`]: ["GET /gmail/v1/users/**"],

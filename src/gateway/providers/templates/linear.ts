@@ -36,8 +36,8 @@ export const linear: ProviderTemplate = {
     revocation_auth: "bearer",
     available_scopes: ["read", "write", "issues:create", "comments:create"],
     scope_descriptions: {
-      read: "Read the person's workspace: issues, projects, teams, comments.",
-      write: "Change anything the person can change.",
+      read: "Read your workspace: issues, projects, teams, comments.",
+      write: "Change anything you can change.",
       "issues:create": "Create issues and their attachments.",
       "comments:create": "Comment on issues.",
     },

@@ -1,5 +1,5 @@
 /**
- * Slack (OAuth v2, acting as the person with a user token). Follows:
+ * Slack (OAuth v2, acting as you with a user token). Follows:
  * - https://docs.slack.dev/authentication/installing-with-oauth (user_scope, authed_user)
  * - https://docs.slack.dev/reference/methods/oauth.v2.access (Basic preferred; errors are HTTP 200 {ok:false})
  * - https://docs.slack.dev/authentication/using-token-rotation (refresh: the user token at the top level)
@@ -48,19 +48,19 @@ export const slack: ProviderTemplate = {
       "chat:write", "users:read", "users:read.email", "search:read", "reactions:read", "reactions:write", "files:read",
     ],
     scope_descriptions: {
-      "channels:read": "See the public channels the person can see.",
-      "channels:history": "Read messages in the person's public channels.",
-      "groups:read": "See the private channels the person is in.",
-      "groups:history": "Read messages in the person's private channels.",
-      "im:read": "See the person's direct messages list.",
-      "im:history": "Read the person's direct messages.",
-      "chat:write": "Send, edit and delete messages as the person.",
+      "channels:read": "See the public channels you can see.",
+      "channels:history": "Read messages in your public channels.",
+      "groups:read": "See the private channels you are in.",
+      "groups:history": "Read messages in your private channels.",
+      "im:read": "See your direct messages list.",
+      "im:history": "Read your direct messages.",
+      "chat:write": "Send, edit and delete messages as you.",
       "users:read": "See the people in the workspace.",
       "users:read.email": "Look people up by email address.",
-      "search:read": "Search the workspace's messages and files as the person.",
+      "search:read": "Search the workspace's messages and files as you.",
       "reactions:read": "See emoji reactions.",
-      "reactions:write": "Add and remove emoji reactions as the person.",
-      "files:read": "See the files the person can see.",
+      "reactions:write": "Add and remove emoji reactions as you.",
+      "files:read": "See the files you can see.",
     },
     scope_rules: {
       "channels:read": READ_CONVERSATIONS,

@@ -1,5 +1,10 @@
 /** Built-in provider templates (DESIGN §11): the data each one carries, and the merge rule for entries naming one. */
 import { describe, expect, test } from "bun:test";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { loadProvidersFile } from "../../../../src/gateway/providers/file.ts";
+import { sectionOf } from "../../../helpers/readme.ts";
 import { formatIssues, ProviderConfig } from "../../../../src/protocol/index.ts";
 import { allowedByScopeRules } from "../../../../src/gateway/proxy/scope-rules.ts";
 import { applyTemplate, exampleEntry, TEMPLATES, UnknownTemplateError } from "../../../../src/gateway/providers/templates/index.ts";
@@ -142,5 +147,38 @@ describe("provider config — the §11 fields", () => {
     expect(ProviderConfig.safeParse({ ...base, token_path: "a..b" }).success).toBe(false);
     expect(ProviderConfig.safeParse({ ...base, scope_param: null }).success).toBe(true);
     expect(ProviderConfig.safeParse({ ...base, scope_param: "scope&x=1" }).success).toBe(false);
+  });
+});
+
+describe("the README's Connect a real provider section and the example providers file", () => {
+  const repo = resolve(import.meta.dir, "../../../..");
+  const env = { GITHUB_CLIENT_ID: "Ov23li-test", GITHUB_CLIENT_SECRET: "s", GOOGLE_CLIENT_ID: "g", GOOGLE_CLIENT_SECRET: "s" };
+
+  test("the GitHub entry it shows is a providers file ath serve loads, filled from the github template", async () => {
+    const section = sectionOf(await readFile(join(repo, "README.md"), "utf8"), "Connect a real provider");
+    const json = /```json\n([\s\S]*?)```/.exec(section)?.[1]?.replace(/^ {3}/gm, "");
+    expect(json).toBeDefined();
+    const dir = await mkdtemp(join(tmpdir(), "ath-readme-"));
+    try {
+      await writeFile(join(dir, "providers.json"), json!);
+      const loaded = loadProvidersFile(join(dir, "providers.json"), env);
+      expect(loaded.github).toEqual(ProviderConfig.parse(applyTemplate({ template: "github", client_id: "Ov23li-test", client_secret: "s" })));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    expect(section).toContain("{base_url}/ath/callback");
+  });
+
+  test("its table has one row per template", async () => {
+    const section = sectionOf(await readFile(join(repo, "README.md"), "utf8"), "Connect a real provider");
+    const rows = [...section.matchAll(/^\| `([a-z]+)` \|/gm)].map((m) => m[1]);
+    expect(rows).toEqual(["github", "gitlab", "google", "microsoft", "slack", "notion", "linear", "dropbox"]);
+    expect([...rows].sort()).toEqual(Object.keys(TEMPLATES));
+  });
+
+  test("scripts/examples/providers.json loads, its entries filled from templates", () => {
+    const loaded = loadProvidersFile(join(repo, "scripts/examples/providers.json"), env);
+    expect(loaded.github?.token_endpoint).toBe("https://github.com/login/oauth/access_token");
+    expect(loaded["google-calendar"]?.extra_authorize_params).toEqual({ access_type: "offline", prompt: "consent" });
   });
 });
