@@ -65,6 +65,21 @@ for (const id of IDS) {
   });
 }
 
+describe("dead grants in the provider's own words", () => {
+  test("slack: a refresh answered 200 {ok:false, error:invalid_refresh_token} kills the grant: 401 TOKEN_EXPIRED upstream_grant_revoked, no loop", async () => {
+    const mock = w.mocks.slack!;
+    const f = await fullFlow(w.baseUrl, { provider_id: "slack", scopes: ["channels:history"] });
+    // The person removes the app in Slack: its tokens die at the provider.
+    mock.core.revoke(mock.core.grants.at(-1)!.refreshToken);
+    const refreshesBefore = mock.core.requestsTo("token").length;
+    expectError(await proxiedCall(w, "slack", f.accessToken), "TOKEN_EXPIRED", { reason: "upstream_grant_revoked" });
+    expectError(await proxiedCall(w, "slack", f.accessToken), "TOKEN_EXPIRED", { reason: "upstream_grant_revoked" });
+    // One refresh, refused with HTTP 200 and ok:false; the second call does not ask again.
+    const refreshes = mock.core.requestsTo("token").slice(refreshesBefore);
+    expect(refreshes.map((r) => [r.status, new URLSearchParams(r.body).get("grant_type")])).toEqual([[200, "refresh_token"]]);
+  });
+});
+
 describe("what the mocks refuse, a template gets right", () => {
   test("github: without Accept: application/json the token endpoint answers form-encoded, and errors come with HTTP 200", async () => {
     const mock = w.mocks.github!;
