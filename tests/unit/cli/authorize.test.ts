@@ -6,9 +6,9 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { GW, fakeGateway, runAth, tempHome, type FakeGateway } from "../helpers/cli-harness.ts";
-import { setDeps } from "../../src/cli/deps.ts";
-import { main } from "../../src/main.ts";
+import { GW, fakeGateway, runAth, tempHome, type FakeGateway } from "../../helpers/cli-harness.ts";
+import { setDeps } from "../../../src/cli/deps.ts";
+import { main } from "../../../src/main.ts";
 
 let home: { dir: string; cleanup: () => Promise<void> };
 let gw: FakeGateway;

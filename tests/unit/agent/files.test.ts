@@ -6,8 +6,8 @@
 import { describe, expect, test } from "bun:test";
 import { chmod, readFile, readdir, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { withLock } from "../../src/agent/files.ts";
-import { GW, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../helpers/cli-harness.ts";
+import { withLock } from "../../../src/agent/files.ts";
+import { GW, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../../helpers/cli-harness.ts";
 
 const fx = cliFixture();
 

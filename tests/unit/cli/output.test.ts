@@ -4,8 +4,8 @@
  * `--format` decides for output and errors alike, and `--version` / `--help` keep json mode's one document.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { GW, runAth, tempHome } from "../helpers/cli-harness.ts";
-import { httpError } from "../../src/agent/http.ts";
+import { GW, runAth, tempHome } from "../../helpers/cli-harness.ts";
+import { httpError } from "../../../src/agent/http.ts";
 
 let home: { dir: string; cleanup: () => Promise<void> };
 beforeEach(async () => {

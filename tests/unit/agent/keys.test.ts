@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { calculateJwkThumbprint, compactVerify, importJWK } from "jose";
-import { generateKeyPem, loadKey, loadOrCreateKey } from "../../src/agent/keys.ts";
-import { jwkFromDidKey } from "../../src/protocol/did-key.ts";
+import { generateKeyPem, loadKey, loadOrCreateKey } from "../../../src/agent/keys.ts";
+import { jwkFromDidKey } from "../../../src/protocol/did-key.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ath-keys-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

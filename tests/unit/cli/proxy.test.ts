@@ -4,9 +4,9 @@
  * errors (not network errors), and text mode relays the body as it arrives instead of holding it in memory.
  */
 import { describe, expect, test } from "bun:test";
-import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../helpers/cli-harness.ts";
-import { setDeps } from "../../src/cli/deps.ts";
-import { main } from "../../src/main.ts";
+import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../../helpers/cli-harness.ts";
+import { setDeps } from "../../../src/cli/deps.ts";
+import { main } from "../../../src/main.ts";
 
 const fx = cliFixture();
 const ath = fx.ath;

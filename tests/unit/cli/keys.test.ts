@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { runAth, tempHome } from "../helpers/cli-harness.ts";
+import { runAth, tempHome } from "../../helpers/cli-harness.ts";
 
 let home: { dir: string; cleanup: () => Promise<void> };
 beforeEach(async () => {

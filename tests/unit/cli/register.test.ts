@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { BINARY_BODY, GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../helpers/cli-harness.ts";
+import { BINARY_BODY, GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../../helpers/cli-harness.ts";
 
 const fx = cliFixture();
 const ath = fx.ath;

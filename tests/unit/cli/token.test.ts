@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../helpers/cli-harness.ts";
+import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../../helpers/cli-harness.ts";
 
 const fx = cliFixture();
 const ath = fx.ath;

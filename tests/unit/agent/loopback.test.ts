@@ -3,7 +3,7 @@
  * redirect whose `state` is not the one sent (without ending the wait), and answers nothing once the wait is over.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { startLoopback, type LoopbackReceiver } from "../../src/agent/loopback.ts";
+import { startLoopback, type LoopbackReceiver } from "../../../src/agent/loopback.ts";
 
 const STATE = "s".repeat(43);
 let receiver: LoopbackReceiver | undefined;

@@ -1,9 +1,9 @@
 /** The agent HTTP client: ofetch-style messages, ATH error bodies → `refused`, schema-checked answers, form encoding. */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { exchangeCode } from "../../src/agent/client.ts";
-import { ClientError } from "../../src/agent/errors.ts";
-import { requestJson, type Fetch } from "../../src/agent/http.ts";
+import { exchangeCode } from "../../../src/agent/client.ts";
+import { ClientError } from "../../../src/agent/errors.ts";
+import { requestJson, type Fetch } from "../../../src/agent/http.ts";
 
 const answer = (status: number, body: string, seen?: Request[]): Fetch => async (input, init) => {
   seen?.push(new Request(input as string, init));

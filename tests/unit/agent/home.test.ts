@@ -2,9 +2,9 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readdir, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { STALE_LOCK_MS, withLock, writeFileAtomic } from "../../src/agent/files.ts";
-import { homePaths, readConfig, readCredentials, updateConfig, updateCredentials } from "../../src/agent/home.ts";
-import { tempHome } from "../helpers/cli-harness.ts";
+import { STALE_LOCK_MS, withLock, writeFileAtomic } from "../../../src/agent/files.ts";
+import { homePaths, readConfig, readCredentials, updateConfig, updateCredentials } from "../../../src/agent/home.ts";
+import { tempHome } from "../../helpers/cli-harness.ts";
 
 let home: { dir: string; cleanup: () => Promise<void> };
 beforeEach(async () => {
