@@ -3,8 +3,8 @@
  * attestation's signature and audience, records every request, and follows the protocol's shapes), a temp
  * ATH_HOME, and `runAth(argv)` which runs `main()` with captured stdout/stderr and chosen TTY flags.
  */
-import { afterEach, beforeEach } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
+import { afterEach, beforeEach, expect } from "bun:test";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { importJWK, jwtVerify } from "jose";
@@ -206,7 +206,10 @@ export async function tempHome(): Promise<{ dir: string; cleanup: () => Promise<
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 
-/** Per test: a fresh temporary home and fake gateway (beforeEach/afterEach), and `ath(argv, tty)` bound to them. */
+/**
+ * Per test: a fresh temporary home and fake gateway (beforeEach/afterEach), `ath(argv, tty)` bound to them, and the
+ * steps most tests start from (registered, authorized) plus readers of what credentials.json holds.
+ */
 export function cliFixture() {
   let current: { home: { dir: string; cleanup: () => Promise<void> }; gw: FakeGateway } | undefined;
   beforeEach(async () => {
@@ -224,7 +227,34 @@ export function cliFixture() {
     get gw() {
       return live().gw;
     },
-    ath: (argv: string[], tty = false) => runAth(live().home.dir, argv, { fetch: live().gw.fetch, tty }),
+    ath,
+    registered,
+    authorized,
+    credentials,
+    pendingIds,
   };
+  function ath(argv: string[], tty = false): Promise<RunResult> {
+    return runAth(live().home.dir, argv, { fetch: live().gw.fetch, tty });
+  }
+  /** `ath register` for github with `scopes`; the test fails unless it exits 0. */
+  async function registered(scopes = "repo,read:user"): Promise<void> {
+    expect((await ath(["register", "-g", GW, "--provider", "github", "--scopes", scopes])).code).toBe(0);
+  }
+  /** Registered, authorized (`--no-wait`) and exchanged: a saved github token. Returns its ath_session_id. */
+  async function authorized(scopes = "repo,read:user"): Promise<string> {
+    await registered(scopes);
+    const a = await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"]);
+    expect(a.code).toBe(0);
+    const session = JSON.parse(a.stdout).ath_session_id as string;
+    expect((await ath(["token", "-g", GW, "--code", codeFor(session)])).code).toBe(0);
+    return session;
+  }
+  /** credentials.json, parsed. */
+  async function credentials() {
+    return JSON.parse(await readFile(join(live().home.dir, "credentials.json"), "utf8"));
+  }
+  /** The ath_session_ids of the pending sessions saved for the one registered agent, oldest first. */
+  async function pendingIds(): Promise<string[]> {
+    return Object.keys((Object.values((await credentials()).gateways[GW].agents)[0] as { pending: object }).pending);
+  }
 }
-

@@ -1,7 +1,9 @@
-/** DESIGN.md §5 exit codes and output contract of `ath`, checked in process through `main()`. */
+/**
+ * DESIGN.md §5 exit codes and output contract of `ath`, checked in process through `main()`: strict flags, global
+ * flags before the command words, the last `--format` deciding for output and errors alike, and `--version` /
+ * `--help` keeping json mode's one document.
+ */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { GW, fakeGateway, runAth, tempHome } from "../helpers/cli-harness.ts";
 
@@ -185,64 +187,37 @@ describe("network failures exit 5 and name the URL and cause", () => {
   });
 });
 
-describe("discover", () => {
-  test("json prints the discovery document; piped text is one tab-separated row per provider", async () => {
-    const gw = fakeGateway();
-    const j = await runAth(home.dir, ["discover", "-g", GW, "--format", "json"], { fetch: gw.fetch });
-    expect(JSON.parse(j.stdout).gateway_id).toBe("fake");
-    const t = await runAth(home.dir, ["discover", "-g", GW], { fetch: gw.fetch });
-    expect(t.stdout).toBe("github\tGitHub\trepo,read:user\ngitlab\tGitLab\tapi\n");
-  });
-});
-
-describe("config and identity", () => {
-  test("set-gateway makes the first gateway the default; use switches; unset removes", async () => {
-    expect((await runAth(home.dir, ["config", "set-gateway", "local", "http://127.0.0.1:8787/"])).code).toBe(0);
-    expect((await runAth(home.dir, ["config", "set-gateway", "other", "http://127.0.0.1:9999"])).code).toBe(0);
-    let cfg = JSON.parse(await readFile(join(home.dir, "config.json"), "utf8"));
-    expect(cfg).toEqual({ gateways: { local: "http://127.0.0.1:8787", other: "http://127.0.0.1:9999" }, default_gateway: "local" });
-    expect((await runAth(home.dir, ["config", "use", "other"])).code).toBe(0);
-    expect((await runAth(home.dir, ["config", "use", "nope"])).code).toBe(2);
-    expect((await runAth(home.dir, ["config", "set", "developer-name", "Acme"])).code).toBe(0);
-    expect((await runAth(home.dir, ["config", "unset", "gateway", "local"])).code).toBe(0);
-    cfg = JSON.parse((await runAth(home.dir, ["config", "show", "--format", "json"])).stdout);
-    expect(cfg).toEqual({ gateways: { other: "http://127.0.0.1:9999" }, default_gateway: "other", developer_name: "Acme" });
+describe("--format", () => {
+  test("the last --format wins for errors as for output", async () => {
+    const text = await runAth(home.dir, ["discover", "--format", "json", "--format", "text"]);
+    expect(text.code).toBe(3);
+    expect(text.stdout).toBe("");
+    expect(text.stderr).toStartWith("ath: no gateway configured");
+    const json = await runAth(home.dir, ["discover", "--format=text", "--format", "json"]);
+    expect(JSON.parse(json.stdout).error.code).toBe("NO_GATEWAY");
+    const ok = await runAth(home.dir, ["config", "show", "--format", "json", "--format", "text"]);
+    expect(ok.code).toBe(0);
+    expect(() => JSON.parse(ok.stdout)).toThrow();
   });
 
-  test("--key is the global flag on `config set` and `config unset` too (their positional is <setting>)", async () => {
-    const key = join(home.dir, "keys", "agent.pem");
-    expect((await runAth(home.dir, ["config", "init"])).code).toBe(0);
-    const set = await runAth(home.dir, ["config", "set", "developer-name", "Acme", "--key", key, "--format", "json"]);
-    expect({ code: set.code, stderr: set.stderr }).toEqual({ code: 0, stderr: "" });
-    expect(JSON.parse(set.stdout)).toEqual({ developer_name: "Acme" });
-    const unset = await runAth(home.dir, ["config", "unset", "developer-name", "--key", key, "--format", "json"]);
-    expect({ code: unset.code, stderr: unset.stderr }).toEqual({ code: 0, stderr: "" });
-    expect(JSON.parse(unset.stdout)).toEqual({ removed: "developer-name" });
-    expect((await runAth(home.dir, ["config", "set", "--help"])).stdout).toContain("<SETTING> <VALUE>");
+  test("--version --format json prints one document {version}; text prints the bare version", async () => {
+    for (const argv of [["--version", "--format", "json"], ["--format=json", "-v"]]) {
+      const r = await runAth(home.dir, argv);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    }
+    const text = await runAth(home.dir, ["--version", "--format", "text"]);
+    expect(text.stdout).toMatch(/^\d+\.\d+\.\d+\S*\n$/);
   });
 
-  test("the key is created once and reused; with no agent_id the identity is its did:key", async () => {
-    const first = JSON.parse((await runAth(home.dir, ["config", "init", "--format", "json"])).stdout);
-    expect(first.key_created).toBe(true);
-    expect(first.agent_id).toMatch(/^did:key:z/);
-    const again = JSON.parse((await runAth(home.dir, ["config", "init", "--format", "json"])).stdout);
-    expect(again.key_created).toBe(false);
-    expect(again.agent_id).toBe(first.agent_id);
-    const doc = JSON.parse((await runAth(home.dir, ["identity", "--format", "json"])).stdout);
-    expect(doc.agent_id).toBe(first.agent_id);
-    expect(doc.public_key).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", kid: first.thumbprint });
-    expect(doc.public_key.d).toBeUndefined();
-  });
-
-  test("--agent-id overrides the identity; --key loads a SEC1 PEM", async () => {
-    const proc = Bun.spawnSync(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout"]);
-    const pemPath = join(home.dir, "sec1.pem");
-    await Bun.write(pemPath, proc.stdout);
-    const r = await runAth(home.dir, ["identity", "--key", pemPath, "--agent-id", "https://agent.example/id", "--format", "json"]);
-    expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout).agent_id).toBe("https://agent.example/id");
-    const bad = await runAth(home.dir, ["identity", "--key", join(home.dir, "missing.pem")]);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain("missing.pem");
+  test("--help --format json prints one document {command, help} without colour codes", async () => {
+    for (const argv of [["proxy", "--help", "--format", "json"], ["--format", "json", "config", "set", "-h"]]) {
+      const r = await runAth(home.dir, argv, { tty: true });
+      expect(r.code).toBe(0);
+      const doc = JSON.parse(r.stdout);
+      expect(doc.command).toMatch(/^ath (proxy|config set)$/);
+      expect(doc.help).toContain("USAGE");
+      expect(doc.help).not.toContain("\u001b[");
+    }
   });
 });

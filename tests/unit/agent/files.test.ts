@@ -1,13 +1,13 @@
 /**
- * The home directory's files under stress: many waiters breaking one stale lock still let one writer in at a
- * time, a holder removes only its own lock, `register` never registers when it could not save the secret, and an
- * existing ATH_HOME others can enter is tightened to 0700.
+ * Private files that survive parallel writers: an atomic write leaves a 0600 file in a 0700 directory and no temp
+ * file; a stale lock is broken and a fresh one waited for; many waiters breaking one stale lock still let one
+ * writer in at a time, and a holder removes only its own lock.
  */
 import { describe, expect, test } from "bun:test";
-import { chmod, readFile, readdir, stat, utimes, writeFile } from "node:fs/promises";
+import { readFile, readdir, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { withLock } from "../../../src/agent/files.ts";
-import { GW, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../../helpers/cli-harness.ts";
+import { STALE_LOCK_MS, withLock, writeFileAtomic } from "../../../src/agent/files.ts";
+import { cliFixture } from "../../helpers/cli-harness.ts";
 
 const fx = cliFixture();
 
@@ -52,24 +52,29 @@ describe("the lock file", () => {
   });
 });
 
-describe("register", () => {
-  test("with an unreadable credentials.json it does not register at the gateway (the client secret would be lost)", async () => {
-    for (const text of ['{"gateways": {', '{"gateways": 5}']) {
-      await writeFile(join(fx.home.dir, "credentials.json"), text, { mode: 0o600 });
-      const r = await runAth(fx.home.dir, ["register", "-g", GW, "--provider", "github", "--scopes", "repo", "--format", "json"], { fetch: fx.gw.fetch });
-      expect(r.code).toBe(1);
-      expect(JSON.parse(r.stdout).error.message).toContain(join(fx.home.dir, "credentials.json"));
-      expect(fx.gw.requests.map((q) => q.path)).not.toContain("/ath/agents/register");
-      expect(await readFile(join(fx.home.dir, "credentials.json"), "utf8")).toBe(text);
-    }
+describe("atomic writes and the lock", () => {
+  test("an atomic write leaves a 0600 file, a 0700 directory and no temp file", async () => {
+    const file = join(fx.home.dir, "sub", "x.json");
+    await writeFileAtomic(file, "{}");
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(fx.home.dir, "sub"))).mode & 0o777).toBe(0o700);
+    expect(await readdir(join(fx.home.dir, "sub"))).toEqual(["x.json"]);
   });
-});
 
-describe("ATH_HOME", () => {
-  test("an existing home others can enter (0755) is tightened to 0700 on the next write", async () => {
-    await chmod(fx.home.dir, 0o755);
-    const r = await runAth(fx.home.dir, ["config", "set-gateway", "local", GW]);
-    expect(r.code).toBe(0);
-    expect((await stat(fx.home.dir)).mode & 0o777).toBe(0o700);
+  test("a stale lock left by a crashed process is broken; a fresh one is waited for", async () => {
+    const file = join(fx.home.dir, "y.json");
+    await writeFile(`${file}.lock`, "99999");
+    const old = (Date.now() - STALE_LOCK_MS - 1000) / 1000;
+    await utimes(`${file}.lock`, old, old);
+    expect(await withLock(file, async () => "ran")).toBe("ran");
+
+    await writeFile(`${file}.lock`, "99999");
+    let ran = false;
+    const waiting = withLock(file, async () => (ran = true));
+    await Bun.sleep(30);
+    expect(ran).toBe(false);
+    await Bun.file(`${file}.lock`).delete();
+    await waiting;
+    expect(ran).toBe(true);
   });
 });

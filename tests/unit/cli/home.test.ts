@@ -1,12 +1,13 @@
 /**
  * The agent's home directory under hostile conditions: a permissive umask still gives 0700 directories and 0600
- * files, and a corrupted credentials.json stops every command that reads it with the file named, exit 1 and one
- * JSON error document, while the file itself is left exactly as it was (no silent reset, no lost secrets).
+ * files, an existing home others can enter is tightened to 0700, and a corrupted credentials.json stops every
+ * command that reads it with the file named, exit 1 and one JSON error document, while the file itself is left
+ * exactly as it was (no silent reset, no lost secrets).
  */
 import { describe, expect, test } from "bun:test";
-import { readFile, readdir, stat, writeFile } from "node:fs/promises";
+import { chmod, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../../helpers/cli-harness.ts";
+import { GW, codeFor, runAth, cliFixture } from "../../helpers/cli-harness.ts";
 
 const fx = cliFixture();
 const ath = fx.ath;
@@ -69,4 +70,13 @@ describe("a corrupted credentials.json", () => {
       expect(fx.gw.requests.filter((q) => q.path !== "/.well-known/ath.json")).toEqual([]);
     });
   }
+});
+
+describe("ATH_HOME", () => {
+  test("an existing home others can enter (0755) is tightened to 0700 on the next write", async () => {
+    await chmod(fx.home.dir, 0o755);
+    const r = await runAth(fx.home.dir, ["config", "set-gateway", "local", GW]);
+    expect(r.code).toBe(0);
+    expect((await stat(fx.home.dir)).mode & 0o777).toBe(0o700);
+  });
 });

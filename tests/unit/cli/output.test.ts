@@ -1,7 +1,6 @@
 /**
  * What reaches the terminal and stdout: server text is one printable line (no escape sequences, no forged lines,
- * an HTML page summarised), answers are read up to 1 MiB, redirects and TLS failures are explained, the last
- * `--format` decides for output and errors alike, and `--version` / `--help` keep json mode's one document.
+ * an HTML page summarised), answers are read up to 1 MiB, and redirects and TLS failures are explained.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { GW, runAth, tempHome } from "../../helpers/cli-harness.ts";
@@ -113,40 +112,5 @@ describe("answers the CLI does not expect", () => {
     const { error } = JSON.parse(r.stdout);
     expect(error.message).toContain("http(s) URL");
     expect(error.message).not.toContain("set-gateway");
-  });
-});
-
-describe("--format", () => {
-  test("the last --format wins for errors as for output", async () => {
-    const text = await runAth(home.dir, ["discover", "--format", "json", "--format", "text"]);
-    expect(text.code).toBe(3);
-    expect(text.stdout).toBe("");
-    expect(text.stderr).toStartWith("ath: no gateway configured");
-    const json = await runAth(home.dir, ["discover", "--format=text", "--format", "json"]);
-    expect(JSON.parse(json.stdout).error.code).toBe("NO_GATEWAY");
-    const ok = await runAth(home.dir, ["config", "show", "--format", "json", "--format", "text"]);
-    expect(ok.code).toBe(0);
-    expect(() => JSON.parse(ok.stdout)).toThrow();
-  });
-
-  test("--version --format json prints one document {version}; text prints the bare version", async () => {
-    for (const argv of [["--version", "--format", "json"], ["--format=json", "-v"]]) {
-      const r = await runAth(home.dir, argv);
-      expect(r.code).toBe(0);
-      expect(JSON.parse(r.stdout)).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
-    }
-    const text = await runAth(home.dir, ["--version", "--format", "text"]);
-    expect(text.stdout).toMatch(/^\d+\.\d+\.\d+\S*\n$/);
-  });
-
-  test("--help --format json prints one document {command, help} without colour codes", async () => {
-    for (const argv of [["proxy", "--help", "--format", "json"], ["--format", "json", "config", "set", "-h"]]) {
-      const r = await runAth(home.dir, argv, { tty: true });
-      expect(r.code).toBe(0);
-      const doc = JSON.parse(r.stdout);
-      expect(doc.command).toMatch(/^ath (proxy|config set)$/);
-      expect(doc.help).toContain("USAGE");
-      expect(doc.help).not.toContain("\u001b[");
-    }
   });
 });

@@ -1,25 +1,101 @@
 /**
- * `ath proxy` request rules: `-H` names are case-insensitive and replace rather than merge, the two headers ath
- * sets itself cannot be given, no Accept is sent unless asked, a body on GET/HEAD and a malformed header are usage
- * errors (not network errors), and text mode relays the body as it arrives instead of holding it in memory.
+ * `ath proxy` in process against a fake gateway: it sends the saved bearer token, relays the upstream answer (text:
+ * its bytes as they arrive; json: `{status, headers, body}`), exits 1 for an upstream ≥ 400 and 4 only when the
+ * gateway itself refused (X-ATH-Error), and 3 before any request without a live token. Request rules: `-H` names
+ * are case-insensitive and replace rather than merge, the two headers ath sets itself cannot be given, no Accept is
+ * sent unless asked, and a body on GET/HEAD or a malformed header is a usage error (not a network error).
  */
 import { describe, expect, test } from "bun:test";
-import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../../helpers/cli-harness.ts";
+import { BINARY_BODY, GW, runAth, cliFixture } from "../../helpers/cli-harness.ts";
 import { setDeps } from "../../../src/cli/deps.ts";
 import { main } from "../../../src/main.ts";
 
 const fx = cliFixture();
 const ath = fx.ath;
 
-async function withToken(): Promise<void> {
-  expect((await ath(["register", "-g", GW, "--provider", "github", "--scopes", "repo"])).code).toBe(0);
-  const a = await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"]);
-  expect((await ath(["token", "-g", GW, "--code", codeFor(JSON.parse(a.stdout).ath_session_id)])).code).toBe(0);
-}
+describe("proxy", () => {
+  test("proxy sends the saved bearer token, the JSON body and extra headers; json mode wraps status, headers and parsed body", async () => {
+    await fx.authorized();
+    const r = await ath(["proxy", "-g", GW, "github", "post", "/v1/items?x=1", "--body", '{"a":1}', "-H", "X-Trace: 7", "--format", "json"]);
+    expect(r.code).toBe(0);
+    const seen = fx.gw.proxied[0]!;
+    expect(seen.path).toBe("/ath/proxy/github/v1/items?x=1");
+    expect(seen.headers.get("authorization")).toMatch(/^Bearer ath_tk_/);
+    expect(seen.headers.get("x-trace")).toBe("7");
+    expect(seen.headers.get("content-type")).toBe("application/json");
+    const doc = JSON.parse(r.stdout);
+    expect(doc.status).toBe(200);
+    expect(doc.body).toEqual({ ok: true, method: "POST", path: "/ath/proxy/github/v1/items", query: "?x=1", body: { a: 1 } });
+  });
+
+  test("an upstream answer ≥ 400: body on stdout, `ath: HTTP 404` on stderr, exit 1", async () => {
+    await fx.authorized();
+    const r = await ath(["proxy", "-g", GW, "github", "GET", "/missing"]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({ message: "Not Found" });
+    expect(r.stderr).toBe("ath: HTTP 404\n");
+    const j = await ath(["proxy", "-g", GW, "github", "GET", "/missing", "--format", "json"]);
+    expect(j.code).toBe(1);
+    expect(JSON.parse(j.stdout).status).toBe(404); // exactly one JSON document
+  });
+
+  test("a token the gateway refuses at the proxy exits 4 with its code and names `ath authorize`", async () => {
+    await fx.authorized();
+    const saved = Object.values((await fx.credentials()).gateways[GW].agents)[0] as { tokens: { github: { access_token: string } } };
+    await fx.gw.fetch(`${GW}/ath/revoke`, { method: "POST", body: new URLSearchParams({ token: saved.tokens.github.access_token }) });
+    const r = await ath(["proxy", "-g", GW, "github", "GET", "/v1/items", "--format", "json"]);
+    expect(r.code).toBe(4);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 401, body: { code: "TOKEN_INVALID" } }); // one document: the relayed answer
+    const text = await ath(["proxy", "-g", GW, "github", "GET", "/v1/items"]);
+    expect(text.code).toBe(4);
+    expect(text.stderr).toContain("401 TOKEN_INVALID");
+    expect(text.stderr).toContain("ath authorize");
+  });
+
+  test("text mode writes the upstream body's bytes unchanged: binary-safe, no newline added", async () => {
+    await fx.authorized();
+    const bin = await ath(["proxy", "-g", GW, "github", "GET", "/binary"]);
+    expect(bin.code).toBe(0);
+    expect(bin.stdoutBytes).toEqual(BINARY_BODY);
+    const plain = await ath(["proxy", "-g", GW, "github", "GET", "/plain"]);
+    expect(plain.stdoutBytes).toEqual(new TextEncoder().encode("no newline at the end"));
+  });
+
+  test("json mode: a non-UTF-8 body is base64 with body_encoding \"base64\"; text stays a string, JSON is parsed", async () => {
+    await fx.authorized();
+    const bin = JSON.parse((await ath(["proxy", "-g", GW, "github", "GET", "/binary", "--format", "json"])).stdout);
+    expect(bin).toMatchObject({ status: 200, body_encoding: "base64" });
+    expect(new Uint8Array(Buffer.from(bin.body, "base64"))).toEqual(BINARY_BODY);
+    const plain = JSON.parse((await ath(["proxy", "-g", GW, "github", "GET", "/plain", "--format", "json"])).stdout);
+    expect(plain).toMatchObject({ status: 200, body: "no newline at the end" });
+    expect(plain.body_encoding).toBeUndefined();
+  });
+
+  test("an upstream ≥ 400 whose body looks like an ATH error exits 1 UPSTREAM_ERROR: only X-ATH-Error means the gateway refused", async () => {
+    await fx.authorized();
+    const r = await ath(["proxy", "-g", GW, "github", "GET", "/lookalike"]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({ code: "TOKEN_REVOKED", message: "upstream: your upstream token was revoked" });
+    expect(r.stderr).toBe("ath: HTTP 401\n");
+    const j = await ath(["proxy", "-g", GW, "github", "GET", "/lookalike", "--format", "json"]);
+    expect(j.code).toBe(1);
+    expect(JSON.parse(j.stdout)).toMatchObject({ status: 401, body: { code: "TOKEN_REVOKED" } });
+  });
+
+  test("an expired saved token exits 3 before any request", async () => {
+    await fx.authorized();
+    const later = Date.now() + 2 * 3600_000;
+    const r = await runAth(fx.home.dir, ["proxy", "-g", GW, "github", "GET", "/v1/items"], { fetch: fx.gw.fetch, now: () => later });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain("expired");
+    expect(r.stderr).toContain("ath authorize");
+    expect(fx.gw.proxied).toHaveLength(0);
+  });
+});
 
 describe("-H headers", () => {
   test("a -H Accept replaces the default instead of being merged with it; without -H no Accept is sent", async () => {
-    await withToken();
+    await fx.authorized("repo");
     expect((await ath(["proxy", "github", "GET", "/user", "-g", GW, "-H", "Accept: application/vnd.github+json"])).code).toBe(0);
     expect(fx.gw.proxied[0]!.headers.get("accept")).toBe("application/vnd.github+json");
     expect((await ath(["proxy", "github", "GET", "/user", "-g", GW])).code).toBe(0);
@@ -27,7 +103,7 @@ describe("-H headers", () => {
   });
 
   test("header names are case-insensitive: -H CONTENT-TYPE keeps --body from adding a second content type; repeats join", async () => {
-    await withToken();
+    await fx.authorized("repo");
     const r = await ath(["proxy", "github", "POST", "/x", "-g", GW, "--body", "{}", "-H", "CONTENT-TYPE: application/merge-patch+json", "-H", "X-A: 1", "-H", "x-a: 2"]);
     expect(r.code).toBe(0);
     expect(fx.gw.proxied[0]!.headers.get("content-type")).toBe("application/merge-patch+json");
@@ -35,7 +111,7 @@ describe("-H headers", () => {
   });
 
   test("Authorization and X-ATH-Agent-ID, in any case, are usage errors: the saved token and identity are never altered", async () => {
-    await withToken();
+    await fx.authorized("repo");
     for (const h of ["Authorization: token upstream", "authorization: Bearer x", "X-ATH-Agent-ID: did:key:zother", "x-ath-agent-id: y"]) {
       const r = await ath(["proxy", "github", "GET", "/user", "-g", GW, "-H", h, "--format", "json"]);
       expect(r.code).toBe(2);
@@ -45,7 +121,7 @@ describe("-H headers", () => {
   });
 
   test("a header name or value fetch would refuse (CR/LF, controls, spaces in the name) is a usage error, not a network error", async () => {
-    await withToken();
+    await fx.authorized("repo");
     for (const h of ["X-A: a\r\nX-Injected: 1", "X-A: a\u0000b", "Bad Name: v", "X-A: \u2603"]) {
       const r = await ath(["proxy", "github", "GET", "/user", "-g", GW, "-H", h, "--format", "json"]);
       expect(r.code).toBe(2);
@@ -57,7 +133,7 @@ describe("-H headers", () => {
 
 describe("--body", () => {
   test("with GET or HEAD it is a usage error (exit 2) naming the method, nothing sent", async () => {
-    await withToken();
+    await fx.authorized("repo");
     for (const method of ["GET", "head"]) {
       const r = await ath(["proxy", "github", method, "/user", "-g", GW, "--body", "{}", "--format", "json"]);
       expect(r.code).toBe(2);
@@ -84,7 +160,7 @@ describe("a request fetch refuses to send", () => {
 
 describe("text mode streams the body", () => {
   test("each chunk reaches stdout before the next one is read", async () => {
-    await withToken();
+    await fx.authorized("repo");
     const written: string[] = [];
     let pulls = 0;
     const body = new ReadableStream<Uint8Array>({

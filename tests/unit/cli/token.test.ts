@@ -1,12 +1,13 @@
 /**
- * `ath token` never guesses which session a code belongs to (a code sent against another session answers
- * `authorization_pending`, which agents poll on), and a re-run with a code this home already exchanged sends
- * nothing: it prints the saved token with `already_exchanged`.
+ * `ath token` (Phase B) exchanges the code of the pending session (form-encoded, RFC 6749 §4.1.3), forgets a
+ * session the gateway says is dead and keeps one a wrong code may retry. It never guesses which session a code
+ * belongs to (a code sent against another session answers `authorization_pending`, which agents poll on), and a
+ * re-run with a code this home already exchanged sends nothing: it prints the saved token with `already_exchanged`.
  */
 import { describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { GW, codeFor, fakeGateway, runAth, tempHome, type FakeGateway, cliFixture } from "../../helpers/cli-harness.ts";
+import { GW, codeFor, runAth, cliFixture } from "../../helpers/cli-harness.ts";
 
 const fx = cliFixture();
 const ath = fx.ath;
@@ -97,5 +98,43 @@ describe("a code this home already exchanged", () => {
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout).already_exchanged).toBe(true);
     expect(tokenCalls()).toBe(1);
+  });
+});
+
+describe("token (Phase B)", () => {
+  test("token without --session takes the only unexpired pending session; none → exit 3 NO_PENDING_SESSION, nothing sent", async () => {
+    await fx.registered();
+    const t0 = Date.now();
+    const a = await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"], { fetch: fx.gw.fetch, now: () => t0 });
+    const session = JSON.parse(a.stdout).ath_session_id as string;
+    const late = await runAth(fx.home.dir, ["token", "-g", GW, "--code", codeFor(session), "--format", "json"], { fetch: fx.gw.fetch, now: () => t0 + 600_000 });
+    expect(late.code).toBe(3);
+    const { error } = JSON.parse(late.stdout);
+    expect(error.code).toBe("NO_PENDING_SESSION");
+    expect(error.message).toContain("pass --session");
+    expect(error.message).toContain(`run \`ath authorize -g ${GW} --provider <id>\` again`);
+    expect(fx.gw.requests.some((q) => q.path === "/ath/token")).toBe(false);
+    const inTime = await runAth(fx.home.dir, ["token", "-g", GW, "--code", codeFor(session)], { fetch: fx.gw.fetch, now: () => t0 + 599_000 });
+    expect(inTime.code).toBe(0);
+    expect(await fx.pendingIds()).toEqual([]); // exchanged: forgotten
+  });
+
+  test("token: a dead session (SESSION_EXPIRED) is forgotten; a wrong code keeps the session for another try", async () => {
+    await fx.registered();
+    const a = JSON.parse((await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait", "--format", "json"])).stdout);
+    expect((await ath(["token", "-g", GW, "--code", "ath_code_wrong"])).code).toBe(4);
+    expect(await fx.pendingIds()).toEqual([a.ath_session_id]);
+    fx.gw.tokenError = { status: 400, code: "SESSION_EXPIRED", message: "The authorization session has expired" };
+    expect((await ath(["token", "-g", GW, "--code", codeFor(a.ath_session_id)])).code).toBe(4);
+    expect(await fx.pendingIds()).toEqual([]);
+  });
+
+  test("a refused token exchange exits 4 with the gateway's code and an ofetch-style message", async () => {
+    await fx.registered();
+    await ath(["authorize", "-g", GW, "--provider", "github", "--no-wait"]);
+    fx.gw.tokenError = { status: 401, code: "INVALID_CLIENT", message: "Client authentication failed" };
+    const r = await ath(["token", "-g", GW, "--code", "whatever"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toBe(`ath: [POST] "${GW}/ath/token": 401 INVALID_CLIENT — Client authentication failed\n`);
   });
 });
