@@ -1,7 +1,8 @@
 /**
  * The one HTTP client of the agent side: a timeout on every request, network failures named by URL and
  * cause, and HTTP failures named by method, URL and status like ofetch (`[POST] "http://gw/ath/token": 401 …`).
- * ATH error bodies are parsed with the schema the gateway writes them with; ATH answers are read up to 1 MiB.
+ * ATH error bodies are parsed with the schema the gateway writes them with; ATH answers are read up to 1 MiB, and
+ * every body (an ATH answer or a proxied one) through the one bounded reader, `readBody`.
  */
 import type { z } from "zod";
 import { ATHError, formatIssues } from "../protocol/schemas.ts";
@@ -11,8 +12,10 @@ export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promi
 
 export interface HttpOptions {
   fetch?: Fetch;
-  /** Per-request timeout; default `ATH_HTTP_TIMEOUT_MS` or 30 s. */
+  /** Per-request timeout, the answer's body included; default `ATH_HTTP_TIMEOUT_MS` or 30 s. */
   timeoutMs?: number;
+  /** Ends a request early (the caller gave up, e.g. a cancelled MCP call): a `failure` CANCELLED. */
+  signal?: AbortSignal;
 }
 
 export interface HttpRequest {
@@ -25,11 +28,7 @@ export interface HttpRequest {
   body?: BodyInit;
 }
 
-export const DEFAULT_TIMEOUT_MS = 30_000;
-/** The largest ATH answer read: discovery documents and error bodies are a few KiB; more is not an ATH server. */
-export const MAX_ANSWER_BYTES = 1024 * 1024;
-
-/** The timeout in force: the explicit option, else `ATH_HTTP_TIMEOUT_MS`, else 30 s. */
+/** The timeout in force: `ATH_HTTP_TIMEOUT_MS` when it is a positive number, else 30 s. */
 export function timeoutFromEnv(env: Record<string, string | undefined> = process.env): number {
   const n = Number(env.ATH_HTTP_TIMEOUT_MS);
   return Number.isFinite(n) && n > 0 ? n : DEFAULT_TIMEOUT_MS;
@@ -40,7 +39,7 @@ export function timeoutFromEnv(env: Record<string, string | undefined> = process
  * TLS, timeout), a `failure` when the request could not even be sent (e.g. a header fetch refuses).
  */
 export async function send(req: HttpRequest, opts: HttpOptions = {}): Promise<Response> {
-  const timeoutMs = opts.timeoutMs ?? timeoutFromEnv();
+  const timeoutMs = timeoutOf(opts);
   const headers: Record<string, string> = { ...req.headers };
   let body: BodyInit | undefined = req.body;
   if (req.form !== undefined) {
@@ -56,10 +55,10 @@ export async function send(req: HttpRequest, opts: HttpOptions = {}): Promise<Re
       headers,
       ...(body === undefined ? {} : { body }),
       redirect: "manual",
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: opts.signal === undefined ? AbortSignal.timeout(timeoutMs) : AbortSignal.any([AbortSignal.timeout(timeoutMs), opts.signal]),
     });
   } catch (cause) {
-    throw networkError(req, cause, timeoutMs);
+    throw networkError(req, cause, opts);
   }
 }
 
@@ -70,7 +69,7 @@ export async function requestJson<S extends z.ZodType>(
   opts: HttpOptions = {},
 ): Promise<z.infer<S>> {
   const res = await send({ ...req, headers: { accept: "application/json", ...req.headers } }, opts);
-  const text = await readText(req, res, opts);
+  const text = await readAnswer(req, res, opts);
   if (!res.ok) throw httpError(req, res.status, text, res.headers.get("location") ?? undefined);
   let value: unknown;
   try {
@@ -125,10 +124,51 @@ export function label(req: Pick<HttpRequest, "method" | "url">): string {
   return `[${req.method.toUpperCase()}] "${req.url}"`;
 }
 
+/**
+ * Reads a body chunk by chunk, handing each chunk to `onChunk` as it arrives, and returns its first `keep` bytes
+ * (`truncated` when the body was longer). Without `onChunk` nobody wants the rest, so reading stops there and the
+ * rest is never downloaded. A connection that breaks meanwhile is a `network` error naming the request and status.
+ */
+export async function readBody(
+  req: Pick<HttpRequest, "method" | "url">,
+  res: Response,
+  opts: HttpOptions,
+  o: { keep: number; onChunk?: (chunk: Uint8Array) => void },
+): Promise<{ bytes: Uint8Array; truncated: boolean }> {
+  const kept: Uint8Array[] = [];
+  let size = 0;
+  const reader = res.body?.getReader();
+  if (reader === undefined) return { bytes: new Uint8Array(), truncated: false };
+  try {
+    for (;;) {
+      const { done, value: chunk } = await reader.read();
+      if (done) break;
+      o.onChunk?.(chunk);
+      if (size < o.keep) kept.push(chunk.subarray(0, o.keep - size));
+      size += chunk.byteLength;
+      if (size > o.keep && o.onChunk === undefined) {
+        await reader.cancel().catch(() => undefined);
+        break;
+      }
+    }
+  } catch (cause) {
+    throw networkError(req, cause, opts, res.status);
+  }
+  return { bytes: new Uint8Array(Buffer.concat(kept)), truncated: size > o.keep };
+}
+
 // internal
 
-/** The body as text, read up to MAX_ANSWER_BYTES (the rest is not downloaded). */
-async function readText(req: HttpRequest, res: Response, opts: HttpOptions): Promise<string> {
+const DEFAULT_TIMEOUT_MS = 30_000;
+/** The largest ATH answer read: discovery documents and error bodies are a few KiB; more is not an ATH server. */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+
+function timeoutOf(opts: HttpOptions): number {
+  return opts.timeoutMs ?? timeoutFromEnv();
+}
+
+/** An ATH answer as text, read up to MAX_ANSWER_BYTES (the rest is not downloaded). */
+async function readAnswer(req: HttpRequest, res: Response, opts: HttpOptions): Promise<string> {
   const tooLarge = () =>
     new ClientError("failure", "INVALID_RESPONSE", `${label(req)}: ${res.status} answer is larger than ${MAX_ANSWER_BYTES} bytes: not an ATH answer`, {
       status: res.status,
@@ -137,26 +177,9 @@ async function readText(req: HttpRequest, res: Response, opts: HttpOptions): Pro
     await res.body?.cancel().catch(() => undefined);
     throw tooLarge();
   }
-  const reader = res.body?.getReader();
-  if (reader === undefined) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > MAX_ANSWER_BYTES) {
-        await reader.cancel().catch(() => undefined);
-        throw tooLarge();
-      }
-      chunks.push(value);
-    }
-  } catch (cause) {
-    if (cause instanceof ClientError) throw cause;
-    throw networkError(req, cause, opts.timeoutMs ?? timeoutFromEnv());
-  }
-  return Buffer.concat(chunks).toString("utf8");
+  const { bytes, truncated } = await readBody(req, res, opts, { keep: MAX_ANSWER_BYTES });
+  if (truncated) throw tooLarge();
+  return Buffer.from(bytes).toString("utf8");
 }
 
 /** Error codes of a connection that failed or broke: errno-style names (ECONNRESET…), Bun's own, TLS and certificates. */
@@ -164,12 +187,19 @@ function isNetworkCode(code: string): boolean {
   return /^E[A-Z]+$/.test(code) || /^(Connection|FailedToOpenSocket|ERR_TLS|ERR_SSL)|CERT|SSL|TLS/.test(code);
 }
 
-function networkError(req: HttpRequest, cause: unknown, timeoutMs: number): ClientError {
+/**
+ * The error for a request that got no (whole) answer: `status` is set when the answer started and its body broke
+ * off. Before an answer, an error that is not the network's means fetch refused the request itself (a header
+ * value, a body on GET…): a `failure` REQUEST_ERROR.
+ */
+function networkError(req: Pick<HttpRequest, "method" | "url">, cause: unknown, opts: HttpOptions, status?: number): ClientError {
   const e = cause as { name?: string; code?: string; message?: string };
+  const options = { cause, details: { url: req.url } };
+  if (opts.signal?.aborted) return new ClientError("failure", "CANCELLED", `${label(req)}: cancelled`, options);
   let reason: string;
   let code = "NETWORK_ERROR";
   if (e?.name === "TimeoutError" || e?.name === "AbortError") {
-    reason = `no answer within ${timeoutMs} ms (timeout)`;
+    reason = `no answer within ${timeoutOf(opts)} ms (timeout)`;
     code = "TIMEOUT";
   } else if (e?.code === "ECONNREFUSED" || e?.code === "ConnectionRefused") {
     reason = "connection refused";
@@ -178,10 +208,12 @@ function networkError(req: HttpRequest, cause: unknown, timeoutMs: number): Clie
   } else if (typeof e?.code === "string" && isNetworkCode(e.code)) {
     const message = e.message ?? "";
     reason = message.startsWith(e.code) ? message : `${e.code}: ${message}`.trim();
-  } else {
-    // Not the network: fetch refused the request itself (a header value, a body on GET…).
+  } else if (status === undefined) {
     const message = String(e?.message ?? cause);
-    return new ClientError("failure", "REQUEST_ERROR", `${label(req)}: the request could not be sent: ${message}`, { cause, details: { url: req.url } });
+    return new ClientError("failure", "REQUEST_ERROR", `${label(req)}: the request could not be sent: ${message}`, options);
+  } else {
+    reason = oneLine(String(e?.message ?? cause));
   }
-  return new ClientError("network", code, `${label(req)}: ${reason}`, { cause, details: { url: req.url } });
+  const what = status === undefined ? reason : `the answer (${status}) broke off: ${reason}`;
+  return new ClientError("network", code, `${label(req)}: ${what}`, options);
 }

@@ -6,6 +6,7 @@ import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, importPKCS8, type JWK } from "jose";
 import { didKeyFromJwk } from "../protocol/did-key.ts";
+import { readIfExists } from "./files.ts";
 
 export interface AgentKey {
   privateKey: CryptoKey;
@@ -161,15 +162,6 @@ function concat(...parts: Uint8Array[]): Uint8Array {
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
-}
-
-async function readIfExists(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, "utf8");
-  } catch (err) {
-    if (errorCode(err) === "ENOENT") return undefined;
-    throw err;
-  }
 }
 
 function errorCode(err: unknown): unknown {

@@ -18,11 +18,17 @@ export interface LoopbackReceiver {
   stop(): void;
 }
 
-/**
- * Starts the receiver; `state` is the value sent to /ath/authorize, `retry` the command a timeout message names
- * (e.g. `ath authorize -g http://gw --provider github`).
- */
-export function startLoopback(state: string, timeoutMs: number, retry = "ath authorize"): LoopbackReceiver {
+export interface LoopbackOptions {
+  /** How long to wait for the redirect. */
+  timeoutMs: number;
+  /** The command a timeout message names, e.g. `ath authorize -g http://gw --provider github`. */
+  retry?: string;
+  /** Ends the wait early (Ctrl-C, a cancelled MCP call): `result` rejects with CANCELLED. */
+  signal?: AbortSignal;
+}
+
+/** Starts the receiver; `state` is the value sent to /ath/authorize. */
+export function startLoopback(state: string, o: LoopbackOptions): LoopbackReceiver {
   let settle!: { resolve: (r: CallbackResult) => void; reject: (e: unknown) => void };
   const result = new Promise<CallbackResult>((resolve, reject) => (settle = { resolve, reject }));
   // The browser may answer before the caller awaits `result` (e.g. while it opens the browser).
@@ -31,9 +37,20 @@ export function startLoopback(state: string, timeoutMs: number, retry = "ath aut
   const finish = (f: () => void) => {
     if (done) return;
     done = true;
-    clearTimeout(timer);
+    ended.removeEventListener("abort", onEnded);
     f();
   };
+  // The same timeout style as every HTTP request of the agent: an AbortSignal, here with the caller's own.
+  const timeout = AbortSignal.timeout(o.timeoutMs);
+  const ended = o.signal === undefined ? timeout : AbortSignal.any([timeout, o.signal]);
+  const onEnded = () =>
+    finish(() =>
+      settle.reject(
+        timeout.aborted
+          ? new ClientError("failure", "AUTHORIZATION_TIMEOUT", `no approval arrived within ${Math.round(o.timeoutMs / 1000)} s: run \`${o.retry ?? "ath authorize"}\` again`)
+          : new ClientError("failure", "CANCELLED", "the wait for the approval was cancelled"),
+      ),
+    );
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -57,18 +74,13 @@ export function startLoopback(state: string, timeoutMs: number, retry = "ath aut
       return page(200, "Authorization complete", "The agent received the approval. You can close this tab.");
     },
   });
-  const timer = setTimeout(
-    () =>
-      finish(() =>
-        settle.reject(new ClientError("failure", "AUTHORIZATION_TIMEOUT", `no approval arrived within ${Math.round(timeoutMs / 1000)} s: run \`${retry}\` again`)),
-      ),
-    timeoutMs,
-  );
+  ended.addEventListener("abort", onEnded);
+  if (ended.aborted) onEnded();
   return {
     redirectUri: `http://127.0.0.1:${server.port}/callback`,
     result,
     stop() {
-      clearTimeout(timer);
+      ended.removeEventListener("abort", onEnded);
       // Graceful: the page answering the browser's last request is still being written.
       void server.stop();
     },

@@ -43,7 +43,7 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
   if (scopes.length === 0) throw usageError(`no scopes for ${provider}: pass --scopes (none were approved for it at registration)`);
   const state = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
   const retry = `ath authorize -g ${base} --provider ${provider}`;
-  const receiver = opts.wait ? startLoopback(state, opts.timeoutSeconds * 1000, retry) : undefined;
+  const receiver = opts.wait ? startLoopback(state, { timeoutMs: opts.timeoutSeconds * 1000, retry }) : undefined;
   try {
     const redirectUri = receiver?.redirectUri ?? opts.redirectUri;
     const res = await startAuthorization(

@@ -6,7 +6,7 @@ import type { ArgsDef } from "citty";
 import { homePaths, readConfig, type ConfigFile, type Home } from "../agent/home.ts";
 import { resolveBase, type Mode } from "../agent/target.ts";
 import { loadIdentity, type Identity } from "../agent/identity.ts";
-import type { HttpOptions } from "../agent/http.ts";
+import { timeoutFromEnv, type HttpOptions } from "../agent/http.ts";
 import { usageError } from "../agent/errors.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import { output, type Format, type Output } from "./render.ts";
@@ -101,14 +101,14 @@ export async function context(opts: CommonOptions, deps: Deps = getDeps()): Prom
   const home = homePaths(deps.env);
   const config = await readConfig(home);
   let identity: Promise<Identity> | undefined;
-  const timeout = Number(deps.env.ATH_HTTP_TIMEOUT_MS);
+
   return {
     opts,
     deps,
     home,
     config,
     out: await output(opts.format, deps),
-    http: { fetch: deps.fetch, ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}) },
+    http: { fetch: deps.fetch, timeoutMs: timeoutFromEnv(deps.env) },
     base: () => resolveBase(opts, config),
     identity: () =>
       (identity ??= loadIdentity(opts, config, home).then((id) => {

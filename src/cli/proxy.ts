@@ -7,6 +7,7 @@
  */
 import { defineCommand } from "citty";
 import { callProxy, discoverService, proxyUrl } from "../agent/client.ts";
+import { readBody } from "../agent/http.ts";
 import { ClientError, oneLine, usageError } from "../agent/errors.ts";
 import { requireRegistration, requireToken } from "../agent/tokens.ts";
 import { HEADERS } from "../protocol/constants.ts";
@@ -51,13 +52,13 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
   );
   let text: string | undefined;
   if (ctx.out.json) {
-    const bytes = new Uint8Array(await readBody(res, url, method, () => res.arrayBuffer()));
+    const { bytes } = await readBody({ method, url }, res, ctx.http, { keep: Number.POSITIVE_INFINITY });
     text = utf8(bytes);
     const body = text === undefined ? { body: bytes.toBase64(), body_encoding: "base64" } : { body: parseMaybeJson(text) };
     ctx.out.doc({ status: res.status, headers: Object.fromEntries(res.headers), ...body });
   } else {
     // As received, chunk by chunk: binary-safe, no newline added, never all in memory (`ath proxy … > file`).
-    text = utf8(await readBody(res, url, method, () => relay(res, deps.stdout)));
+    text = utf8((await readBody({ method, url }, res, ctx.http, { keep: KEEP_BYTES, onChunk: (chunk) => deps.stdout(chunk) })).bytes);
   }
   if (res.status < 400) return;
   const refused = refusal(res, text ?? "", native !== undefined);
@@ -123,32 +124,6 @@ function parseHeaders(list: readonly string[]): Record<string, string> {
     headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
   }
   return headers;
-}
-
-/** Writes the body to `write` as it arrives; returns its first KEEP_BYTES. */
-async function relay(res: Response, write: (b: Uint8Array) => void): Promise<Uint8Array> {
-  const kept: Uint8Array[] = [];
-  let size = 0;
-  if (res.body === null) return new Uint8Array();
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value: chunk } = await reader.read();
-    if (done) break;
-    write(chunk);
-    if (size < KEEP_BYTES) kept.push(chunk.subarray(0, KEEP_BYTES - size));
-    size += chunk.byteLength;
-  }
-  return new Uint8Array(Buffer.concat(kept));
-}
-
-/** Reads the body with `read`; a connection that breaks meanwhile is a network error (exit 5) naming the URL. */
-async function readBody<T>(res: Response, url: string, method: string, read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (cause) {
-    const why = (cause as Error)?.message ?? String(cause);
-    throw new ClientError("network", "NETWORK_ERROR", `[${method}] "${url}": the answer (${res.status}) broke off: ${oneLine(why)}`, { cause, details: { url } });
-  }
 }
 
 /** The body as text when it is valid UTF-8, else undefined (json mode then carries it in base64). */

@@ -10,7 +10,7 @@ let receiver: LoopbackReceiver | undefined;
 afterEach(() => receiver?.stop());
 
 function start(): LoopbackReceiver {
-  receiver = startLoopback(STATE, 60_000);
+  receiver = startLoopback(STATE, { timeoutMs: 60_000 });
   return receiver;
 }
 
