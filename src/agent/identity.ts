@@ -23,13 +23,18 @@ export interface Identity {
   warnings: string[];
 }
 
+/** The key file in force: `--key`, else config key_path, else the default key of the home. */
+export function keyPathOf(o: IdentityOptions, config: ConfigFile, home: Home): string {
+  return o.key ?? config.key_path ?? home.defaultKey;
+}
+
 /** Loads (or, for the default path, creates) the key and picks the agent_id. */
 export async function loadIdentity(o: IdentityOptions, config: ConfigFile, home: Home): Promise<Identity> {
   const { loadKey, loadOrCreateKey } = await import("./keys.ts");
   const explicit = o.key ?? config.key_path;
   let key: AgentKey;
   let created = false;
-  const keyPath = explicit ?? home.defaultKey;
+  const keyPath = keyPathOf(o, config, home);
   const warnings: string[] = [];
   if (explicit !== undefined) {
     const bad = (why: string) =>

@@ -1,29 +1,15 @@
 /**
- * Flags shared by every command (spread into each command's `args`, since citty passes a subcommand only the
- * words after its name) and the context a command runs in: home, config, target base URL, identity, output.
+ * What every command shares: its common options (from the global flags), the values of repeatable and single
+ * flags, and the context it runs in — the agent (home, config, identity, HTTP, clock) its flows act as, the
+ * target gateway and the output.
  */
 import type { ArgsDef } from "citty";
-import { homePaths, readConfig, type ConfigFile, type Home } from "../agent/home.ts";
-import { resolveBase, type Mode } from "../agent/target.ts";
-import { loadIdentity, type Identity } from "../agent/identity.ts";
-import { timeoutFromEnv, type HttpOptions } from "../agent/http.ts";
-import { usageError } from "../agent/errors.ts";
+import { loadAgent, type Agent, type Target } from "../agent/flows/agent.ts";
+import type { Mode } from "../agent/target.ts";
 import { getDeps, type Deps } from "./deps.ts";
+import { usageError } from "./errors.ts";
+import { allValues, formatOf } from "./flags.ts";
 import { output, type Format, type Output } from "./render.ts";
-
-export const commonArgs = {
-  gateway: { type: "string", alias: "g", description: "Gateway URL or saved name", valueHint: "url|name" },
-  mode: { type: "enum", alias: "m", options: ["gateway", "native"], default: "gateway", description: "Deployment mode" },
-  service: { type: "string", alias: "s", description: "Service URL (native mode)", valueHint: "url" },
-  "agent-id": { type: "string", description: "Override the agent identity (a URI)", valueHint: "uri" },
-  key: { type: "string", description: "Path to an ES256 PEM private key", valueHint: "path" },
-  format: { type: "enum", options: ["text", "json"], default: "text", description: "Output format" },
-} as const satisfies ArgsDef;
-
-/** `--show-secrets`, for commands that print client secrets or tokens. */
-export const showSecretsArg = {
-  "show-secrets": { type: "boolean", description: "Print secrets unmasked", default: false },
-} as const satisfies ArgsDef;
 
 export interface CommonOptions {
   gateway?: string;
@@ -34,17 +20,13 @@ export interface CommonOptions {
   format: Format;
 }
 
-/** citty's parsed common flags → options. */
-export function commonOptions(args: Record<string, unknown>): CommonOptions {
-  const o: CommonOptions = {
-    mode: args.mode === "native" ? "native" : "gateway",
-    format: args.format === "json" ? "json" : "text",
-  };
-  const str = (k: string) => (typeof args[k] === "string" && args[k] !== "" ? (args[k] as string) : undefined);
-  const gateway = str("gateway");
-  const service = str("service");
-  const agentId = str("agent-id");
-  const key = str("key");
+/** citty's parsed common flags → options; the format is read from argv as `main.ts` reads it for errors. */
+export function commonOptions(args: Record<string, unknown>, rawArgs: readonly string[]): CommonOptions {
+  const o: CommonOptions = { mode: args.mode === "native" ? "native" : "gateway", format: formatOf(rawArgs) };
+  const gateway = text(args.gateway);
+  const service = text(args.service);
+  const agentId = text(args["agent-id"]);
+  const key = text(args.key);
   if (gateway !== undefined) o.gateway = gateway;
   if (service !== undefined) o.service = service;
   if (agentId !== undefined) o.agentId = agentId;
@@ -52,28 +34,19 @@ export function commonOptions(args: Record<string, unknown>): CommonOptions {
   return o;
 }
 
-/** Every value of a repeatable flag in raw argv (`--provider a --provider=b -p c`); citty keeps only the last. */
-export function collect(rawArgs: readonly string[], names: readonly string[]): string[] {
-  const values: string[] = [];
-  for (let i = 0; i < rawArgs.length; i++) {
-    const a = rawArgs[i] as string;
-    if (a === "--") break;
-    for (const n of names) {
-      const flag = n.length === 1 ? `-${n}` : `--${n}`;
-      if (a === flag) {
-        const v = rawArgs[i + 1];
-        if (v === undefined) throw usageError(`${flag} needs a value`);
-        values.push(v);
-        i++;
-      } else if (a.startsWith(`${flag}=`)) values.push(a.slice(flag.length + 1));
-    }
-  }
-  return values;
+/** A flag's string value, or undefined when it is missing or empty. */
+export function text(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+/** Every value of a repeatable flag, split into a list: "a,b c" → ["a","b","c"] (scopes and providers). */
+export function list(rawArgs: readonly string[], args: ArgsDef, name: string): string[] {
+  return splitList(allValues(rawArgs, args, name));
 }
 
 /** The one value of a flag that takes a single id (`authorize`/`token --provider`): several are a usage error. */
-export function single(rawArgs: readonly string[], name: string, command: string): string | undefined {
-  const values = splitList(collect(rawArgs, [name]));
+export function single(rawArgs: readonly string[], args: ArgsDef, name: string, command: string): string | undefined {
+  const values = list(rawArgs, args, name);
   if (values.length > 1) throw usageError(`${command} takes one --${name}, got ${values.join(", ")}: run it once per ${name}`);
   return values[0];
 }
@@ -86,34 +59,21 @@ export function splitList(values: readonly string[]): string[] {
 export interface Context {
   opts: CommonOptions;
   deps: Deps;
-  home: Home;
-  config: ConfigFile;
   out: Output;
-  http: HttpOptions;
-  /** The gateway (or native service) base URL; throws exit 3 / 2 when none is configured. */
-  base(): string;
-  /** The agent identity; creates the default key on first use. */
-  identity(): Promise<Identity>;
+  agent: Agent;
+  /** The gateway (or native service); throws exit 3 / 2 when none is configured. */
+  target(): Target;
 }
 
-/** Builds a command's context from its options and the current deps. */
+/** Builds a command's context from its options and the current deps; identity warnings go to stderr. */
 export async function context(opts: CommonOptions, deps: Deps = getDeps()): Promise<Context> {
-  const home = homePaths(deps.env);
-  const config = await readConfig(home);
-  let identity: Promise<Identity> | undefined;
-
-  return {
-    opts,
-    deps,
-    home,
-    config,
-    out: await output(opts.format, deps),
-    http: { fetch: deps.fetch, timeoutMs: timeoutFromEnv(deps.env) },
-    base: () => resolveBase(opts, config),
-    identity: () =>
-      (identity ??= loadIdentity(opts, config, home).then((id) => {
-        for (const w of id.warnings) deps.stderr(`ath: warning: ${w}\n`);
-        return id;
-      })),
-  };
+  const agent = await loadAgent({
+    env: deps.env,
+    fetch: deps.fetch,
+    now: deps.now,
+    ...(opts.key === undefined ? {} : { key: opts.key }),
+    ...(opts.agentId === undefined ? {} : { agentId: opts.agentId }),
+    warn: (w) => deps.stderr(`ath: warning: ${w}\n`),
+  });
+  return { opts, deps, out: await output(opts.format, deps), agent, target: () => agent.target(opts) };
 }

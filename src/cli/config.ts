@@ -5,11 +5,12 @@
 import { defineCommand } from "citty";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { usageError } from "../agent/errors.ts";
 import { ensurePrivateDir } from "../agent/files.ts";
 import { updateConfig, type ConfigFile } from "../agent/home.ts";
 import { normalizeBaseUrl } from "../agent/target.ts";
-import { commonArgs, commonOptions, context, type CommonOptions } from "./common.ts";
+import { commonOptions, context, type CommonOptions } from "./common.ts";
+import { usageError } from "./errors.ts";
+import { commonArgs } from "./flags.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import type { Output } from "./render.ts";
 
@@ -30,8 +31,8 @@ export async function init(opts: CommonOptions, deps: Deps): Promise<void> {
   const agentId = opts.agentId === undefined ? undefined : checkAgentId(opts.agentId);
   const keyPath = opts.key === undefined ? undefined : await checkKey(opts.key, "--key");
   const ctx = await context(opts, deps);
-  await ensurePrivateDir(ctx.home.dir);
-  const config = await updateConfig(ctx.home, (c) => {
+  await ensurePrivateDir(ctx.agent.home.dir);
+  const config = await updateConfig(ctx.agent.home, (c) => {
     if (agentId !== undefined) c.agent_id = agentId;
     if (keyPath !== undefined) c.key_path = keyPath;
     if (gateway !== undefined) {
@@ -40,16 +41,16 @@ export async function init(opts: CommonOptions, deps: Deps): Promise<void> {
     }
   });
   const { loadIdentity } = await import("../agent/identity.ts");
-  const id = await loadIdentity({}, config, ctx.home);
-  const result = { home: ctx.home.dir, agent_id: id.agentId, key_path: id.keyPath, key_created: id.created, thumbprint: id.key.thumbprint, default_gateway: config.default_gateway ?? null };
+  const id = await loadIdentity({}, config, ctx.agent.home);
+  const result = { home: ctx.agent.home.dir, agent_id: id.agentId, key_path: id.keyPath, key_created: id.created, thumbprint: id.key.thumbprint, default_gateway: config.default_gateway ?? null };
   if (ctx.out.json) return ctx.out.doc(result);
   ctx.out.table(Object.entries(result).map(([k, v]) => [k, String(v)]));
 }
 
 export async function show(opts: CommonOptions, deps: Deps): Promise<void> {
   const ctx = await context(opts, deps);
-  if (ctx.out.json) return ctx.out.doc(ctx.config);
-  const { gateways, ...rest } = ctx.config;
+  if (ctx.out.json) return ctx.out.doc(ctx.agent.config);
+  const { gateways, ...rest } = ctx.agent.config;
   ctx.out.table([
     ...Object.entries(rest).map(([k, v]) => [k.replace(/_/g, "-"), String(v)]),
     ...Object.entries(gateways).map(([name, url]) => [`gateway.${name}`, url]),
@@ -62,7 +63,7 @@ export async function set(opts: CommonOptions, name: string, value: string, deps
   if (setting === "agent-id") v = checkAgentId(value);
   if (setting === "key-path") v = await checkKey(value);
   const ctx = await context(opts, deps);
-  await updateConfig(ctx.home, (c) => {
+  await updateConfig(ctx.agent.home, (c) => {
     if (setting === "default-gateway" && c.gateways[v] === undefined) v = checkUrl(v);
     c[SETTINGS[setting]] = v;
   });
@@ -73,7 +74,7 @@ export async function setGateway(opts: CommonOptions, name: string, url: string,
   if (!/^[A-Za-z0-9][\w.-]*$/.test(name)) throw usageError(`gateway name "${name}" must be letters, digits, ".", "_" or "-"`);
   const base = checkUrl(url);
   const ctx = await context(opts, deps);
-  const c = await updateConfig(ctx.home, (c) => {
+  const c = await updateConfig(ctx.agent.home, (c) => {
     c.gateways[name] = base;
     c.default_gateway ??= name;
   });
@@ -82,7 +83,7 @@ export async function setGateway(opts: CommonOptions, name: string, url: string,
 
 export async function use(opts: CommonOptions, name: string, deps: Deps): Promise<void> {
   const ctx = await context(opts, deps);
-  await updateConfig(ctx.home, (c) => {
+  await updateConfig(ctx.agent.home, (c) => {
     if (c.gateways[name] === undefined) throw usageError(`no gateway named "${name}": add it with \`ath config set-gateway ${name} <url>\``);
     c.default_gateway = name;
   });
@@ -93,14 +94,14 @@ export async function unset(opts: CommonOptions, setting: string, name: string |
   const ctx = await context(opts, deps);
   if (setting === "gateway") {
     if (name === undefined) throw usageError("usage: ath config unset gateway <name>");
-    await updateConfig(ctx.home, (c) => {
+    await updateConfig(ctx.agent.home, (c) => {
       delete c.gateways[name];
       if (c.default_gateway === name) delete c.default_gateway;
     });
     return done(ctx.out, { removed: `gateway.${name}` }, `gateway ${name} removed`);
   }
   const known = settingOf(setting);
-  await updateConfig(ctx.home, (c) => void delete c[SETTINGS[known]]);
+  await updateConfig(ctx.agent.home, (c) => void delete c[SETTINGS[known]]);
   done(ctx.out, { removed: known }, `${known} unset`);
 }
 
@@ -155,33 +156,33 @@ export default defineCommand({
     init: defineCommand({
       meta: { name: "init", description: "Create the home directory, the agent key and config.json" },
       args: { ...commonArgs },
-      run: ({ args }) => init(commonOptions(args), getDeps()),
+      run: ({ args, rawArgs }) => init(commonOptions(args, rawArgs), getDeps()),
     }),
     show: defineCommand({
       meta: { name: "show", description: "Print config.json" },
       args: { ...commonArgs },
-      run: ({ args }) => show(commonOptions(args), getDeps()),
+      run: ({ args, rawArgs }) => show(commonOptions(args, rawArgs), getDeps()),
     }),
     set: defineCommand({
       meta: { name: "set", description: `Set a setting: ${Object.keys(SETTINGS).join(", ")}` },
       // The positional is `setting`, not `key`: a positional named `key` would shadow the global --key flag.
       args: { ...commonArgs, setting: { type: "positional", required: true }, value: { type: "positional", required: true } },
-      run: ({ args }) => set(commonOptions(args), str(args.setting), str(args.value), getDeps()),
+      run: ({ args, rawArgs }) => set(commonOptions(args, rawArgs), str(args.setting), str(args.value), getDeps()),
     }),
     "set-gateway": defineCommand({
       meta: { name: "set-gateway", description: "Save a named gateway (the first one becomes the default)" },
       args: { ...commonArgs, name: { type: "positional", required: true }, url: { type: "positional", required: true } },
-      run: ({ args }) => setGateway(commonOptions(args), str(args.name), str(args.url), getDeps()),
+      run: ({ args, rawArgs }) => setGateway(commonOptions(args, rawArgs), str(args.name), str(args.url), getDeps()),
     }),
     use: defineCommand({
       meta: { name: "use", description: "Make a saved gateway the default" },
       args: { ...commonArgs, name: { type: "positional", required: true } },
-      run: ({ args }) => use(commonOptions(args), str(args.name), getDeps()),
+      run: ({ args, rawArgs }) => use(commonOptions(args, rawArgs), str(args.name), getDeps()),
     }),
     unset: defineCommand({
       meta: { name: "unset", description: "Remove a setting, or `unset gateway <name>`" },
       args: { ...commonArgs, setting: { type: "positional", required: true }, name: { type: "positional", required: false } },
-      run: ({ args }) => unset(commonOptions(args), str(args.setting), typeof args.name === "string" ? args.name : undefined, getDeps()),
+      run: ({ args, rawArgs }) => unset(commonOptions(args, rawArgs), str(args.setting), typeof args.name === "string" ? args.name : undefined, getDeps()),
     }),
   },
 });

@@ -1,15 +1,17 @@
 /** `ath discover`: fetch the gateway catalog (/.well-known/ath.json) or, in native mode, /.well-known/ath-app.json. */
 import { defineCommand } from "citty";
 import { discoverGateway, discoverService } from "../agent/client.ts";
-import { commonArgs, commonOptions, context, type CommonOptions } from "./common.ts";
+import { commonOptions, context, type CommonOptions } from "./common.ts";
+import { commonArgs } from "./flags.ts";
 import { getDeps, type Deps } from "./deps.ts";
 
 export async function run(opts: CommonOptions, deps: Deps): Promise<void> {
   const ctx = await context(opts, deps);
-  const base = ctx.base();
+  const { base, native } = ctx.target();
   const { out } = ctx;
-  if (opts.mode === "native") {
-    const doc = await discoverService(base, ctx.http);
+  const { http } = ctx.agent;
+  if (native) {
+    const doc = await discoverService(base, http);
     if (out.json) return out.doc(doc);
     out.table([
       ["app_id", doc.app_id],
@@ -20,7 +22,7 @@ export async function run(opts: CommonOptions, deps: Deps): Promise<void> {
     ]);
     return;
   }
-  const doc = await discoverGateway(base, ctx.http);
+  const doc = await discoverGateway(base, http);
   if (out.json) return out.doc(doc);
   if (out.tty) out.line(`${out.paint.bold(doc.gateway_id)} (ATH ${doc.ath_version}) at ${base}`);
   const rows = doc.supported_providers.map((p) => [p.provider_id, p.display_name, p.available_scopes.join(",")]);
@@ -30,5 +32,5 @@ export async function run(opts: CommonOptions, deps: Deps): Promise<void> {
 export default defineCommand({
   meta: { name: "discover", description: "Fetch the discovery document (providers and their scopes)" },
   args: { ...commonArgs },
-  run: ({ args }) => run(commonOptions(args), getDeps()),
+  run: ({ args, rawArgs }) => run(commonOptions(args, rawArgs), getDeps()),
 });

@@ -1,60 +1,62 @@
 /**
- * Strict flag checking on top of citty, which accepts unknown flags silently: every `--flag` / `-f` must be
- * defined by the command (or an alias, camelCase/kebab-case twin or `--no-` negation of a boolean), string
- * flags need a value, and extra positional words are refused. Violations are usage errors (exit 2). Also: the
- * global flags allowed before the command words, and `-f=value` rewritten to the `--flag=value` citty parses.
+ * The command line's flags: the global ones every command shares (`commonArgs`, the one definition of
+ * `-g/-m/-s/--agent-id/--key/--format`), and the one reader of argv behind every question asked of it — strict
+ * checking on top of citty (which accepts unknown flags silently), the global flags allowed before the command
+ * words, the last `--format`, every value of a repeatable flag. Violations are usage errors (exit 2).
  */
-import type { ArgsDef } from "citty";
-import { usageError } from "../agent/errors.ts";
+import type { ArgDef, ArgsDef } from "citty";
+import { usageError } from "./errors.ts";
+
+/** The global flags (DESIGN.md §5): spread into every command's `args`, since citty passes a subcommand only the words after its name. */
+export const commonArgs = {
+  gateway: { type: "string", alias: "g", description: "Gateway URL or saved name", valueHint: "url|name" },
+  mode: { type: "enum", alias: "m", options: ["gateway", "native"], default: "gateway", description: "Deployment mode" },
+  service: { type: "string", alias: "s", description: "Service URL (native mode)", valueHint: "url" },
+  "agent-id": { type: "string", description: "Override the agent identity (a URI)", valueHint: "uri" },
+  key: { type: "string", description: "Path to an ES256 PEM private key", valueHint: "path" },
+  format: { type: "enum", options: ["text", "json"], default: "text", description: "Output format" },
+} as const satisfies ArgsDef;
+
+/** `--show-secrets`, for commands that print client secrets or tokens. */
+export const showSecretsArg = {
+  "show-secrets": { type: "boolean", description: "Print secrets unmasked", default: false },
+} as const satisfies ArgsDef;
+
+/** The output format the last `--format` asks for (the one citty applies too), so errors and output agree. */
+export function formatOf(argv: readonly string[]): "text" | "json" {
+  return lastValue(argv, commonArgs, "format") === "json" ? "json" : "text";
+}
+
+/** True when `argv` is `--version` / `-v` alone, or with `--format <f>` (`ath --version --format json`). */
+export function isVersion(argv: readonly string[]): boolean {
+  const { flags, words } = scan(argv, VERSION_ARGS);
+  const others = flags.filter((f) => f.name !== "format");
+  return words.length === 0 && others.length === 1 && others[0]?.name === "version" && others[0].value === undefined && !others[0].negated;
+}
+
+/** Every value of a repeatable flag (`--provider a --provider=b -p c`): citty keeps only the last. */
+export function allValues(argv: readonly string[], args: ArgsDef, name: string): string[] {
+  return scan(argv, args)
+    .flags.filter((f) => f.name === name && f.value !== undefined)
+    .map((f) => f.value as string);
+}
+
+/** The last value of a flag, as citty reads it. */
+export function lastValue(argv: readonly string[], args: ArgsDef, name: string): string | undefined {
+  return allValues(argv, args, name).at(-1);
+}
 
 /** Throws a usage error for the first flag or word `argv` has that `args` does not define. */
 export function checkFlags(argv: readonly string[], args: ArgsDef, command: string): void {
-  const byName = new Map<string, { type: string; name: string }>();
-  let positionals = 0;
-  for (const [name, def] of Object.entries(args)) {
-    if (def.type === "positional") {
-      positionals++;
-      continue;
-    }
-    const entry = { type: def.type ?? "string", name };
-    for (const n of [name, kebab(name), camel(name), ...toArray((def as { alias?: string | string[] }).alias)]) byName.set(n, entry);
+  const { flags, words } = scan(argv, args);
+  for (const f of flags) {
+    if (!f.long && f.key.length !== 1) throw usageError(`unknown flag ${f.raw} for \`${command}\` (short flags take one letter)`);
+    if (f.name === undefined) throw usageError(`unknown flag ${f.long ? "--" : "-"}${f.key} for \`${command}\`: see \`${command} --help\``);
+    checkValue(f, `--${f.name}`);
   }
-  let words = 0;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string;
-    if (a === "--") {
-      words += argv.length - i - 1;
-      break;
-    }
-    if (!a.startsWith("-") || a === "-" || /^-\d/.test(a)) {
-      words++;
-      continue;
-    }
-    const long = a.startsWith("--");
-    const [flag = "", inline] = splitOnce(a.slice(long ? 2 : 1), "=");
-    if (!long && flag.length !== 1) throw usageError(`unknown flag ${a} for \`${command}\` (short flags take one letter)`);
-    let def = byName.get(flag);
-    if (def === undefined && long && flag.startsWith("no-")) {
-      const positive = byName.get(flag.slice(3));
-      if (positive?.type === "boolean") def = positive;
-    }
-    if (def === undefined) throw usageError(`unknown flag ${long ? "--" : "-"}${flag} for \`${command}\`: see \`${command} --help\``);
-    if (def.type === "boolean") {
-      if (inline !== undefined && inline !== "true" && inline !== "false") throw usageError(`--${def.name} takes no value`);
-      continue;
-    }
-    if (inline !== undefined) continue;
-    const next = argv[i + 1];
-    if (next === undefined || (next.startsWith("-") && next.length > 1 && !/^-\d/.test(next))) {
-      throw usageError(`--${def.name} needs a value`);
-    }
-    i++;
-  }
-  if (words > positionals) throw usageError(`too many arguments for \`${command}\`: see \`${command} --help\``);
+  const positionals = Object.values(args).filter((d) => d.type === "positional").length;
+  if (words.length > positionals) throw usageError(`too many arguments for \`${command}\`: see \`${command} --help\``);
 }
-
-/** The global flags (DESIGN.md §5) that may also come before the command words; each takes a value. */
-const GLOBAL_FLAGS = new Set(["g", "gateway", "m", "mode", "s", "service", "agent-id", "key", "format"]);
 
 /**
  * Splits `argv` at its first word that is not a flag (the command word): the global flags before it (with
@@ -62,28 +64,22 @@ const GLOBAL_FLAGS = new Set(["g", "gateway", "m", "mode", "s", "service", "agen
  * command word is a usage error.
  */
 export function leadingFlags(argv: readonly string[], command: string): { flags: string[]; rest: string[] } {
-  const flags: string[] = [];
   let i = 0;
-  for (; i < argv.length; i++) {
-    const a = argv[i] as string;
-    if (!a.startsWith("-") || a === "-") break;
-    if (a === "--help" || a === "-h") {
-      flags.push(a);
-      continue;
+  while (i < argv.length && isFlag(argv[i] as string) && argv[i] !== "--") {
+    const f = readFlag(argv, i, LEADING_ARGS);
+    if (f.name === undefined || f.long !== (f.key.length > 1)) {
+      throw usageError(`unknown flag ${f.raw} before the command: only the global flags (${GLOBAL_NAMES}) may come before it; see \`${command} --help\``);
     }
-    const long = a.startsWith("--");
-    const [flag = "", inline] = splitOnce(a.slice(long ? 2 : 1), "=");
-    if (!GLOBAL_FLAGS.has(flag) || long !== (flag.length > 1)) {
-      throw usageError(`unknown flag ${a} before the command: only the global flags (-g, -m, -s, --agent-id, --key, --format) may come before it; see \`${command} --help\``);
-    }
-    flags.push(a);
-    if (inline !== undefined) continue;
-    const value = argv[i + 1];
-    if (value === undefined || (value.startsWith("-") && value.length > 1)) throw usageError(`${a} needs a value`);
-    flags.push(value);
-    i++;
+    checkValue(f, f.raw);
+    i = f.end;
   }
-  return { flags, rest: argv.slice(i) };
+  return { flags: argv.slice(0, i), rest: argv.slice(i) };
+}
+
+/** `--help` / `-h` before `--`. */
+export function hasHelp(argv: readonly string[]): boolean {
+  const end = argv.indexOf("--");
+  return (end < 0 ? argv : argv.slice(0, end)).some((a) => a === "--help" || a === "-h");
 }
 
 /**
@@ -92,9 +88,7 @@ export function leadingFlags(argv: readonly string[], command: string): { flags:
  */
 export function expandShortInline(argv: readonly string[], args: ArgsDef): string[] {
   const longOf = new Map<string, string>();
-  for (const [name, def] of Object.entries(args)) {
-    for (const a of toArray((def as { alias?: string | string[] }).alias)) if (a.length === 1) longOf.set(a, name);
-  }
+  for (const [name, def] of Object.entries(args)) for (const a of aliases(def)) if (a.length === 1) longOf.set(a, name);
   const end = argv.indexOf("--");
   return argv.map((a, i) => {
     const m = /^-([A-Za-z])=/.exec(a);
@@ -105,7 +99,105 @@ export function expandShortInline(argv: readonly string[], args: ArgsDef): strin
 
 // internal
 
-function toArray(v: string | string[] | undefined): string[] {
+const HELP_ARGS = { help: { type: "boolean", alias: "h" } } as const satisfies ArgsDef;
+const VERSION_ARGS = { format: commonArgs.format, version: { type: "boolean", alias: "v" } } as const satisfies ArgsDef;
+const LEADING_ARGS = { ...commonArgs, ...HELP_ARGS } as const satisfies ArgsDef;
+/** "-g, -m, -s, --agent-id, --key, --format": the names of commonArgs as a person types them. */
+const GLOBAL_NAMES = Object.entries(commonArgs)
+  .map(([name, def]) => ("alias" in def ? `-${def.alias}` : `--${name}`))
+  .join(", ");
+
+/** A flag as read from argv: `name` is the definition it stands for (undefined: none), `end` the index after it. */
+interface Flag {
+  raw: string;
+  /** The flag as typed, without dashes or `=value`. */
+  key: string;
+  long: boolean;
+  /** `--no-flag` of a boolean. */
+  negated: boolean;
+  name?: string;
+  type?: string;
+  value?: string;
+  /** `--flag=value`: the value came inline. */
+  inline: boolean;
+  /** A string flag had no value to take. */
+  missing: boolean;
+  end: number;
+}
+
+/** Reads all of argv: its flags, and its words (positionals, and everything after `--`). */
+function scan(argv: readonly string[], args: ArgsDef): { flags: Flag[]; words: string[] } {
+  const flags: Flag[] = [];
+  const words: string[] = [];
+  for (let i = 0; i < argv.length; ) {
+    const a = argv[i] as string;
+    if (a === "--") {
+      words.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!isFlag(a)) {
+      words.push(a);
+      i++;
+      continue;
+    }
+    const f = readFlag(argv, i, args);
+    flags.push(f);
+    i = f.end;
+  }
+  return { flags, words };
+}
+
+/** A word that is a flag: not `-`, not a negative number. */
+function isFlag(a: string): boolean {
+  return a.startsWith("-") && a !== "-" && !/^-\d/.test(a);
+}
+
+/**
+ * The flag at `argv[i]`: its definition by name, kebab-case or camelCase twin, alias, or `--no-` negation of a
+ * boolean; a string flag takes its value inline or from the next word, unless that word is itself a flag.
+ */
+function readFlag(argv: readonly string[], i: number, args: ArgsDef): Flag {
+  const raw = argv[i] as string;
+  const long = raw.startsWith("--");
+  const [key = "", inline] = splitOnce(raw.slice(long ? 2 : 1), "=");
+  const direct = lookup(args, key);
+  const found = direct ?? (long && key.startsWith("no-") ? lookup(args, key.slice(3), "boolean") : undefined);
+  const f: Flag = { raw, key, long, negated: direct === undefined && found !== undefined, inline: inline !== undefined, missing: false, end: i + 1 };
+  if (found === undefined) return f;
+  f.name = found.name;
+  f.type = found.def.type ?? "string";
+  if (f.type === "boolean" || inline !== undefined) {
+    if (inline !== undefined) f.value = inline;
+    return f;
+  }
+  const next = argv[i + 1];
+  if (next === undefined || isFlag(next)) f.missing = true;
+  else {
+    f.value = next;
+    f.end = i + 2;
+  }
+  return f;
+}
+
+/** A boolean takes no value (but `=true`/`=false`); a string flag needs one. `shown` names the flag in the message. */
+function checkValue(f: Flag, shown: string): void {
+  if (f.type === "boolean") {
+    if (f.inline && f.value !== "true" && f.value !== "false") throw usageError(`--${f.name} takes no value`);
+  } else if (f.missing) {
+    throw usageError(`${shown} needs a value`);
+  }
+}
+
+function lookup(args: ArgsDef, key: string, type?: string): { name: string; def: ArgDef } | undefined {
+  for (const [name, def] of Object.entries(args)) {
+    if (def.type === "positional" || (type !== undefined && def.type !== type)) continue;
+    if ([name, kebab(name), camel(name), ...aliases(def)].includes(key)) return { name, def };
+  }
+  return undefined;
+}
+
+function aliases(def: ArgDef): string[] {
+  const v = (def as { alias?: string | string[] }).alias;
   return v === undefined ? [] : Array.isArray(v) ? v : [v];
 }
 

@@ -5,7 +5,8 @@
 import { defineCommand } from "citty";
 import { ATH_VERSION } from "../protocol/constants.ts";
 import { AgentIdentityDocument } from "../protocol/schemas.ts";
-import { commonArgs, commonOptions, context, type CommonOptions } from "./common.ts";
+import { commonOptions, context, type CommonOptions } from "./common.ts";
+import { commonArgs } from "./flags.ts";
 import { getDeps, type Deps } from "./deps.ts";
 
 export interface IdentityOptions extends CommonOptions {
@@ -14,8 +15,9 @@ export interface IdentityOptions extends CommonOptions {
 
 export async function run(opts: IdentityOptions, deps: Deps): Promise<void> {
   const ctx = await context(opts, deps);
-  const id = await ctx.identity();
-  const { out, config } = ctx;
+  const id = await ctx.agent.identity();
+  const { out } = ctx;
+  const { config } = ctx.agent;
   const publicKey = { ...id.key.publicJwk, kid: id.key.thumbprint, alg: "ES256", use: "sig" };
   if (out.json) {
     const doc = AgentIdentityDocument.parse({
@@ -42,8 +44,8 @@ export async function run(opts: IdentityOptions, deps: Deps): Promise<void> {
 export default defineCommand({
   meta: { name: "identity", description: "Print the agent identity (json: an identity document to publish)" },
   args: { ...commonArgs, name: { type: "string", description: "Agent name in the identity document" } },
-  run: ({ args }) => {
-    const o: IdentityOptions = commonOptions(args);
+  run: ({ args, rawArgs }) => {
+    const o: IdentityOptions = commonOptions(args, rawArgs);
     if (typeof args.name === "string" && args.name !== "") o.name = args.name;
     return run(o, getDeps());
   },

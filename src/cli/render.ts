@@ -1,8 +1,7 @@
 /**
  * Output rules of every command: stdout is data, stderr is messages; `--format json` writes exactly one JSON
  * document; text mode colours (kleur) only on a TTY without NO_COLOR; piped text is tab-separated with ISO
- * times, and a table cell (often a server's text) cannot break its row or column or carry control characters;
- * secrets are masked unless `--show-secrets`.
+ * times, and a table cell (often a server's text) cannot break its row or column or carry control characters.
  */
 import type { Deps } from "./deps.ts";
 
@@ -77,19 +76,6 @@ export async function output(format: Format, deps: Deps): Promise<Output> {
     },
     paint,
   };
-}
-
-const SECRET_PREFIXES = ["ath_secret_", "ath_tk_", "ath_code_"];
-
-/** Masks a secret but keeps it recognisable: `ath_tk_abcd…` (as gh's displayToken keeps `gho_`). */
-export function mask(secret: string): string {
-  const prefix = SECRET_PREFIXES.find((p) => secret.startsWith(p)) ?? "";
-  return `${prefix}${secret.slice(prefix.length, prefix.length + 4)}…`;
-}
-
-/** `secret` itself with --show-secrets, else masked. */
-export function reveal(secret: string, show: boolean): string {
-  return show ? secret : mask(secret);
 }
 
 /** "in 59m", "3h ago", "expired". */

@@ -1,0 +1,147 @@
+/**
+ * Phase B, starting the user's consent: POST /ath/authorize and save the pending session, whose code `exchange`
+ * later turns into a token. `authorizeAndWait` does it all in one step: it receives the redirect on a loopback port
+ * (RFC 8252 §7.3), exchanges the code and saves the token, and leaves no pending session behind when that fails.
+ */
+import { audience, discoverService, startAuthorization } from "../client.ts";
+import { usageError } from "../errors.ts";
+import { updateCredentials, type Registration } from "../home.ts";
+import { attest, type Identity } from "../identity.ts";
+import { startLoopback } from "../loopback.ts";
+import { forgetPending, requireRegistration } from "../tokens.ts";
+import type { Agent, Target } from "./agent.ts";
+import { exchangeSession, type Exchanged } from "./exchange.ts";
+
+export interface AuthorizeInput {
+  target: Target;
+  /** Provider id; in native mode the service's app_id when omitted. */
+  provider?: string;
+  /** Default: the scopes approved for the provider at registration. */
+  scopes: string[];
+  /** user_redirect_uri to send; without one the gateway shows the code on a page. */
+  redirectUri?: string;
+  /** RFC 8707 resource indicator. */
+  resource?: string;
+}
+
+/** A started authorization: the person approves at `authorization_url`; the pending session is saved. */
+export interface Authorization {
+  gateway: string;
+  agent_id: string;
+  provider_id: string;
+  scopes: string[];
+  authorization_url: string;
+  ath_session_id: string;
+  user_redirect_uri?: string;
+}
+
+export interface AuthorizeWaitInput extends Omit<AuthorizeInput, "redirectUri"> {
+  /** How long to wait for the approval; the gateway keeps a session at most 600 s. */
+  timeoutMs: number;
+  /** Called once the session is started and saved, before the wait: the person must be shown the URL now. */
+  onStarted?: (a: Authorization & { user_redirect_uri: string }) => void;
+  /** Ends the wait early: CANCELLED, and the pending session is forgotten. */
+  signal?: AbortSignal;
+}
+
+export async function authorize(input: AuthorizeInput, agent: Agent): Promise<Authorization> {
+  return start(await prepare(input, agent), input, agent, input.redirectUri);
+}
+
+/** Authorizes and waits for the loopback redirect, then exchanges its code: the token is saved. */
+export async function authorizeAndWait(input: AuthorizeWaitInput, agent: Agent): Promise<Exchanged> {
+  const p = await prepare(input, agent);
+  const state = newState();
+  const receiver = startLoopback(state, {
+    timeoutMs: input.timeoutMs,
+    retry: `ath authorize -g ${p.base} --provider ${p.provider}`,
+    ...(input.signal === undefined ? {} : { signal: input.signal }),
+  });
+  try {
+    const started = await start(p, input, agent, receiver.redirectUri, state);
+    try {
+      input.onStarted?.({ ...started, user_redirect_uri: receiver.redirectUri });
+      const callback = await receiver.result;
+      return await exchangeSession({ ...p, agent, code: callback.code, sessionId: callback.sessionId ?? started.ath_session_id });
+    } catch (e) {
+      // Only this receiver could get the code: a failed or timed-out wait leaves nothing an exchange could use, so
+      // the pending entry goes (a failure to forget it must not hide the cause).
+      await abandon(started, agent).catch(() => undefined);
+      throw e;
+    }
+  } finally {
+    receiver.stop();
+  }
+}
+
+/** Forgets a started authorization that will not be completed (the person gave up, the process is ending). */
+export function abandon(a: Pick<Authorization, "gateway" | "agent_id" | "ath_session_id">, agent: Agent): Promise<void> {
+  return forgetPending(agent.home, a.gateway, a.agent_id, a.ath_session_id, agent.now);
+}
+
+// internal
+
+interface Prepared {
+  base: string;
+  identity: Identity;
+  registration: Registration;
+  provider: string;
+  scopes: string[];
+}
+
+async function prepare(input: Omit<AuthorizeInput, "redirectUri">, agent: Agent): Promise<Prepared> {
+  const { base } = input.target;
+  const identity = await agent.identity();
+  const registration = await requireRegistration(agent.home, base, identity.agentId);
+  const provider = input.provider ?? (input.target.native ? (await discoverService(base, agent.http)).app_id : undefined);
+  if (provider === undefined) throw usageError("authorize needs --provider <id>");
+  const scopes = input.scopes.length > 0 ? input.scopes : registration.approved_providers.find((p) => p.provider_id === provider)?.approved_scopes ?? [];
+  if (scopes.length === 0) throw usageError(`no scopes for ${provider}: pass --scopes (none were approved for it at registration)`);
+  return { base, identity, registration, provider, scopes };
+}
+
+async function start(p: Prepared, input: Pick<AuthorizeInput, "resource">, agent: Agent, redirectUri?: string, state = newState()): Promise<Authorization> {
+  const res = await startAuthorization(
+    p.base,
+    {
+      client_id: p.registration.client_id,
+      agent_attestation: await attest(p.identity, audience(p.base, "authorize")),
+      provider_id: p.provider,
+      scopes: p.scopes,
+      state,
+      ...(redirectUri === undefined ? {} : { user_redirect_uri: redirectUri }),
+      ...(input.resource === undefined ? {} : { resource: input.resource }),
+    },
+    agent.http,
+  );
+  await updateCredentials(
+    agent.home,
+    (c) => {
+      const reg = c.gateways[p.base]?.agents[p.identity.agentId];
+      if (reg === undefined) return;
+      reg.pending[res.ath_session_id] = {
+        provider_id: p.provider,
+        scopes: p.scopes,
+        state,
+        authorization_url: res.authorization_url,
+        created_at: new Date(agent.now()).toISOString(),
+        ...(redirectUri === undefined ? {} : { user_redirect_uri: redirectUri }),
+      };
+    },
+    agent.now,
+  );
+  return {
+    gateway: p.base,
+    agent_id: p.identity.agentId,
+    provider_id: p.provider,
+    scopes: p.scopes,
+    authorization_url: res.authorization_url,
+    ath_session_id: res.ath_session_id,
+    ...(redirectUri === undefined ? {} : { user_redirect_uri: redirectUri }),
+  };
+}
+
+/** 256 random bits, base64url: the `state` that ties the redirect to this authorization. */
+function newState(): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
+}

@@ -1,0 +1,120 @@
+/**
+ * Phase A: register the agent at one gateway for several providers at once and save the client credentials. A
+ * gateway that already knows the agent keeps its first registration: the saved one is returned, marked
+ * `already_registered`, and the scopes asked for now were not sent.
+ */
+import type { AgentRegistrationRequest, AgentRegistrationResponse, ProviderScopeRequest } from "../../protocol/schemas.ts";
+import { audience, discoverGateway, discoverService, registerAgent } from "../client.ts";
+import { ClientError, usageError } from "../errors.ts";
+import { findRegistration, readCredentials, updateCredentials, type Registration } from "../home.ts";
+import { attest } from "../identity.ts";
+import type { Agent, Target } from "./agent.ts";
+
+export interface RegisterInput {
+  target: Target;
+  /** Providers asked for the same `scopes`; all a provider offers when `scopes` is empty. */
+  providers: string[];
+  scopes: string[];
+  /** Providers asked for their own scopes. */
+  requests: ProviderScopeRequest[];
+  developerName?: string;
+  developerId?: string;
+  purpose?: string;
+  /** Redirect URIs besides the loopback one every registration gets. */
+  redirectUris: string[];
+}
+
+export interface Registered {
+  gateway: string;
+  agent_id: string;
+  /** True when the gateway kept an earlier registration: `registration` is the saved one, no scope was changed. */
+  already_registered: boolean;
+  registration: Pick<Registration, "client_id" | "client_secret" | "agent_status" | "approved_providers" | "approval_expires">;
+}
+
+/** Registered on every registration so `authorize --wait` can use any loopback port (RFC 8252 §7.3). */
+const LOOPBACK_REDIRECT_URI = "http://127.0.0.1/callback";
+
+export async function register(input: RegisterInput, agent: Agent): Promise<Registered> {
+  const { base } = input.target;
+  if (input.providers.length === 0 && input.requests.length === 0 && !input.target.native) {
+    throw usageError("register needs --provider <id> (or --request provider:scopes); see `ath discover`");
+  }
+  const id = await agent.identity();
+  // Read before registering: the client secret is shown once, so a credentials.json that cannot be read (or
+  // written) must stop us before the gateway creates a registration we could not save.
+  await readCredentials(agent.home);
+  const body: AgentRegistrationRequest = {
+    agent_id: id.agentId,
+    agent_attestation: await attest(id, audience(base, "register")),
+    developer: {
+      name: input.developerName ?? agent.config.developer_name ?? "local",
+      id: input.developerId ?? agent.config.developer_id ?? id.agentId,
+    },
+    requested_providers: await requestedProviders(input, agent),
+    redirect_uris: [...new Set([LOOPBACK_REDIRECT_URI, ...input.redirectUris])],
+    ...(input.purpose === undefined ? {} : { purpose: input.purpose }),
+  };
+  let res: AgentRegistrationResponse;
+  try {
+    res = await registerAgent(base, body, agent.http);
+  } catch (e) {
+    if (!(e instanceof ClientError) || e.code !== "AGENT_ALREADY_REGISTERED") throw e;
+    const saved = findRegistration(await readCredentials(agent.home), base, id.agentId);
+    if (saved === undefined) {
+      throw new ClientError(
+        "refused",
+        e.code,
+        `${id.agentId} is already registered at ${base}, but no credentials for it are saved in ${agent.home.dir}: ` +
+          "use the ATH_HOME that registered it, another identity (--agent-id/--key), or ask the gateway admin to remove the registration",
+        { ...(e.status === undefined ? {} : { status: e.status }) },
+      );
+    }
+    return { gateway: base, agent_id: id.agentId, already_registered: true, registration: summary(saved) };
+  }
+  await updateCredentials(
+    agent.home,
+    (c) => {
+      const gw = (c.gateways[base] ??= { agents: {} });
+      gw.agents[id.agentId] = { ...res, registered_at: new Date(agent.now()).toISOString(), tokens: {}, pending: {}, exchanged: {} };
+    },
+    agent.now,
+  );
+  return { gateway: base, agent_id: id.agentId, already_registered: false, registration: summary(res) };
+}
+
+// internal
+
+function summary(r: Registered["registration"]): Registered["registration"] {
+  const { client_id, client_secret, agent_status, approved_providers, approval_expires } = r;
+  return { client_id, client_secret, agent_status, approved_providers, approval_expires };
+}
+
+/** The request's providers and scopes; in native mode with none named, the service's own app. */
+async function requestedProviders(input: RegisterInput, agent: Agent): Promise<ProviderScopeRequest[]> {
+  const { base } = input.target;
+  const byProvider = new Map(input.requests.map((r) => [r.provider_id, r.scopes]));
+  let providers = input.providers;
+  if (providers.length === 0 && byProvider.size === 0) providers = [(await discoverService(base, agent.http)).app_id];
+  let available: Map<string, string[]> | undefined;
+  for (const p of providers) {
+    if (input.scopes.length > 0) {
+      byProvider.set(p, input.scopes);
+      continue;
+    }
+    available ??= await availableScopes(input.target, agent);
+    const all = available.get(p);
+    if (all === undefined) throw usageError(`provider "${p}" is not offered at ${base}: pass --scopes, or see \`ath discover\``);
+    byProvider.set(p, all);
+  }
+  return [...byProvider].map(([provider_id, scopes]) => ({ provider_id, scopes }));
+}
+
+async function availableScopes(target: Target, agent: Agent): Promise<Map<string, string[]>> {
+  if (target.native) {
+    const doc = await discoverService(target.base, agent.http);
+    return new Map([[doc.app_id, doc.auth.scopes_supported]]);
+  }
+  const doc = await discoverGateway(target.base, agent.http);
+  return new Map(doc.supported_providers.map((p) => [p.provider_id, p.available_scopes]));
+}

@@ -1,0 +1,117 @@
+/**
+ * A call to a provider API with the saved token: through the gateway's proxy, or in native mode straight to the
+ * service's api_base. Any status is a result; `refusal` tells an answer of ATH itself (the gateway, or a native
+ * service refusing the token) from the API's own.
+ */
+import { HEADERS } from "../../protocol/constants.ts";
+import { ATHError } from "../../protocol/schemas.ts";
+import { callProxy, discoverService, proxyUrl } from "../client.ts";
+import { usageError } from "../errors.ts";
+import { readBody } from "../http.ts";
+import { requireRegistration, requireToken } from "../tokens.ts";
+import type { Agent, Target } from "./agent.ts";
+
+/** The headers a request sets itself from the saved token and the identity: callers cannot give or merge into them. */
+export const OWN_HEADERS: ReadonlySet<string> = new Set(["authorization", HEADERS.agentId]);
+
+export interface RequestInput {
+  target: Target;
+  /** Provider id; in native mode the service's app_id when omitted. */
+  provider?: string;
+  method: string;
+  /** The API path, query included. */
+  path: string;
+  /** Lower-case names; none of OWN_HEADERS. */
+  headers: Record<string, string>;
+  body?: string;
+  /**
+   * Receives the answer's body as it arrives (never all in memory); `body` then holds only its first 64 KiB, enough
+   * to read a refusal. Without it the whole body is read into `body`.
+   */
+  onChunk?: (chunk: Uint8Array) => void;
+}
+
+export interface RequestResult {
+  /** The provider called (in native mode, the service's app_id). */
+  provider: string;
+  method: string;
+  url: string;
+  status: number;
+  headers: Headers;
+  body: Uint8Array;
+  /** Set when ATH refused the call (the gateway's X-ATH-Error, or a native service's token refusal). */
+  refusal?: { code: string; message: string };
+}
+
+export async function request(input: RequestInput, agent: Agent): Promise<RequestResult> {
+  const { base } = input.target;
+  const native = input.target.native ? await discoverService(base, agent.http) : undefined;
+  const provider = input.provider ?? native?.app_id;
+  if (provider === undefined) throw usageError("usage: ath proxy <provider> <method> <path>");
+  for (const name of Object.keys(input.headers)) if (OWN_HEADERS.has(name.toLowerCase())) throw new TypeError(`header ${name} is set by the request itself`);
+  const identity = await agent.identity();
+  const token = requireToken(await requireRegistration(agent.home, base, identity.agentId), base, provider, agent.now());
+  const url = proxyUrl({ base, ...(native === undefined ? {} : { apiBase: native.api_base }) }, provider, input.path);
+  const { method } = input;
+  const res = await callProxy(
+    url,
+    { method, token: token.access_token, agentId: identity.agentId, headers: input.headers, ...(input.body === undefined ? {} : { body: input.body }) },
+    agent.http,
+  );
+  const { bytes } = await readBody({ method, url }, res, agent.http, input.onChunk === undefined ? { keep: Number.POSITIVE_INFINITY } : { keep: KEEP_BYTES, onChunk: input.onChunk });
+  const result: RequestResult = { provider, method, url, status: res.status, headers: res.headers, body: bytes };
+  const refused = res.status < 400 ? undefined : refusal(res, bytes, native !== undefined);
+  return refused === undefined ? result : { ...result, refusal: refused };
+}
+
+/** The body as text when it is valid UTF-8, else undefined. */
+export function utf8(bytes: Uint8Array): string | undefined {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/** JSON text parsed, anything else as it is. */
+export function parseMaybeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+// internal
+
+/** How much of a relayed body is kept to read an ATH refusal from it (error bodies are small). */
+const KEEP_BYTES = 64 * 1024;
+
+/** What a native service answers when it refuses the ATH token itself (not an error of the API call). */
+const NATIVE_REFUSALS = new Set([
+  "TOKEN_INVALID",
+  "TOKEN_EXPIRED",
+  "TOKEN_REVOKED",
+  "SCOPE_NOT_APPROVED",
+  "PROVIDER_MISMATCH",
+  "AGENT_IDENTITY_MISMATCH",
+  "AGENT_NOT_REGISTERED",
+  "AGENT_UNAPPROVED",
+  "PROVIDER_NOT_APPROVED",
+]);
+
+/**
+ * The ATH error of an answer ≥ 400 when ATH itself refused the call, else undefined: the upstream answered.
+ * Gateway mode: the gateway marks every error it produces with X-ATH-Error and strips X-ATH-* from upstream
+ * answers, so the header alone decides — an upstream body that merely looks like `{code, message}` is the
+ * upstream's. Native mode: no gateway stands between agent and API; the service checks the ATH token itself, so
+ * besides the header (if it sends one) an ATH error body with a token/agent refusal code is its refusal. Other
+ * codes stay the API's own errors.
+ */
+function refusal(res: Response, bytes: Uint8Array, native: boolean): { code: string; message: string } | undefined {
+  const header = res.headers.get(HEADERS.error);
+  const body = ATHError.safeParse(parseMaybeJson(utf8(bytes) ?? ""));
+  if (header !== null && header !== "") return { code: header, message: body.success ? body.data.message : `HTTP ${res.status}` };
+  if (native && body.success && NATIVE_REFUSALS.has(body.data.code)) return { code: body.data.code, message: body.data.message };
+  return undefined;
+}

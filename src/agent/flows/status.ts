@@ -1,0 +1,86 @@
+/**
+ * What the agent has configured and holds: home, gateways, identity, registrations, approvals, tokens with time
+ * left and pending sessions — read from the home directory only, no network, no key created. Secrets are masked
+ * unless `showSecrets`.
+ */
+import { readCredentials } from "../home.ts";
+import { reveal } from "../mask.ts";
+import { resolveBase, resolveGatewayName, type TargetOptions } from "../target.ts";
+import type { Agent } from "./agent.ts";
+
+export interface StatusInput {
+  /** Only the gateway `gateway` names (or, in native mode, the service); else every saved one. */
+  target: TargetOptions;
+  showSecrets: boolean;
+}
+
+export interface Status {
+  home: string;
+  default_gateway: string | null;
+  gateways: Record<string, string>;
+  /** The identity as far as it can be known: a key that cannot be used is reported (`key_error`), not fatal. */
+  identity: { agent_id: string | null; key_path: string; key_exists: boolean; key_error?: string };
+  registrations: {
+    gateway: string;
+    agent_id: string;
+    client_id: string;
+    client_secret: string;
+    agent_status: string;
+    approval_expires: string;
+    approved_providers: { provider_id: string; approved_scopes: string[]; denied_scopes: string[]; denial_reason?: string }[];
+    tokens: { provider_id: string; access_token: string; effective_scopes: string[]; expires_at: string; seconds_left: number; expired: boolean }[];
+    pending: { ath_session_id: string; provider_id: string; scopes: string[]; created_at: string }[];
+  }[];
+}
+
+export async function status(input: StatusInput, agent: Agent): Promise<Status> {
+  const { config } = agent;
+  const now = agent.now();
+  const t = input.target;
+  const only = t.gateway !== undefined ? resolveGatewayName(t.gateway, config) : t.mode === "native" ? resolveBase(t, config) : undefined;
+  const creds = await readCredentials(agent.home);
+  const show = input.showSecrets;
+  const registrations = Object.entries(creds.gateways)
+    .filter(([base]) => only === undefined || base === only)
+    .flatMap(([gateway, g]) =>
+      Object.entries(g.agents).map(([agent_id, r]) => ({
+        gateway,
+        agent_id,
+        client_id: r.client_id,
+        client_secret: reveal(r.client_secret, show),
+        agent_status: r.agent_status,
+        approval_expires: r.approval_expires,
+        approved_providers: r.approved_providers,
+        tokens: Object.values(r.tokens).map((tk) => {
+          const left = Math.floor((Date.parse(tk.expires_at) - now) / 1000);
+          return { provider_id: tk.provider_id, access_token: reveal(tk.access_token, show), effective_scopes: tk.effective_scopes, expires_at: tk.expires_at, seconds_left: Math.max(0, left), expired: left <= 0 };
+        }),
+        pending: Object.entries(r.pending).map(([id, p]) => ({ ath_session_id: id, provider_id: p.provider_id, scopes: p.scopes, created_at: p.created_at })),
+      })),
+    );
+  return {
+    home: agent.home.dir,
+    default_gateway: config.default_gateway ?? null,
+    gateways: config.gateways,
+    identity: await identity(agent),
+    registrations,
+  };
+}
+
+// internal
+
+async function identity(agent: Agent): Promise<Status["identity"]> {
+  const keyPath = agent.keyPath;
+  const keyExists = await Bun.file(keyPath).exists();
+  let agentId = agent.overrides.agentId ?? agent.config.agent_id ?? null;
+  // The did:key identity needs the key; status never creates one.
+  if (agentId === null && keyExists) {
+    try {
+      agentId = (await agent.identity()).agentId;
+    } catch (e) {
+      if ((e as { code?: string }).code !== "BAD_KEY" && (e as { kind?: string }).kind !== "usage") throw e;
+      return { agent_id: null, key_path: keyPath, key_exists: true, key_error: (e as Error).message };
+    }
+  }
+  return { agent_id: agentId, key_path: keyPath, key_exists: keyExists };
+}
