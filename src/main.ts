@@ -8,7 +8,9 @@
 import { defineCommand, renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
 import pkg from "../package.json" with { type: "json" };
 import { getDeps } from "./cli/deps.ts";
-import { oneLine, usageError } from "./agent/errors.ts";
+import { oneLine, usageError } from "./cli/errors.ts";
+import { checkFlags, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags } from "./cli/flags.ts";
+import { stripAnsi } from "./cli/render.ts";
 
 export const root = defineCommand({
   meta: { name: "ath", version: pkg.version, description: "Agent authorization gateway and CLI (ATH protocol v0.1)" },
@@ -27,26 +29,25 @@ export const root = defineCommand({
   },
 });
 
-export const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, refused: 4, network: 5 } as const;
+const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, refused: 4, network: 5 } as const;
 
 /** Runs `ath` with `argv` (without the executable) and returns the exit code. */
 export async function main(argv: string[], cmd: CommandDef = root): Promise<number> {
   const deps = getDeps();
-  let json = wantsJson(argv);
+  let json = formatOf(argv) === "json";
   try {
     if (isVersion(argv)) {
       deps.stdout(json ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
       return EXIT.ok;
     }
     const { leaf, path, rest, parents } = await resolveCommand(cmd, argv);
-    json = wantsJson(rest);
+    json = formatOf(rest) === "json";
     if (hasHelp(rest)) {
       const help = await helpText(leaf, path, parents);
       deps.stdout(json ? `${JSON.stringify({ command: path.join(" "), help: stripAnsi(help) })}\n` : `${help}\n`);
       return EXIT.ok;
     }
     const leafArgs = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
-    const { checkFlags, expandShortInline } = await import("./cli/flags.ts");
     const rawArgs = expandShortInline(rest, leafArgs);
     checkFlags(rawArgs, leafArgs, path.join(" "));
     await runCommand(leaf, { rawArgs });
@@ -82,7 +83,6 @@ function classify(e: unknown): Failure {
  * discover`): they are passed on to the leaf ahead of its own words, so a flag given after the command wins.
  */
 async function resolveCommand(cmd: CommandDef, argv: string[]) {
-  const { leadingFlags } = await import("./cli/flags.ts");
   let leaf = cmd;
   let rest = argv;
   const path = ["ath"];
@@ -117,32 +117,6 @@ async function helpText(leaf: CommandDef, path: string[], parents: CommandDef[])
   const examples = EXAMPLES[path.slice(1).join(" ") || "ath"] ?? [];
   const text = examples.length === 0 ? usageText : `${usageText}\n\nEXAMPLES\n\n${examples.map((e) => `  ${e}`).join("\n")}\n`;
   return getDeps().stdoutTTY ? text : stripAnsi(text);
-}
-
-function hasHelp(argv: readonly string[]): boolean {
-  const end = argv.indexOf("--");
-  return (end < 0 ? argv : argv.slice(0, end)).some((a) => a === "--help" || a === "-h");
-}
-
-/** `--version` / `-v`, alone or with `--format <f>` (`ath --version --format json` → `{"version": …}`). */
-function isVersion(argv: readonly string[]): boolean {
-  const rest = argv.filter((a, i) => !(a.startsWith("--format=") || a === "--format" || argv[i - 1] === "--format"));
-  return rest.length === 1 && (rest[0] === "--version" || rest[0] === "-v");
-}
-
-/** Whether the last `--format` (the one citty applies too) asks for json, so errors and output agree. */
-function wantsJson(argv: readonly string[]): boolean {
-  let json = false;
-  const end = argv.indexOf("--");
-  for (const [i, a] of (end < 0 ? argv : argv.slice(0, end)).entries()) {
-    if (a.startsWith("--format=")) json = a === "--format=json";
-    else if (a === "--format") json = argv[i + 1] === "json";
-  }
-  return json;
-}
-
-function stripAnsi(s: string): string {
-  return s.replace(/\u001b\[[0-9;]*m/g, "");
 }
 
 async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>) | undefined): Promise<T | undefined> {
