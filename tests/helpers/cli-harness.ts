@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { importJWK, jwtVerify } from "jose";
 import { jwkFromDidKey } from "../../src/protocol/did-key.ts";
+import { loadAgent, type Agent, type AgentOptions } from "../../src/agent/flows/agent.ts";
 import { setDeps, type Deps } from "../../src/cli/deps.ts";
 import { main } from "../../src/main.ts";
 
@@ -207,8 +208,9 @@ export async function tempHome(): Promise<{ dir: string; cleanup: () => Promise<
 }
 
 /**
- * Per test: a fresh temporary home and fake gateway (beforeEach/afterEach), `ath(argv, tty)` bound to them, and the
- * steps most tests start from (registered, authorized) plus readers of what credentials.json holds.
+ * Per test: a fresh temporary home and fake gateway (beforeEach/afterEach), `ath(argv, tty)` bound to them, the
+ * steps most tests start from (registered, authorized), readers of what credentials.json holds, and `agent()`: the
+ * Agent the flows act as on that home and gateway, built as a front end other than the CLI (`ath mcp`) builds it.
  */
 export function cliFixture() {
   let current: { home: { dir: string; cleanup: () => Promise<void> }; gw: FakeGateway } | undefined;
@@ -228,6 +230,7 @@ export function cliFixture() {
       return live().gw;
     },
     ath,
+    agent: (o: AgentOptions = {}): Promise<Agent> => loadAgent({ env: { ATH_HOME: live().home.dir }, fetch: live().gw.fetch, ...o }),
     registered,
     authorized,
     credentials,
