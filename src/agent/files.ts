@@ -9,7 +9,7 @@ import { dirname } from "node:path";
 /** A lock older than this is left over from a crashed process and may be broken. */
 export const STALE_LOCK_MS = 10_000;
 /** How long a writer waits for the lock before giving up. */
-export const LOCK_WAIT_MS = 15_000;
+const LOCK_WAIT_MS = 15_000;
 
 /**
  * Creates `dir` (and parents) with mode 0700; an existing `dir` of ours that others can enter is tightened to

@@ -103,7 +103,7 @@ export function updateConfig(home: Home, mutate: (c: ConfigFile) => void): Promi
 }
 
 /** A pending session is dead once the gateway's maximum session lifetime (600 s) has passed since it started. */
-export const PENDING_TTL_MS = LIMITS.sessionTtlMaxSeconds * 1000;
+const PENDING_TTL_MS = LIMITS.sessionTtlMaxSeconds * 1000;
 
 /** True while a pending session may still be exchanged (younger than PENDING_TTL_MS at `now`). */
 export function isPendingLive(p: PendingSession, now: number): boolean {
@@ -112,7 +112,7 @@ export function isPendingLive(p: PendingSession, now: number): boolean {
 }
 
 /** How long an exchanged code is remembered: a retry of `ath token` comes minutes later, not days. */
-export const EXCHANGED_TTL_MS = 24 * 3600 * 1000;
+const EXCHANGED_TTL_MS = 24 * 3600 * 1000;
 
 /**
  * Read-modify-write of credentials.json under its lock; returns the new content. Every write also drops the

@@ -119,11 +119,6 @@ export function httpError(req: Pick<HttpRequest, "method" | "url">, status: numb
   return new ClientError("failure", "HTTP_ERROR", `${label(req)}: ${status}${snippet ? ` — ${snippet}` : ""}`, { status });
 }
 
-/** `[METHOD] "url"`, as ofetch names a request. */
-export function label(req: Pick<HttpRequest, "method" | "url">): string {
-  return `[${req.method.toUpperCase()}] "${req.url}"`;
-}
-
 /**
  * Reads a body chunk by chunk, handing each chunk to `onChunk` as it arrives, and returns its first `keep` bytes
  * (`truncated` when the body was longer). Without `onChunk` nobody wants the rest, so reading stops there and the
@@ -158,6 +153,11 @@ export async function readBody(
 }
 
 // internal
+
+/** `[METHOD] "url"`, as ofetch names a request. */
+function label(req: Pick<HttpRequest, "method" | "url">): string {
+  return `[${req.method.toUpperCase()}] "${req.url}"`;
+}
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 /** The largest ATH answer read: discovery documents and error bodies are a few KiB; more is not an ATH server. */

@@ -15,7 +15,7 @@ import { getDeps, type Deps } from "./deps.ts";
 import type { Output } from "./render.ts";
 
 /** Settable keys (kebab-case on the command line) → config.json fields. */
-export const SETTINGS = {
+const SETTINGS = {
   "agent-id": "agent_id",
   "key-path": "key_path",
   "default-gateway": "default_gateway",

@@ -41,11 +41,6 @@ export function allValues(argv: readonly string[], args: ArgsDef, name: string):
     .map((f) => f.value as string);
 }
 
-/** The last value of a flag, as citty reads it. */
-export function lastValue(argv: readonly string[], args: ArgsDef, name: string): string | undefined {
-  return allValues(argv, args, name).at(-1);
-}
-
 /** Throws a usage error for the first flag or word `argv` has that `args` does not define. */
 export function checkFlags(argv: readonly string[], args: ArgsDef, command: string): void {
   const { flags, words } = scan(argv, args);
@@ -98,6 +93,11 @@ export function expandShortInline(argv: readonly string[], args: ArgsDef): strin
 }
 
 // internal
+
+/** The last value of a flag, as citty reads it. */
+function lastValue(argv: readonly string[], args: ArgsDef, name: string): string | undefined {
+  return allValues(argv, args, name).at(-1);
+}
 
 const HELP_ARGS = { help: { type: "boolean", alias: "h" } } as const satisfies ArgsDef;
 const VERSION_ARGS = { format: commonArgs.format, version: { type: "boolean", alias: "v" } } as const satisfies ArgsDef;
