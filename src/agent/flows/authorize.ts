@@ -44,6 +44,11 @@ export interface AuthorizeWaitInput extends Omit<AuthorizeInput, "redirectUri"> 
   signal?: AbortSignal;
 }
 
+/**
+ * Starts the consent and saves the pending session; the person approves at `authorization_url`, then `exchange`
+ * takes the code.
+ * @example const a = await authorize({ target, provider: "github", scopes: [] }, agent) // show a.authorization_url
+ */
 export async function authorize(input: AuthorizeInput, agent: Agent): Promise<Authorization> {
   return start(await prepare(input, agent), input, agent, input.redirectUri);
 }

@@ -26,6 +26,7 @@ export interface Exchanged {
   already_exchanged: boolean;
 }
 
+/** Exchanges `code` (once) and saves the token; errors are ClientErrors (exit 3 when no session fits, 4 when refused). */
 export async function exchange(input: ExchangeInput, agent: Agent): Promise<Exchanged> {
   const { base } = input.target;
   const identity = await agent.identity();

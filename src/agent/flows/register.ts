@@ -35,6 +35,11 @@ export interface Registered {
 /** Registered on every registration so `authorize --wait` can use any loopback port (RFC 8252 §7.3). */
 const LOOPBACK_REDIRECT_URI = "http://127.0.0.1/callback";
 
+/**
+ * Registers the agent (Phase A) and saves the client credentials, or returns the saved ones when the gateway
+ * already knows it.
+ * @example await register({ target: agent.target({ mode: "gateway", gateway: "local" }), providers: ["github"], scopes: [], requests: [], redirectUris: [] }, agent)
+ */
 export async function register(input: RegisterInput, agent: Agent): Promise<Registered> {
   const { base } = input.target;
   if (input.providers.length === 0 && input.requests.length === 0 && !input.target.native) {

@@ -43,6 +43,7 @@ export interface RequestResult {
   refusal?: { code: string; message: string };
 }
 
+/** Calls the provider API with the saved token; any status is a result, a missing or expired token a `config` error. */
 export async function request(input: RequestInput, agent: Agent): Promise<RequestResult> {
   const { base } = input.target;
   const native = input.target.native ? await discoverService(base, agent.http) : undefined;

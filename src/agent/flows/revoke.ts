@@ -20,6 +20,7 @@ export interface Revoked {
   revoked: string[];
 }
 
+/** Revokes each token at the gateway, then forgets it (only if it is still the saved one). */
 export async function revoke(input: RevokeInput, agent: Agent): Promise<Revoked> {
   const { base } = input.target;
   let providers = input.providers;

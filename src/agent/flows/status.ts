@@ -33,6 +33,7 @@ export interface Status {
   }[];
 }
 
+/** What the home holds, as one document (the JSON of `ath status`). */
 export async function status(input: StatusInput, agent: Agent): Promise<Status> {
   const { config } = agent;
   const now = agent.now();
