@@ -5,7 +5,7 @@
 import { defineCommand } from "citty";
 import { consola } from "consola";
 import pkg from "../../package.json" with { type: "json" };
-import { usageError } from "../agent/errors.ts";
+import { usageError } from "./errors.ts";
 import { OptionsError, resolveServeOptions, SERVE_FLAGS } from "../gateway/options.ts";
 
 export default defineCommand({
