@@ -1,17 +1,18 @@
 /**
  * `ath serve` — run the gateway (DESIGN.md §4). The flags, their `ATH_*` variables and every rule about them live in
- * gateway/options.ts; a problem with them, or with the providers file, is a usage error (exit 2).
+ * gateway/options.ts; a problem with them, or with the providers file, is a usage error (exit 2). Nothing of the
+ * gateway is imported before serve runs or its help is asked for: `ath --help` loads this module for its meta, and
+ * the agent commands must not carry the server (tests/unit/cli/startup.test.ts).
  */
 import { defineCommand } from "citty";
-import { consola } from "consola";
 import pkg from "../../package.json" with { type: "json" };
 import { usageError } from "./errors.ts";
-import { OptionsError, resolveServeOptions, SERVE_FLAGS } from "../gateway/options.ts";
 
 export default defineCommand({
   meta: { name: "serve", description: "Run the ATH gateway" },
-  args: SERVE_FLAGS,
+  args: () => import("../gateway/options.ts").then((m) => m.SERVE_FLAGS),
   async run({ args }) {
+    const { OptionsError, resolveServeOptions } = await import("../gateway/options.ts");
     let options;
     try {
       options = resolveServeOptions(args, process.env);
@@ -19,10 +20,11 @@ export default defineCommand({
       if (e instanceof OptionsError) throw usageError(e.message);
       throw e;
     }
-    const [{ runServer }, { ConfigError }, { consoleLogger }] = await Promise.all([
+    const [{ runServer }, { ConfigError }, { consoleLogger }, { consola }] = await Promise.all([
       import("../gateway/serve.ts"),
       import("../gateway/providers/file.ts"),
       import("../gateway/ops/log.ts"),
+      import("consola"),
     ]);
     if (options.dev) consola.warn("--dev: http:// and loopback agent identity documents are accepted. Never use this in production.");
     try {
