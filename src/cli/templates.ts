@@ -4,12 +4,15 @@
  * `ath serve --providers` takes once GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET are set.
  */
 import { defineCommand } from "citty";
-import { usageError } from "../agent/errors.ts";
-import { exampleEntry, TEMPLATES, type ProviderTemplate } from "../gateway/providers/templates/index.ts";
+import type { ProviderTemplate } from "../gateway/providers/templates/index.ts";
 import { getDeps, type Deps } from "./deps.ts";
+import { usageError } from "./errors.ts";
+import { commonArgs, formatOf } from "./flags.ts";
 import { output, type Format } from "./render.ts";
 
 export async function run(opts: { id?: string; format: Format }, deps: Deps): Promise<void> {
+  // Imported here, not at the top: `ath --help` loads this module for its meta and must not load the gateway.
+  const { exampleEntry, TEMPLATES } = await import("../gateway/providers/templates/index.ts");
   const out = await output(opts.format, deps);
   if (opts.id === undefined) {
     const all = Object.values(TEMPLATES);
@@ -39,10 +42,9 @@ export default defineCommand({
   meta: { name: "templates", description: "List the built-in provider templates, or print one as a providers entry" },
   args: {
     id: { type: "positional", required: false, description: "A template id (github, slack, …)" },
-    format: { type: "enum", options: ["text", "json"], default: "text", description: "Output format" },
+    format: commonArgs.format,
   },
-  run: ({ args }) =>
-    run({ ...(typeof args.id === "string" && args.id !== "" ? { id: args.id } : {}), format: args.format === "json" ? "json" : "text" }, getDeps()),
+  run: ({ args, rawArgs }) => run({ ...(typeof args.id === "string" && args.id !== "" ? { id: args.id } : {}), format: formatOf(rawArgs) }, getDeps()),
 });
 
 // internal

@@ -1,7 +1,8 @@
 /**
- * Start-up: the agent commands never load the gateway or the store (only `ath serve` does), so their cold start
- * stays small and the client carries no server code paths. Each command runs as its own `bun src/main.ts` process
- * with a loader hook that records every module of src/gateway/ and src/store/ it loads.
+ * Start-up: the agent commands never load the gateway or the store (only `ath serve` does, and `ath templates` for
+ * the template data when it runs), so their cold start stays small and the client carries no server code paths.
+ * Each command runs as its own `bun src/main.ts` process with a loader hook that records every module of
+ * src/gateway/ and src/store/ it loads.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -51,6 +52,7 @@ describe("which modules a command loads", () => {
     for (const argv of [
       ["--version"],
       ["--help"],
+      ["templates", "--help"],
       ["config", "init"],
       ["config", "show"],
       ["identity"],
