@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, setSystemTime, test } from "bun:test";
 import { createLocalJWKSet, jwtVerify } from "jose";
-import { ExpiringMap } from "../../src/gateway/demo/expiring-map.ts";
-import { createDemo, type Demo } from "../../src/gateway/demo/index.ts";
-import { createPkce } from "../../src/gateway/oauth/pkce.ts";
-import { ProviderConfig } from "../../src/protocol/index.ts";
+import { ExpiringMap } from "../../../../src/gateway/demo/expiring-map.ts";
+import { createDemo, type Demo } from "../../../../src/gateway/demo/index.ts";
+import { createPkce } from "../../../../src/gateway/oauth/pkce.ts";
+import { ProviderConfig } from "../../../../src/protocol/index.ts";
 
 const BASE = "http://127.0.0.1:8787";
 const CALLBACK = `${BASE}/ath/callback`;

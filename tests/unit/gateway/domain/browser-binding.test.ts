@@ -1,7 +1,7 @@
 /** The browser-binding cookie of the consent flow (DESIGN §3 Phase B step 2). */
 import { describe, expect, test } from "bun:test";
-import { browserPseudonym, csrfToken, ensureBinding, readBinding } from "../../src/gateway/domain/browser-binding.ts";
-import type { Gateway } from "../../src/gateway/context.ts";
+import { browserPseudonym, csrfToken, ensureBinding, readBinding } from "../../../../src/gateway/domain/browser-binding.ts";
+import type { Gateway } from "../../../../src/gateway/context.ts";
 
 const gw = (baseUrl: string) => ({ opts: { baseUrl } }) as unknown as Gateway;
 const req = (cookie?: string) => new Request("http://127.0.0.1/ath/consent/h", cookie ? { headers: { cookie } } : {});

@@ -11,8 +11,8 @@ import {
   renderDeniedPage,
   renderErrorPage,
   type ConsentView,
-} from "../../src/gateway/pages/index.ts";
-import { STYLESHEET } from "../../src/gateway/pages/style.ts";
+} from "../../../../src/gateway/pages/index.ts";
+import { STYLESHEET } from "../../../../src/gateway/pages/style.ts";
 
 const now = new Date("2025-06-01T14:00:00Z");
 const HOSTILE = [`<script>alert(1)</script>`, `"><img src=x onerror=alert(1)>`, `' onmouseover='alert(1)`];

@@ -8,11 +8,11 @@ import { SQL } from "bun";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openStore, openSqliteStore } from "../../src/store/index.ts";
-import type { Store } from "../../src/store/types.ts";
+import { openStore, openSqliteStore } from "../../../src/store/index.ts";
+import type { Store } from "../../../src/store/types.ts";
 import {
   type Harness, T0, agentFixture, grantFixture, postgresHarness, sessionFixture, sqliteHarness, tokenFixture,
-} from "../helpers/store-harness.ts";
+} from "../../helpers/store-harness.ts";
 
 const PG_URL = process.env.ATH_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
@@ -455,7 +455,7 @@ describe("SQLite shared by several processes", () => {
       const s = sessionFixture(a, { status: "consented", expires_at: 10 });
       await setup.createSession(s);
       await setup.close();
-      const worker = join(import.meta.dir, "../helpers/store-worker.ts");
+      const worker = join(import.meta.dir, "../../helpers/store-worker.ts");
       const procs = Array.from({ length: 6 }, () =>
         Bun.spawn([process.execPath, worker, path, s.session_id, a.client_id, "1000"], { stdout: "pipe", stderr: "inherit" }),
       );

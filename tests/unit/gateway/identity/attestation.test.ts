@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { base64url, exportJWK, exportSPKI, generateKeyPair, SignJWT } from "jose";
-import { generateKeyPem, loadKey, type AgentKey } from "../../src/agent/keys.ts";
-import { signAttestation } from "../../src/agent/attestation.ts";
+import { generateKeyPem, loadKey, type AgentKey } from "../../../../src/agent/keys.ts";
+import { signAttestation } from "../../../../src/agent/attestation.ts";
 import {
   checkAttestationClaims,
   verifyAttestation,
   type AttestationCheck,
   type AttestationDeps,
-} from "../../src/gateway/identity/attestation.ts";
-import { createKeyResolver, type KeyResolver } from "../../src/gateway/identity/agent-keys.ts";
-import { classifyAddress } from "../../src/gateway/identity/ip-address.ts";
-import { AthError } from "../../src/protocol/errors.ts";
-import type { AttestationClaims } from "../../src/protocol/schemas.ts";
+} from "../../../../src/gateway/identity/attestation.ts";
+import { createKeyResolver, type KeyResolver } from "../../../../src/gateway/identity/agent-keys.ts";
+import { classifyAddress } from "../../../../src/gateway/identity/ip-address.ts";
+import { AthError } from "../../../../src/protocol/errors.ts";
+import type { AttestationClaims } from "../../../../src/protocol/schemas.ts";
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const NOW_S = NOW / 1000;

@@ -1,13 +1,13 @@
 /** The gateway's protocol rules as pure functions: scopes, scope_rules, redirect URIs, approval policy, proxy URLs. */
 import { describe, expect, test } from "bun:test";
-import { AthError, ProviderConfig } from "../../src/protocol/index.ts";
-import { decideApprovals } from "../../src/gateway/rules/policy.ts";
-import { relativePath, upstreamUrl } from "../../src/gateway/proxy/url.ts";
-import { matchRedirectUri } from "../../src/gateway/rules/redirect-uri.ts";
-import { intersectScopes, parseScopeString, unapprovedScopes } from "../../src/gateway/rules/scopes.ts";
-import { allowedByScopeRules } from "../../src/gateway/proxy/scope-rules.ts";
-import { s256 } from "../../src/gateway/oauth/pkce.ts";
-import { constantTimeEqual } from "../../src/gateway/crypto/secrets.ts";
+import { AthError, ProviderConfig } from "../../../../src/protocol/index.ts";
+import { decideApprovals } from "../../../../src/gateway/rules/policy.ts";
+import { relativePath, upstreamUrl } from "../../../../src/gateway/proxy/url.ts";
+import { matchRedirectUri } from "../../../../src/gateway/rules/redirect-uri.ts";
+import { intersectScopes, parseScopeString, unapprovedScopes } from "../../../../src/gateway/rules/scopes.ts";
+import { allowedByScopeRules } from "../../../../src/gateway/proxy/scope-rules.ts";
+import { s256 } from "../../../../src/gateway/oauth/pkce.ts";
+import { constantTimeEqual } from "../../../../src/gateway/crypto/secrets.ts";
 
 describe("spec §1.8 — effective scopes", () => {
   test("effective = approved ∩ consented ∩ requested, in request order, without duplicates", () => {

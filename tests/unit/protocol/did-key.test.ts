@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { exportJWK, generateKeyPair } from "jose";
-import { base58btcDecode, base58btcEncode, didKeyFromJwk, jwkFromDidKey } from "../../src/protocol/did-key.ts";
+import { base58btcDecode, base58btcEncode, didKeyFromJwk, jwkFromDidKey } from "../../../src/protocol/did-key.ts";
 
 // did:key method spec test vectors (w3c-ccg did-method-key, P-256).
 const VECTORS = [
