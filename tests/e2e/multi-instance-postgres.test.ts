@@ -11,11 +11,11 @@ import { expectError } from "../helpers/expect-error.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { providerRefreshes } from "../helpers/lifecycle.ts";
 import { freePort } from "../helpers/net.ts";
+import { PG_URL } from "../helpers/store-harness.ts";
 import { startUpstreamApi, type UpstreamApi } from "../helpers/upstream-api.ts";
 import { startUpstreamAuth, type UpstreamAuth } from "../helpers/upstream-auth.ts";
 import { MAIL_SCOPES } from "../helpers/world.ts";
 
-const PG_URL = process.env.ATH_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 /** Upstream access tokens count as expired (30 s margin) 3 s after issue; a refreshed one stays usable for 3 s. */
 const ACCESS_TTL_S = 33;
 const STALE_AFTER_MS = (ACCESS_TTL_S - 30) * 1000 + 150;

@@ -53,3 +53,25 @@ export async function craftAttestation(agent: TestAgent, audience: string, o: Cr
 function b64(value: unknown): string {
   return Buffer.from(JSON.stringify(value)).toString("base64url");
 }
+
+/** An in-memory Store.recordJti with the same contract (a jti is taken until its expiry), plus a log of its calls. */
+export function memoryJtiStore() {
+  const seen = new Map<string, number>();
+  const calls: Array<[string, string, number, number]> = [];
+  const recordJti = async (agentId: string, jti: string, expiresAt: number, now: number) => {
+    calls.push([agentId, jti, expiresAt, now]);
+    const k = `${agentId}\n${jti}`;
+    const until = seen.get(k);
+    if (until !== undefined && until > now) return false;
+    seen.set(k, expiresAt);
+    return true;
+  };
+  return { recordJti, calls };
+}
+
+/** Signs header.payload with ES256 by `by` without jose's header checks, so any header (b64, jwk, crit…) can be sent. */
+export async function rawSignedJws(header: Record<string, unknown>, payload: Record<string, unknown>, by: AgentKey): Promise<string> {
+  const input = `${b64(header)}.${b64(payload)}`;
+  const sig = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, by.privateKey, new TextEncoder().encode(input));
+  return `${input}.${Buffer.from(sig).toString("base64url")}`;
+}

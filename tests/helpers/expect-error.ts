@@ -3,7 +3,7 @@
  * of the error table, a non-empty message, no stack trace, and (optionally) the expected details.
  */
 import { expect } from "bun:test";
-import { ATHError, ERRORS, type ErrorCode } from "../../src/protocol/index.ts";
+import { AthError, ATHError, ERRORS, type ErrorCode } from "../../src/protocol/index.ts";
 
 export interface ErrorLike {
   status: number;
@@ -31,6 +31,15 @@ export function expectInvalidRequestNaming(response: ErrorLike, field: string) {
   expect(`${parsed.message} ${JSON.stringify(parsed.details ?? {})}`).toContain(field);
   return parsed;
 }
+
+/** The AthError a promise rejects with (anything else fails the test). */
+export async function rejection(p: Promise<unknown>): Promise<AthError> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  if (!(err instanceof AthError)) throw new Error(`expected an AthError, got ${String(err)}`);
+  return err;
+}
+
+// internal
 
 function parseJson(text: string): Record<string, unknown> | undefined {
   try {

@@ -21,6 +21,9 @@ export interface Harness {
 
 export const T0 = 1_700_000_000_000;
 
+/** The PostgreSQL the tests use; ATH_TEST_POSTGRES_URL points elsewhere, or "" leaves PostgreSQL out. */
+export const PG_URL = process.env.ATH_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
 export function sqliteHarness(): Harness {
   const dir = mkdtempSync(join(tmpdir(), "ath-store-"));
   const path = join(dir, "ath.db");
