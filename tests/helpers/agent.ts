@@ -1,12 +1,26 @@
 /**
- * The agent side of one ATH flow, step by step over real HTTP: register (Phase A), authorize, the person's consent
- * in a cookie-jar browser (gateway page, then the upstream's login form), and the token exchange. Every helper
- * returns the raw status and body so tests can assert failures exactly; `fullFlow` chains them and returns each
- * intermediate value.
+ * The agent side of one ATH flow, step by step: register (Phase A), authorize, the person's consent in a cookie-jar
+ * browser (gateway page, then the upstream's login form), and the token exchange — over real HTTP to a base URL, or
+ * to an in-process gateway (tests/helpers/in-process.ts) given as the target. Every helper returns the raw status
+ * and body so tests can assert failures exactly; `fullFlow` chains them and returns each intermediate value.
  */
 import { attest, makeAgent, type TestAgent } from "./attestations.ts";
 import { Browser, formWithButton, type Page } from "./browser.ts";
 import { randomString } from "./net.ts";
+
+/** A gateway's base URL (reached over the network), or an in-process gateway: its base URL and its fetch. */
+export type Target = string | Net;
+
+export interface Net {
+  baseUrl: string;
+  fetch(req: Request): Promise<Response>;
+}
+
+const NETWORK = (req: Request) => globalThis.fetch(req);
+
+function resolveTarget(target: Target): Net {
+  return typeof target === "string" ? { baseUrl: target, fetch: NETWORK } : target;
+}
 
 export interface HttpResult<T = Record<string, unknown>> {
   status: number;
@@ -23,7 +37,7 @@ export interface ClientCredentials {
 /** Sends JSON (or a raw string body) and returns status, headers and the parsed body (or {} if not JSON). */
 export async function call<T = Record<string, unknown>>(
   url: string,
-  init: { method?: string; json?: unknown; form?: Record<string, string>; body?: string; headers?: Record<string, string> } = {},
+  init: { method?: string; json?: unknown; form?: Record<string, string>; body?: string; headers?: Record<string, string>; fetch?: Net["fetch"] } = {},
 ): Promise<HttpResult<T>> {
   const headers: Record<string, string> = { ...init.headers };
   let body = init.body;
@@ -34,7 +48,8 @@ export async function call<T = Record<string, unknown>>(
     body = new URLSearchParams(init.form).toString();
     headers["content-type"] ??= "application/x-www-form-urlencoded";
   }
-  const response = await fetch(url, { method: init.method ?? (body === undefined ? "GET" : "POST"), headers, body, redirect: "manual" });
+  const request = new Request(url, { method: init.method ?? (body === undefined ? "GET" : "POST"), headers, body, redirect: "manual" });
+  const response = await (init.fetch ?? NETWORK)(request);
   const text = await response.text();
   let json = {} as T;
   try {
@@ -52,7 +67,8 @@ export interface RegisterOptions {
   body?: Record<string, unknown>;
 }
 
-export async function register(baseUrl: string, agent: TestAgent, o: RegisterOptions) {
+export async function register(target: Target, agent: TestAgent, o: RegisterOptions) {
+  const { baseUrl, fetch } = resolveTarget(target);
   const body = {
     agent_id: agent.agentId,
     agent_attestation: o.attestation ?? (await attest(agent, baseUrl)),
@@ -62,7 +78,7 @@ export async function register(baseUrl: string, agent: TestAgent, o: RegisterOpt
     ...(o.redirect_uris === undefined ? {} : { redirect_uris: o.redirect_uris }),
     ...o.body,
   };
-  return { body, ...(await call<Record<string, unknown> & Partial<ClientCredentials>>(`${baseUrl}/ath/agents/register`, { json: body })) };
+  return { body, ...(await call<Record<string, unknown> & Partial<ClientCredentials>>(`${baseUrl}/ath/agents/register`, { json: body, fetch })) };
 }
 
 export interface AuthorizeOptions {
@@ -74,7 +90,8 @@ export interface AuthorizeOptions {
   body?: Record<string, unknown>;
 }
 
-export async function authorize(baseUrl: string, agent: TestAgent, client: { client_id: string }, o: AuthorizeOptions) {
+export async function authorize(target: Target, agent: TestAgent, client: { client_id: string }, o: AuthorizeOptions) {
+  const { baseUrl, fetch } = resolveTarget(target);
   const state = o.state ?? randomString(24);
   const body = {
     client_id: client.client_id,
@@ -85,7 +102,7 @@ export async function authorize(baseUrl: string, agent: TestAgent, client: { cli
     ...(o.user_redirect_uri === undefined ? {} : { user_redirect_uri: o.user_redirect_uri }),
     ...o.body,
   };
-  const result = await call<{ authorization_url?: string; ath_session_id?: string } & Record<string, unknown>>(`${baseUrl}/ath/authorize`, { json: body });
+  const result = await call<{ authorization_url?: string; ath_session_id?: string } & Record<string, unknown>>(`${baseUrl}/ath/authorize`, { json: body, fetch });
   return { state, body, ...result };
 }
 
@@ -121,6 +138,9 @@ export async function consent(authorizationUrl: string, o: ConsentOptions = {}):
     const path = new URL(page.url).pathname;
     if (path.startsWith("/ath/consent/")) {
       page = await browser.submit(page, formWithButton(page, "Approve"), { button: o.gateway ?? "Approve", stopAt });
+    } else if (path.endsWith("/demo/oauth/authorize")) {
+      // the sandbox provider's sign-in page (ath serve --demo)
+      page = await browser.submit(page, formWithButton(page, "Allow"), { button: o.upstream?.decision === "Deny" ? "Cancel" : "Allow", stopAt });
     } else if (path.startsWith("/interaction/")) {
       const fields: Record<string, string> = {};
       if (o.upstream?.scopes !== undefined) fields.scopes = o.upstream.scopes.join(" ");
@@ -154,7 +174,8 @@ export interface ExchangeOptions {
   body?: Record<string, string>;
 }
 
-export async function exchange(baseUrl: string, agent: TestAgent, client: ClientCredentials, o: ExchangeOptions) {
+export async function exchange(target: Target, agent: TestAgent, client: ClientCredentials, o: ExchangeOptions) {
+  const { baseUrl, fetch } = resolveTarget(target);
   const body: Record<string, string> = {
     grant_type: "authorization_code",
     client_id: client.client_id,
@@ -165,7 +186,7 @@ export async function exchange(baseUrl: string, agent: TestAgent, client: Client
     ...o.body,
   };
   const url = `${baseUrl}/ath/token`;
-  return o.json ? call(url, { json: body }) : call(url, { form: body });
+  return o.json ? call(url, { json: body, fetch }) : call(url, { form: body, fetch });
 }
 
 export interface FlowOptions {
@@ -180,27 +201,29 @@ export interface FlowOptions {
 }
 
 /** register → authorize → consent → token, throwing with the body if a step that should succeed does not. */
-export async function fullFlow(baseUrl: string, o: FlowOptions) {
+export async function fullFlow(target: Target, o: FlowOptions) {
+  const net = resolveTarget(target);
   const agent = o.agent ?? (await makeAgent());
   let client = o.client;
   let registration: Awaited<ReturnType<typeof register>> | undefined;
   if (client === undefined) {
-    registration = await register(baseUrl, agent, {
+    registration = await register(net, agent, {
       providers: [{ provider_id: o.provider_id, scopes: o.registerScopes ?? o.scopes }],
       ...(o.redirectUri === undefined ? {} : { redirect_uris: [o.redirectUri] }),
     });
     expectStatus("register", registration, 201);
     client = { client_id: String(registration.json.client_id), client_secret: String(registration.json.client_secret) };
   }
-  const authorization = await authorize(baseUrl, agent, client, {
+  const authorization = await authorize(net, agent, client, {
     provider_id: o.provider_id,
     scopes: o.scopes,
     ...(o.redirectUri === undefined ? {} : { user_redirect_uri: o.redirectUri }),
   });
   expectStatus("authorize", authorization, 200);
-  const consented = await consent(String(authorization.json.authorization_url), { ...o.consent, redirectUri: o.redirectUri });
+  const browser = o.consent?.browser ?? new Browser(net.fetch);
+  const consented = await consent(String(authorization.json.authorization_url), { ...o.consent, browser, redirectUri: o.redirectUri });
   if (consented.code === undefined) throw new Error(`consent gave no code: ${consented.page.status} ${consented.page.url}\n${consented.page.body.slice(0, 800)}`);
-  const token = await exchange(baseUrl, agent, client, { code: consented.code, ath_session_id: String(authorization.json.ath_session_id) });
+  const token = await exchange(net, agent, client, { code: consented.code, ath_session_id: String(authorization.json.ath_session_id) });
   expectStatus("token", token, 200);
   return { agent, client, registration, authorization, consent: consented, token, accessToken: String(token.json.access_token) };
 }

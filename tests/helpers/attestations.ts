@@ -19,9 +19,9 @@ export async function makeAgent(agentId?: string): Promise<TestAgent> {
   return { key, agentId: agentId ?? key.didKey };
 }
 
-/** A valid attestation for `audience` (the gateway base URL, or `<base>/ath/token`). */
-export function attest(agent: TestAgent, audience: string): Promise<string> {
-  return signAttestation(agent.key, { agentId: agent.agentId, audience, ttlSeconds: 120 });
+/** A valid attestation for `audience` (the gateway base URL, or `<base>/ath/token`), issued at `now` (default: the real clock). */
+export function attest(agent: TestAgent, audience: string, now?: number): Promise<string> {
+  return signAttestation(agent.key, { agentId: agent.agentId, audience, ttlSeconds: 120, ...(now === undefined ? {} : { now }) });
 }
 
 export interface CraftOptions {

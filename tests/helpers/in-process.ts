@@ -1,17 +1,21 @@
 /**
- * The gateway in process: createGateway over an in-memory SQLite store, with the sandbox provider (`demo`) as the
- * upstream and a clock the test moves. Every request — the agent's, the browser's, and the gateway's own calls to the
- * provider — goes through `app.fetch`: no port, no process, no sleeping for expiry.
+ * The gateway in process: createGateway over an in-memory SQLite store, with the sandbox provider (`demo`) mounted, a
+ * clock the test moves, and a network of its own. Every request — the agent's, the browser's, and the gateway's own
+ * calls to providers — goes through one `fetch` that hands `BASE` to `app.fetch` and other origins to the hosts the
+ * test gives (a scripted provider, an identity-document host): no port, no process, no sleeping for expiry.
  */
 import { createGateway, type App } from "../../src/gateway/app.ts";
 import type { Gateway } from "../../src/gateway/context.ts";
+import type { ApprovalMode } from "../../src/gateway/rules/policy.ts";
+import { PATHS, ProviderConfig, type ProviderConfigInput } from "../../src/protocol/index.ts";
 import { openSqliteStore } from "../../src/store/index.ts";
-import { PATHS } from "../../src/protocol/index.ts";
+import type { Store } from "../../src/store/types.ts";
 import { attest, type TestAgent } from "./attestations.ts";
 import { Browser, formWithButton } from "./browser.ts";
 
 export const BASE = "https://gateway.test";
 export const ADMIN_TOKEN = "admin_in_process_token";
+export const INTROSPECTION_TOKEN = "introspection_in_process_token";
 
 /** A clock that only moves when told to. */
 export class TestClock {
@@ -22,59 +26,95 @@ export class TestClock {
   }
 }
 
+/** A host on the harness's network: its origin's requests go to `fetch`. */
+export type Host = (req: Request) => Response | Promise<Response>;
+
+export interface InProcessOptions {
+  /** `native`: the sandbox provider is the app (DESIGN §7). */
+  mode?: "gateway" | "native";
+  tokenTtlSeconds?: number;
+  sessionTtlSeconds?: number;
+  approval?: ApprovalMode;
+  strictScopes?: boolean;
+  upstreamTimeoutMs?: number;
+  /** Providers besides the sandbox (`demo`), as in a providers file. */
+  providers?: Record<string, ProviderConfigInput>;
+  /** Other origins on the network (e.g. `http://provider.test`): the gateway and the test's browsers reach them. */
+  hosts?: Record<string, Host>;
+  /** The store (default: in-memory SQLite); the gateway closes it. */
+  store?: Store;
+}
+
 export interface InProcess {
   app: App;
   gw: Gateway;
   clock: TestClock;
+  baseUrl: string;
+  /** Every request the gateway itself sent (to providers, identity documents, its own sandbox), as `METHOD url`. */
+  outbound: string[];
   /** Sends a request to the gateway: a path (relative to BASE) or a Request. */
   fetch(input: string | Request, init?: RequestInit): Promise<Response>;
-  /** A browser whose network is this gateway. */
+  /** A browser whose network is this one. */
   browser(): Browser;
+  /** How many audit events of `type` the gateway recorded (what happened, and what did not). */
+  audited(type: string): Promise<number>;
   close(): Promise<void>;
-}
-
-export const INTROSPECTION_TOKEN = "introspection_in_process_token";
-
-export interface InProcessOptions {
-  tokenTtlSeconds?: number;
-  sessionTtlSeconds?: number;
-  /** `native`: the sandbox provider is the app (DESIGN §7). */
-  mode?: "gateway" | "native";
 }
 
 export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProcess> {
   const clock = new TestClock();
+  const hosts = new Map(Object.entries(o.hosts ?? {}).map(([origin, host]) => [new URL(origin).origin, host]));
+  const outbound: string[] = [];
   let app: App | undefined;
-  const route = (req: Request): Promise<Response> => {
-    if (!req.url.startsWith(`${BASE}/`)) throw new Error(`in-process gateway: no network for ${req.url}`);
-    return app!.fetch(req);
+  const route = async (req: Request): Promise<Response> => {
+    if (req.url.startsWith(`${BASE}/`)) return app!.fetch(req);
+    const host = hosts.get(new URL(req.url).origin);
+    if (!host) throw new TypeError(`in-process network: nothing at ${new URL(req.url).origin}`);
+    // a host that ignores the abort still loses the race, as a real connection would be cut
+    if (!req.signal) return host(req);
+    return new Promise<Response>((resolve, reject) => {
+      req.signal.addEventListener("abort", () => reject(req.signal.reason), { once: true });
+      Promise.resolve(host(req)).then(resolve, reject);
+    });
   };
+  const providers = Object.fromEntries(Object.entries(o.providers ?? {}).map(([id, config]) => [id, ProviderConfig.parse(config)]));
   app = await createGateway(
     {
       baseUrl: BASE,
       mode: o.mode ?? "gateway",
       version: "0.0.0-test",
       dev: true,
-      approval: "auto",
+      approval: o.approval ?? "auto",
       sessionTtlSeconds: o.sessionTtlSeconds ?? 600,
       tokenTtlSeconds: o.tokenTtlSeconds ?? 3600,
-      strictScopes: false,
-      upstreamTimeoutMs: 5_000,
-      providers: {},
+      strictScopes: o.strictScopes ?? false,
+      upstreamTimeoutMs: o.upstreamTimeoutMs ?? 5_000,
+      providers,
       adminToken: ADMIN_TOKEN,
       introspectionToken: INTROSPECTION_TOKEN,
       masterKey: crypto.getRandomValues(new Uint8Array(32)),
       demo: true,
     },
-    { store: openSqliteStore(":memory:"), fetch: (input, init) => route(new Request(input, init)), clock: clock.now },
+    {
+      store: o.store ?? openSqliteStore(":memory:"),
+      fetch: (input, init) => {
+        const req = new Request(input, init);
+        outbound.push(`${req.method} ${req.url}`);
+        return route(req);
+      },
+      clock: clock.now,
+    },
   );
   const running = app;
   return {
     app: running,
     gw: running.gateway,
     clock,
+    baseUrl: BASE,
+    outbound,
     fetch: (input, init) => route(typeof input === "string" ? new Request(BASE + input, init) : input),
     browser: () => new Browser(route),
+    audited: async (type) => (await running.gateway.store.listAudit({ type })).length,
     close: () => running.close(),
   };
 }

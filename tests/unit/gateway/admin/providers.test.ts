@@ -1,0 +1,90 @@
+/**
+ * The admin provider API in process (DESIGN §9): /ath/admin/providers needs X-ATH-User-Token, lists and reads
+ * providers with the client secret masked, adds (POST), replaces (PUT) and removes (DELETE) them — and reads only
+ * the fields of the provider schema from a request.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { openProvider, requireProvider } from "../../../../src/gateway/domain/providers.ts";
+import { call } from "../../../helpers/agent.ts";
+import { expectError } from "../../../helpers/expect-error.ts";
+import { ADMIN_TOKEN, BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
+import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
+
+let g: InProcess;
+let p: ScriptedProvider;
+beforeEach(async () => {
+  p = new ScriptedProvider();
+  g = await inProcessGateway({ providers: { mail: p.config(), other: p.config({ client_secret: "other-secret" }) }, hosts: { [p.origin]: p.fetch } });
+});
+afterEach(() => g.close());
+
+const admin = { "x-ath-user-token": ADMIN_TOKEN };
+const url = (id = "") => `${BASE}/ath/admin/providers${id ? `/${id}` : ""}`;
+const send = (u: string, init: Parameters<typeof call>[1] = {}) => call(u, { ...init, fetch: g.fetch });
+const listed = async () => ((await send(`${BASE}/.well-known/ath.json`)).json.supported_providers as { provider_id: string; display_name: string }[]);
+
+describe("admin API — /ath/admin/providers", () => {
+  test("every admin route without or with a wrong X-ATH-User-Token is 401 UNAUTHORIZED, and changes nothing", async () => {
+    const variants: Record<string, string>[] = [{}, { "x-ath-user-token": "wrong" }, { "x-ath-user-token": `${ADMIN_TOKEN}x` }, { authorization: `Bearer ${ADMIN_TOKEN}` }];
+    for (const headers of variants) {
+      expectError(await send(url(), { headers }), "UNAUTHORIZED");
+      expectError(await send(url("mail"), { headers }), "UNAUTHORIZED");
+      expectError(await send(url(), { headers, json: { provider_id: "evil", display_name: "x" } }), "UNAUTHORIZED");
+      expectError(await send(url("mail"), { method: "DELETE", headers }), "UNAUTHORIZED");
+    }
+    expect((await listed()).map((x) => x.provider_id).sort()).toEqual(["demo", "mail", "other"]);
+    expect(await g.audited("provider.created")).toBe(0);
+    expect(await g.audited("provider.deleted")).toBe(0);
+  });
+
+  test("list and get mask client_secret", async () => {
+    const list = await send(url(), { headers: admin });
+    expect(list.status).toBe(200);
+    expect((list.json.providers as { provider_id: string }[]).map((x) => x.provider_id).sort()).toEqual(["demo", "mail", "other"]);
+    const one = await send(url("mail"), { headers: admin });
+    expect(one.status).toBe(200);
+    expect(one.json).toMatchObject({ provider_id: "mail", client_secret: "********", source: "file" });
+    for (const r of [list, one]) {
+      expect(r.text).not.toContain(p.clientSecret);
+      expect(r.text).not.toContain("other-secret");
+    }
+  });
+
+  test("POST adds a provider (api_base_url optional) that discovery lists; PUT updates it; DELETE removes it", async () => {
+    const entry = { available_scopes: ["mail:read"], authorize_endpoint: `${p.origin}/authorize`, token_endpoint: `${p.origin}/token`, client_id: p.clientId, client_secret: p.clientSecret };
+    const created = await send(url(), { headers: admin, json: { provider_id: "added", display_name: "Added at runtime", ...entry } });
+    expect(created.status).toBe(201);
+    expect(created.text).not.toContain(p.clientSecret);
+    expect((await listed()).find((x) => x.provider_id === "added")?.display_name).toBe("Added at runtime");
+
+    const updated = await send(url("added"), { method: "PUT", headers: admin, json: { display_name: "Renamed", ...entry } });
+    expect(updated.status).toBe(200);
+    expect((await listed()).find((x) => x.provider_id === "added")?.display_name).toBe("Renamed");
+
+    const deleted = await send(url("added"), { method: "DELETE", headers: admin });
+    expect({ status: deleted.status, body: deleted.json }).toEqual({ status: 200, body: { provider_id: "added", deleted: true } });
+    expect((await listed()).some((x) => x.provider_id === "added")).toBe(false);
+    expectError(await send(url("added"), { headers: admin }), "NOT_FOUND", { provider_id: "added" });
+  });
+
+  test("an invalid provider body is 400 INVALID_REQUEST naming the field, and nothing is added", async () => {
+    const r = await send(url(), {
+      headers: admin,
+      json: { provider_id: "bad", display_name: "Bad", available_scopes: ["x"], authorize_endpoint: "not a url", token_endpoint: `${p.origin}/token`, client_id: "c", client_secret: "s" },
+    });
+    const e = expectError(r, "INVALID_REQUEST");
+    expect(`${e.message} ${JSON.stringify(e.details ?? {})}`).toContain("authorize_endpoint");
+    expect(await g.gw.store.getProvider("bad")).toBeNull();
+  });
+
+  test("POST ignores fields outside the provider schema (source, sealed secret, __proto__)", async () => {
+    const body = `{"provider_id":"massassign","display_name":"M","available_scopes":["a"],"authorize_endpoint":"http://127.0.0.1:1/a","token_endpoint":"http://127.0.0.1:1/t","client_id":"c","client_secret":"s","source":"file","client_secret_sealed":"v1.x.y","__proto__":{"consent_screen":false}}`;
+    const created = await send(url(), { body, headers: { "content-type": "application/json", ...admin } });
+    expect(created.status).toBe(201);
+    expect(created.json).toMatchObject({ source: "admin", client_secret: "********", consent_screen: true });
+    expect(created.json).not.toHaveProperty("client_secret_sealed");
+    const stored = await requireProvider(g.gw, "massassign");
+    expect(stored.source).toBe("admin");
+    expect((await openProvider(g.gw, stored)).config.client_secret).toBe("s");
+  });
+});
