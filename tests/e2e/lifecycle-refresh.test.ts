@@ -4,7 +4,8 @@
  * rotated refresh token used next time, and a refused refresh killing the grant without further provider calls.
  *
  * Upstream access tokens live 33 s, so with the 30 s refresh margin they count as expired 3 s after issue: one
- * wait after the flows makes every grant stale, and a freshly refreshed token stays usable for 3 s.
+ * wait after the flows makes every grant stale, and a freshly refreshed token stays usable for 3 s. A second world
+ * whose tokens live 20 s (always inside the margin) shows every call refreshing first.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -152,5 +153,46 @@ describe("Upstream refresh — a grant the provider refuses", () => {
     expect(refreshesWith(revoked.refreshToken)).toHaveLength(1);
     expect(w.api.requests.length).toBe(apiBefore);
     expect(countRows(db).audit("grant.refresh_refused")).toBe(auditBefore + 1);
+  });
+});
+
+describe("Upstream refresh — within the 30 s margin (a second gateway whose upstream access tokens live 20 s)", () => {
+  let near: World;
+  beforeAll(async () => {
+    near = await startWorld({ accessTokenTtl: 20 });
+  });
+  afterAll(() => near?.stop());
+
+  const refreshes = () => near.auth.count("grant.success:refresh_token");
+
+  test("each call with a near-expiry upstream token refreshes first, and the rotated refresh token keeps working", async () => {
+    const flow = await fullFlow(near.baseUrl, { provider_id: "mail", scopes: ["mail:read"] });
+    const headers = { authorization: `Bearer ${flow.accessToken}` };
+    const start = refreshes();
+    for (let i = 1; i <= 3; i++) {
+      const r = await call(`${near.baseUrl}/ath/proxy/mail/v1/messages`, { headers });
+      expect(r.status).toBe(200);
+      expect(refreshes()).toBe(start + i);
+    }
+    // a refresh token reused after rotation would have been refused (and the grant revoked) by oidc-provider
+    expect(near.auth.count("grant.error:refresh_token")).toBe(0);
+  });
+
+  test("concurrent calls share the refresh: all succeed and the grant survives", async () => {
+    const flow = await fullFlow(near.baseUrl, { provider_id: "mailrules", scopes: ["mail:read"] });
+    const headers = { authorization: `Bearer ${flow.accessToken}` };
+    const results = await Promise.all(Array.from({ length: 6 }, () => call(`${near.baseUrl}/ath/proxy/mailrules/v1/messages`, { headers })));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(near.auth.count("grant.error:refresh_token")).toBe(0);
+    expect((await call(`${near.baseUrl}/ath/proxy/mailrules/v1/messages`, { headers })).status).toBe(200);
+  });
+
+  test("a refresh the provider refuses answers 401 TOKEN_EXPIRED with reason upstream_grant_revoked", async () => {
+    const flow = await fullFlow(near.baseUrl, { provider_id: "mail", scopes: ["mail:read"] });
+    await near.auth.revokeAllGrants();
+    const before = near.api.accepted().length;
+    const r = await call(`${near.baseUrl}/ath/proxy/mail/v1/messages`, { headers: { authorization: `Bearer ${flow.accessToken}` } });
+    expectError(r, "TOKEN_EXPIRED", { reason: "upstream_grant_revoked" });
+    expect(near.api.accepted().length).toBe(before);
   });
 });
