@@ -1,8 +1,7 @@
 /**
  * Helpers for the upstream token lifecycle tests: a recording forwarder in front of the provider's token and
  * revocation endpoints (so a test sees which refresh token the gateway sent and which one it got back), a scripted
- * provider API (401 once, 429, 503, slow), direct introspection at the provider, and read-only row counts of a
- * gateway's SQLite file.
+ * provider API (401 once), direct introspection at the provider, and read-only row counts of a gateway's SQLite file.
  */
 import { Database } from "bun:sqlite";
 import type { UpstreamAuth } from "./upstream-auth.ts";
@@ -80,16 +79,9 @@ export interface ScriptedApi {
   stop(): Promise<void>;
 }
 
-/** The exact 429 the scripted API sends, so a test can compare what the agent got byte for byte. */
-export const RATE_LIMITED = {
-  body: '{"error":"rate_limited","detail":"quota of 10 calls per minute used up"}',
-  headers: { "retry-after": "120", "x-ratelimit-remaining": "0", "content-type": "application/problem+json" },
-};
-
 /**
  * A provider API with scripted answers (it does not check tokens; it records which one it got):
- * `/once401/<key>` answers 401 to the first request per key and 200 after; `/always401` always 401;
- * `/ratelimited` 429 (RATE_LIMITED); `/unavailable` 503 with Retry-After; `/slow?ms=` waits; anything else 200.
+ * `/once401/<key>` answers 401 to the first request per key and 200 after; anything else 200.
  */
 export function startScriptedApi(): ScriptedApi {
   const requests: ScriptedRequest[] = [];
@@ -111,10 +103,6 @@ export function startScriptedApi(): ScriptedApi {
         }
         return Response.json({ ok: true, body_bytes: bytes });
       }
-      if (url.pathname === "/always401") return unauthorized();
-      if (url.pathname === "/ratelimited") return new Response(RATE_LIMITED.body, { status: 429, headers: RATE_LIMITED.headers });
-      if (url.pathname === "/unavailable") return new Response("down for maintenance", { status: 503, headers: { "retry-after": "30" } });
-      if (url.pathname === "/slow") await Bun.sleep(Number(url.searchParams.get("ms") ?? "1500"));
       return Response.json({ ok: true, body_bytes: bytes });
     },
   });

@@ -28,6 +28,8 @@ export class ScriptedProvider {
   grantedScope: string | null | undefined = undefined;
   /** Refresh requests are refused with invalid_grant (the person revoked the grant at the provider). */
   refuseRefresh = false;
+  /** What the revocation endpoint answers (RFC 7009 §2.2: 200 revoked, 503 try later); it revokes only on 200. */
+  revocationStatus = 200;
   /** The forms POSTed to the token endpoint (client credentials included: test memory only). */
   readonly tokenRequests: Record<string, string>[] = [];
   /** The forms POSTed to the revocation endpoint, with the Authorization header they came with. */
@@ -84,6 +86,7 @@ export class ScriptedProvider {
     if (url.pathname === "/revoke" && req.method === "POST") {
       const form = Object.fromEntries(new URLSearchParams(await req.text()));
       this.revocations.push({ form, authorization: req.headers.get("authorization") });
+      if (this.revocationStatus !== 200) return new Response("try later", { status: this.revocationStatus, headers: { "retry-after": "30" } });
       this.#access.delete(form.token ?? "");
       this.#refresh.delete(form.token ?? "");
       return new Response(null, { status: 200 });

@@ -11,15 +11,26 @@ import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 let g: InProcess;
 let p: ScriptedProvider;
+let busy: ScriptedProvider;
 beforeEach(async () => {
   p = new ScriptedProvider();
-  g = await inProcessGateway({ providers: { mail: p.config() }, hosts: { [p.origin]: p.fetch } });
+  busy = new ScriptedProvider("http://busy-provider.test");
+  busy.revocationStatus = 503;
+  g = await inProcessGateway({
+    providers: {
+      mail: p.config(),
+      revokedown: p.config({ revocation_endpoint: "http://down.test/revoke" }),
+      revoke503: busy.config(),
+    },
+    hosts: { [p.origin]: p.fetch, [busy.origin]: busy.fetch },
+  });
 });
 afterEach(() => g.close());
 
 const flow = () => fullFlow(g, { provider_id: "mail", scopes: ["mail:read"] });
 const revoke = (init: Parameters<typeof call>[1]) => call(`${BASE}/ath/revoke`, { method: "POST", ...init, fetch: g.fetch });
-const proxied = (token: string) => call(`${BASE}/ath/proxy/mail/v1/messages`, { headers: { authorization: `Bearer ${token}` }, fetch: g.fetch });
+const proxied = (token: string, provider = "mail") =>
+  call(`${BASE}/ath/proxy/${provider}/v1/messages`, { headers: { authorization: `Bearer ${token}` }, fetch: g.fetch });
 
 describe("POST /ath/revoke", () => {
   test("the owning client revokes its token (form): 200 {} and the proxy answers 401 TOKEN_REVOKED at once, forwarding nothing", async () => {
@@ -90,5 +101,18 @@ describe("POST /ath/revoke", () => {
     // the provider's API no longer accepts the dropped grant's token
     const direct = await p.fetch(new Request(`${p.origin}/api/v1/messages`, { headers: { authorization: `Bearer ${upstreamToken}` } }));
     expect(direct.status).toBe(401);
+  });
+
+  test("a revocation endpoint that is down or answers 503 never surfaces: revoke answers 200 {} and the token is revoked", async () => {
+    for (const provider_id of ["revokedown", "revoke503"]) {
+      const f = await fullFlow(g, { provider_id, scopes: ["mail:read"] });
+      const failedBefore = await g.audited("grant.revocation_failed");
+      const r = await revoke({ form: { token: f.accessToken, ...f.client } });
+      expect({ provider_id, status: r.status, json: r.json }).toEqual({ provider_id, status: 200, json: {} });
+      expect(await g.audited("grant.revocation_failed")).toBe(failedBefore + 1);
+      expectError(await proxied(f.accessToken, provider_id), "TOKEN_REVOKED");
+    }
+    expect(g.outbound).toContain("POST http://down.test/revoke");
+    expect(busy.revocations.map((r) => r.form.token_type_hint)).toEqual(["refresh_token", "access_token"]);
   });
 });
