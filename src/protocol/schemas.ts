@@ -238,7 +238,8 @@ export const AttestationClaims = z.object({
   aud: z.union([z.string(), z.array(z.string())]),
   iat: z.number(),
   exp: z.number(),
-  jti: z.string().min(1).max(256),
+  // recorded for replay detection: no NUL (PostgreSQL text cannot hold it)
+  jti: z.string().min(1).max(256).regex(/^[^\0]*$/, "must not contain U+0000"),
 });
 export type AttestationClaims = z.infer<typeof AttestationClaims>;
 

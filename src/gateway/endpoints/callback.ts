@@ -19,7 +19,8 @@ export async function callback(call: Call): Promise<Response> {
   const { gw, req } = call;
   const q = new URLSearchParams(call.search);
   const state = q.get("state");
-  if (!state) throw new AthError("STATE_MISMATCH", "The provider's response carries no state.");
+  // a state with NUL cannot be one the gateway issued (nor be looked up in PostgreSQL)
+  if (!state || state.includes("\0")) throw new AthError("STATE_MISMATCH", "The provider's response carries no valid state.");
   const session = requirePending(gw, await gw.store.getSessionByUpstreamState(state));
   const binding = readBinding(gw, req);
   if (!binding || !session.binding_hash || !constantTimeEqual(bindingHash(binding), session.binding_hash)) {

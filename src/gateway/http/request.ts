@@ -19,7 +19,7 @@ export async function readObject(call: Call, opts: { form: boolean }): Promise<R
   const type = (call.req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   const text = await readText(call);
   if (opts.form && type === "application/x-www-form-urlencoded") {
-    return Object.fromEntries(new URLSearchParams(text));
+    return refuseNul(Object.fromEntries(new URLSearchParams(text)));
   }
   if (type !== "application/json" && type !== "" && !type.endsWith("+json")) {
     const accepted = opts.form ? "application/json or application/x-www-form-urlencoded" : "application/json";
@@ -34,7 +34,7 @@ export async function readObject(call: Call, opts: { form: boolean }): Promise<R
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new AthError("INVALID_REQUEST", "The request body must be a JSON object", { field: "body" });
   }
-  return value as Record<string, unknown>;
+  return refuseNul(value as Record<string, unknown>);
 }
 
 /**
@@ -61,4 +61,27 @@ export async function readJson<S extends z.ZodType>(call: Call, schema: S, opts 
 export function bearerToken(req: Request): string | null {
   const match = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
   return match?.[1] ?? null;
+}
+
+// internal
+
+/**
+ * No string of a protocol body may contain U+0000: nothing legitimate needs it, and PostgreSQL text cannot store it
+ * (the statement would fail: a 500 instead of the agent's 400).
+ */
+function refuseNul(body: Record<string, unknown>): Record<string, unknown> {
+  const at = nulPath(body, []);
+  if (at) throw new AthError("INVALID_REQUEST", "The request body must not contain U+0000 (NUL)", { field: at.join(".") || "body" });
+  return body;
+}
+
+function nulPath(value: unknown, path: string[]): string[] | null {
+  if (typeof value === "string") return value.includes("\0") ? path : null;
+  if (value === null || typeof value !== "object") return null;
+  for (const [key, v] of Object.entries(value)) {
+    if (key.includes("\0")) return [...path, key.replaceAll("\0", "")];
+    const found = nulPath(v, [...path, key]);
+    if (found) return found;
+  }
+  return null;
 }

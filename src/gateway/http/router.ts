@@ -108,6 +108,8 @@ function decodeParams(params: Record<string, string>): Record<string, string> {
     } catch {
       throw new AthError("INVALID_REQUEST", "Malformed percent-encoding in the path", { field: "path" });
     }
+    // no identifier contains NUL, and PostgreSQL text cannot even be asked for one
+    if (out[k]!.includes("\0")) throw new AthError("INVALID_REQUEST", "The path must not contain U+0000 (NUL)", { field: "path" });
   }
   return out;
 }

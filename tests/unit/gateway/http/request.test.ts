@@ -5,15 +5,29 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { call, register } from "../../../helpers/agent.ts";
-import { makeAgent } from "../../../helpers/attestations.ts";
+import { craftAttestation, makeAgent } from "../../../helpers/attestations.ts";
 import { expectError, expectInvalidRequestNaming } from "../../../helpers/expect-error.ts";
 import { ADMIN_TOKEN, BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
+import { PG_URL, postgresHarness, type Harness } from "../../../helpers/store-harness.ts";
 
 let g: InProcess;
+let pg: Harness | undefined;
 beforeEach(async () => {
   g = await inProcessGateway();
 });
-afterEach(() => g.close());
+afterEach(async () => {
+  await g.close();
+  await pg?.dispose();
+  pg = undefined;
+});
+
+/** The gateway on a fresh PostgreSQL schema instead of SQLite. */
+async function onPostgres(): Promise<InProcess> {
+  await g.close();
+  pg = postgresHarness(PG_URL);
+  g = await inProcessGateway({ store: await pg.open() });
+  return g;
+}
 
 const JSON_ENDPOINTS = ["/ath/agents/register", "/ath/authorize", "/ath/token"];
 const send = (path: string, init: Parameters<typeof call>[1] = {}) => call(`${BASE}${path}`, { ...init, fetch: g.fetch });
@@ -68,7 +82,7 @@ describe("bad input → JSON error, 4xx", () => {
 });
 
 describe("odd JSON never reaches a 500", () => {
-  test("odd types, prototype keys, NUL, lone surrogates and huge numbers at every JSON endpoint answer a 4xx or success, never 5xx or a stack", async () => {
+  async function oddJsonFailures(): Promise<string[]> {
     const agent = await makeAgent();
     const reg = await register(g, agent, { providers: [{ provider_id: "demo", scopes: ["notes:read"] }], redirect_uris: ["http://127.0.0.1/cb"] });
     const clientId = String(reg.json.client_id);
@@ -90,7 +104,47 @@ describe("odd JSON never reaches a 500", () => {
         }
       }
     }
-    expect(failures).toEqual([]);
+    return failures;
+  }
+
+  test("odd types, prototype keys, NUL, lone surrogates and huge numbers at every JSON endpoint answer a 4xx or success, never 5xx or a stack", async () => {
+    expect(await oddJsonFailures()).toEqual([]);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  test.skipIf(!PG_URL)("the same odd JSON never reaches a 500 on PostgreSQL either", async () => {
+    await onPostgres();
+    expect(await oddJsonFailures()).toEqual([]);
+  });
+});
+
+describe("U+0000 is refused at the door (PostgreSQL text cannot hold it)", () => {
+  test("a NUL anywhere in a JSON or form body — value or key, however deep — is 400 INVALID_REQUEST naming where", async () => {
+    const bodies: [string, Parameters<typeof call>[1], string][] = [
+      ["/ath/agents/register", { json: { agent_id: "did:key:z6Mk", purpose: "a\u0000b" } }, "purpose"],
+      ["/ath/agents/register", { json: { developer: { name: "x", id: "\u0000" } } }, "developer.id"],
+      ["/ath/authorize", { json: { scopes: ["ok", "no\u0000pe"] } }, "scopes.1"],
+      ["/ath/authorize", { json: { "ke\u0000y": 1 } }, "ke"],
+      ["/ath/token", { form: { grant_type: "authorization_code", client_id: "ath_\u0000" } }, "client_id"],
+    ];
+    for (const [path, init, field] of bodies) {
+      const e = expectError(await send(path, init), "INVALID_REQUEST");
+      expect({ path, field: String(e.details?.field ?? "") }).toEqual({ path, field: expect.stringContaining(field) });
+      expect(e.message).toContain("U+0000");
+    }
+  });
+
+  test.skipIf(!PG_URL)("on PostgreSQL, NUL in a body, a path parameter, the callback's state or an attestation's jti answers a 4xx, never a 500", async () => {
+    await onPostgres();
+    const agent = await makeAgent();
+    expectError(await register(g, agent, { providers: [{ provider_id: "demo", scopes: ["notes:read"] }], body: { purpose: "a\u0000b" } }), "INVALID_REQUEST", { field: "purpose" });
+    expectError(await send("/ath/admin/providers/x%00y", { headers: { "x-ath-user-token": ADMIN_TOKEN } }), "INVALID_REQUEST", { field: "path" });
+    const callback = await g.browser().navigate(`${BASE}/ath/callback?code=c&state=s%00t`);
+    expect(callback.status).toBe(400);
+    expect(callback.body).toContain("STATE_MISMATCH");
+    const jti = await craftAttestation(agent, BASE, { claims: { jti: "j\u0000ti" } });
+    const r = await register(g, agent, { providers: [{ provider_id: "demo", scopes: ["notes:read"] }], attestation: jti });
+    expectError(r, "INVALID_ATTESTATION");
+    expect(await g.gw.store.getAgentByAgentId(agent.agentId)).toBeNull();
   });
 });
