@@ -30,7 +30,7 @@ describe("sealing", () => {
     await expect(s.open("garbage", "x")).rejects.toThrow(TypeError);
   });
 
-  test("interoperates with WebCrypto AES-GCM (ciphertext ‖ tag)", async () => {
+  test("a value WebCrypto sealed with AES-GCM (ciphertext ‖ tag) opens: the format is the standard one", async () => {
     const raw = key();
     const s = await Sealer.fromRawKey(raw);
     const k = await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);

@@ -4,8 +4,8 @@ import { createDemo } from "../../../../src/gateway/demo/index.ts";
 import { ProviderConfig } from "../../../../src/protocol/index.ts";
 import { BASE, api } from "../../../helpers/demo.ts";
 
-describe("provider config", () => {
-  test("is a valid provider entry with absolute endpoints under the base URL and fresh credentials per start", () => {
+describe("the sandbox provider's entry", () => {
+  test("the sandbox's provider entry is valid, with absolute endpoints under the base URL and fresh credentials at every start", () => {
     const a = createDemo({ baseUrl: BASE });
     const b = createDemo({ baseUrl: BASE });
     const cfg = ProviderConfig.parse(a.config);

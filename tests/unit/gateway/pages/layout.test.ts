@@ -4,7 +4,7 @@ import { SECURITY_HEADERS, STYLE_HASH, escapeHtml, formActionSources, htmlRespon
 import { STYLESHEET } from "../../../../src/gateway/pages/style.ts";
 
 describe("escapeHtml", () => {
-  test("escapes the five HTML-significant characters", () => {
+  test("the five HTML-significant characters are escaped, and nothing else", () => {
     expect(escapeHtml(`&<>"'`)).toBe("&amp;&lt;&gt;&quot;&#39;");
     expect(escapeHtml("plain text")).toBe("plain text");
   });

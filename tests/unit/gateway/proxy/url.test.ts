@@ -4,7 +4,7 @@ import { AthError } from "../../../../src/protocol/index.ts";
 import { relativePath, upstreamUrl } from "../../../../src/gateway/proxy/url.ts";
 
 describe("proxy — upstream URL composition", () => {
-  test("api_base_url + / + path + query, keeping the base path prefix and the original encoding", () => {
+  test("the upstream URL is api_base_url + / + path + query, keeping the base path prefix and the original encoding", () => {
     expect(upstreamUrl("https://api.example.com", "v1/messages", "?q=1&x=%20").href).toBe("https://api.example.com/v1/messages?q=1&x=%20");
     expect(upstreamUrl("https://api.example.com/v1/", "messages/a%20b", "").href).toBe("https://api.example.com/v1/messages/a%20b");
     expect(upstreamUrl("https://api.example.com/v1", "", "").href).toBe("https://api.example.com/v1/");
@@ -40,7 +40,7 @@ describe("proxy — upstream URL composition", () => {
       });
     }
   });
-  test("the path for scope_rules is decoded and rooted", () => {
+  test("the path scope_rules judge is decoded and rooted", () => {
     expect(relativePath("v1/a%20b")).toBe("/v1/a b");
   });
 });
