@@ -81,6 +81,15 @@ export async function register(target: Target, agent: TestAgent, o: RegisterOpti
   return { body, ...(await call<Record<string, unknown> & Partial<ClientCredentials>>(`${baseUrl}/ath/agents/register`, { json: body, fetch })) };
 }
 
+/** A new agent (or `o.agent`) registered for `o.providers`, with its credentials; throws unless the answer is 201. */
+export async function registeredAgent(target: Target, o: RegisterOptions & { agent?: TestAgent }) {
+  const agent = o.agent ?? (await makeAgent());
+  const registration = await register(target, agent, o);
+  expectStatus("register", registration, 201);
+  const client: ClientCredentials = { client_id: String(registration.json.client_id), client_secret: String(registration.json.client_secret) };
+  return { agent, client, registration };
+}
+
 export interface AuthorizeOptions {
   provider_id: string;
   scopes: string[];
@@ -207,12 +216,11 @@ export async function fullFlow(target: Target, o: FlowOptions) {
   let client = o.client;
   let registration: Awaited<ReturnType<typeof register>> | undefined;
   if (client === undefined) {
-    registration = await register(net, agent, {
+    ({ client, registration } = await registeredAgent(net, {
+      agent,
       providers: [{ provider_id: o.provider_id, scopes: o.registerScopes ?? o.scopes }],
       ...(o.redirectUri === undefined ? {} : { redirect_uris: [o.redirectUri] }),
-    });
-    expectStatus("register", registration, 201);
-    client = { client_id: String(registration.json.client_id), client_secret: String(registration.json.client_secret) };
+    }));
   }
   const authorization = await authorize(net, agent, client, {
     provider_id: o.provider_id,

@@ -12,6 +12,7 @@ import { openSqliteStore } from "../../src/store/index.ts";
 import type { Store } from "../../src/store/types.ts";
 import { attest, type TestAgent } from "./attestations.ts";
 import { Browser, formWithButton } from "./browser.ts";
+import { ScriptedProvider } from "./scripted-provider.ts";
 
 export const BASE = "https://gateway.test";
 export const ADMIN_TOKEN = "admin_in_process_token";
@@ -117,6 +118,16 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
     audited: async (type) => (await running.gateway.store.listAudit({ type })).length,
     close: () => running.close(),
   };
+}
+
+/** A gateway whose extra providers live on one scripted provider (`p`): `providers(p)` gives their entries. */
+export async function scriptedGateway(
+  providers: (p: ScriptedProvider) => Record<string, ProviderConfigInput>,
+  o: InProcessOptions = {},
+): Promise<{ g: InProcess; p: ScriptedProvider }> {
+  const p = new ScriptedProvider();
+  const g = await inProcessGateway({ ...o, providers: { ...providers(p), ...o.providers }, hosts: { [p.origin]: p.fetch, ...o.hosts } });
+  return { g, p };
 }
 
 // The agent's and the person's steps, in process --------------------------------------------------

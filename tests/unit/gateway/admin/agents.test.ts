@@ -7,14 +7,13 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { authorize, call, fullFlow, register } from "../../../helpers/agent.ts";
 import { makeAgent } from "../../../helpers/attestations.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
-import { ADMIN_TOKEN, BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
-import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
+import { ADMIN_TOKEN, BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
+import type { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 let g: InProcess;
 let p: ScriptedProvider;
 beforeEach(async () => {
-  p = new ScriptedProvider();
-  g = await inProcessGateway({ approval: "manual", providers: { mail: p.config() }, hosts: { [p.origin]: p.fetch } });
+  ({ g, p } = await scriptedGateway((p) => ({ mail: p.config() }), { approval: "manual" }));
 });
 afterEach(() => g.close());
 

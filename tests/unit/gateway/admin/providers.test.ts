@@ -7,14 +7,13 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { openProvider, requireProvider } from "../../../../src/gateway/domain/providers.ts";
 import { call } from "../../../helpers/agent.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
-import { ADMIN_TOKEN, BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
-import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
+import { ADMIN_TOKEN, BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
+import type { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 let g: InProcess;
 let p: ScriptedProvider;
 beforeEach(async () => {
-  p = new ScriptedProvider();
-  g = await inProcessGateway({ providers: { mail: p.config(), other: p.config({ client_secret: "other-secret" }) }, hosts: { [p.origin]: p.fetch } });
+  ({ g, p } = await scriptedGateway((p) => ({ mail: p.config(), other: p.config({ client_secret: "other-secret" }) })));
 });
 afterEach(() => g.close());
 

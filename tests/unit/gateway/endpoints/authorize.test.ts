@@ -4,11 +4,10 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { AuthorizationResponse } from "../../../../src/protocol/index.ts";
-import { authorize, register, type ClientCredentials } from "../../../helpers/agent.ts";
+import { authorize, register, registeredAgent, type ClientCredentials } from "../../../helpers/agent.ts";
 import { attest, craftAttestation, makeAgent, type TestAgent } from "../../../helpers/attestations.ts";
 import { expectError, expectInvalidRequestNaming } from "../../../helpers/expect-error.ts";
-import { BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
-import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
+import { BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
 
 const REDIRECT = "http://127.0.0.1/callback";
 
@@ -16,20 +15,14 @@ let g: InProcess;
 let agent: TestAgent;
 let client: ClientCredentials;
 beforeEach(async () => {
-  const p = new ScriptedProvider();
-  g = await inProcessGateway({
-    providers: {
-      mail: p.config({ available_scopes: ["openid", "mail:read", "mail:send"] }),
-      calendar: p.config({ available_scopes: ["calendar:read"] }),
-    },
-    hosts: { [p.origin]: p.fetch },
-  });
-  agent = await makeAgent();
-  const r = await register(g, agent, {
+  ({ g } = await scriptedGateway((p) => ({
+    mail: p.config({ available_scopes: ["openid", "mail:read", "mail:send"] }),
+    calendar: p.config({ available_scopes: ["calendar:read"] }),
+  })));
+  ({ agent, client } = await registeredAgent(g, {
     providers: [{ provider_id: "mail", scopes: ["openid", "mail:read"] }],
     redirect_uris: [REDIRECT, "https://agent.example/cb"],
-  });
-  client = { client_id: String(r.json.client_id), client_secret: String(r.json.client_secret) };
+  }));
 });
 afterEach(() => g.close());
 

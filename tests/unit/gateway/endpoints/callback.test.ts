@@ -4,13 +4,13 @@
  * page, and a denial (on the consent page or at the provider) reaches the agent as access_denied and USER_DENIED.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { authorize, consent, exchange, register, type ClientCredentials } from "../../../helpers/agent.ts";
-import { makeAgent, type TestAgent } from "../../../helpers/attestations.ts";
+import { authorize, consent, exchange, registeredAgent, type ClientCredentials } from "../../../helpers/agent.ts";
+import type { TestAgent } from "../../../helpers/attestations.ts";
 import { formWithButton } from "../../../helpers/browser.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
-import { BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
+import { BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
 import { randomString } from "../../../helpers/net.ts";
-import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
+import type { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 const REDIRECT = "http://127.0.0.1/callback";
 
@@ -19,17 +19,14 @@ let p: ScriptedProvider;
 let agent: TestAgent;
 let client: ClientCredentials;
 beforeEach(async () => {
-  p = new ScriptedProvider();
-  g = await inProcessGateway({ providers: { mail: p.config() }, hosts: { [p.origin]: p.fetch } });
-  agent = await makeAgent();
-  const r = await register(g, agent, {
+  ({ g, p } = await scriptedGateway((p) => ({ mail: p.config() })));
+  ({ agent, client } = await registeredAgent(g, {
     providers: [
       { provider_id: "mail", scopes: ["mail:read"] },
       { provider_id: "demo", scopes: ["notes:read"] },
     ],
     redirect_uris: [REDIRECT],
-  });
-  client = { client_id: String(r.json.client_id), client_secret: String(r.json.client_secret) };
+  }));
 });
 afterEach(() => g.close());
 

@@ -4,11 +4,11 @@
  * provider with the session's PKCE challenge, and a provider without a consent screen is told to ask.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { authorize, consent, register, type ClientCredentials } from "../../../helpers/agent.ts";
-import { makeAgent, type TestAgent } from "../../../helpers/attestations.ts";
+import { authorize, consent, registeredAgent, type ClientCredentials } from "../../../helpers/agent.ts";
+import type { TestAgent } from "../../../helpers/attestations.ts";
 import { formWithButton } from "../../../helpers/browser.ts";
-import { BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
-import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
+import { BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
+import type { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 const PURPOSE = `<script>alert("x")</script> & "quotes"`;
 
@@ -17,23 +17,17 @@ let p: ScriptedProvider;
 let agent: TestAgent;
 let client: ClientCredentials;
 beforeEach(async () => {
-  p = new ScriptedProvider();
-  g = await inProcessGateway({
-    providers: {
-      mail: p.config({ display_name: "Sample Mail" }),
-      quick: p.config({ display_name: "Quick (no consent screen)", consent_screen: false }),
-    },
-    hosts: { [p.origin]: p.fetch },
-  });
-  agent = await makeAgent();
-  const r = await register(g, agent, {
+  ({ g, p } = await scriptedGateway((p) => ({
+    mail: p.config({ display_name: "Sample Mail" }),
+    quick: p.config({ display_name: "Quick (no consent screen)", consent_screen: false }),
+  })));
+  ({ agent, client } = await registeredAgent(g, {
     providers: [
       { provider_id: "mail", scopes: ["mail:read"] },
       { provider_id: "quick", scopes: ["mail:read"] },
     ],
     body: { purpose: PURPOSE },
-  });
-  client = { client_id: String(r.json.client_id), client_secret: String(r.json.client_secret) };
+  }));
 });
 afterEach(() => g.close());
 

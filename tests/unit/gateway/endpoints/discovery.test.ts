@@ -3,20 +3,16 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { openProvider, requireProvider } from "../../../../src/gateway/domain/providers.ts";
 import { DiscoveryDocument } from "../../../../src/protocol/index.ts";
 import { call } from "../../../helpers/agent.ts";
-import { ADMIN_TOKEN, BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
-import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
+import { ADMIN_TOKEN, BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
+import type { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 let g: InProcess;
 let p: ScriptedProvider;
 beforeEach(async () => {
-  p = new ScriptedProvider();
-  g = await inProcessGateway({
-    providers: {
-      mail: p.config({ display_name: "Sample Mail", available_scopes: ["openid", "offline_access", "mail:read", "mail:send"] }),
-      calendar: p.config({ display_name: "Sample Calendar", available_scopes: ["calendar:read"], client_secret: "calendar-secret" }),
-    },
-    hosts: { [p.origin]: p.fetch },
-  });
+  ({ g, p } = await scriptedGateway((p) => ({
+    mail: p.config({ display_name: "Sample Mail", available_scopes: ["openid", "offline_access", "mail:read", "mail:send"] }),
+    calendar: p.config({ display_name: "Sample Calendar", available_scopes: ["calendar:read"], client_secret: "calendar-secret" }),
+  })));
 });
 afterEach(() => g.close());
 

@@ -6,12 +6,12 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { TokenResponse } from "../../../../src/protocol/index.ts";
-import { authorize, consent, exchange, register, type ClientCredentials } from "../../../helpers/agent.ts";
+import { authorize, consent, exchange, register, registeredAgent, type ClientCredentials } from "../../../helpers/agent.ts";
 import { attest, craftAttestation, makeAgent, type TestAgent } from "../../../helpers/attestations.ts";
 import { expectError, expectInvalidRequestNaming } from "../../../helpers/expect-error.ts";
-import { BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
+import { BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
 import { randomString } from "../../../helpers/net.ts";
-import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
+import type { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 const TOKEN_URL = `${BASE}/ath/token`;
 
@@ -20,22 +20,16 @@ let p: ScriptedProvider;
 let agent: TestAgent;
 let client: ClientCredentials;
 beforeEach(async () => {
-  p = new ScriptedProvider();
-  g = await inProcessGateway({
-    providers: {
-      mail: p.config({ available_scopes: ["openid", "mail:read", "mail:send"] }),
-      narrow: p.config({ available_scopes: ["a", "b"] }),
-    },
-    hosts: { [p.origin]: p.fetch },
-  });
-  agent = await makeAgent();
-  const r = await register(g, agent, {
+  ({ g, p } = await scriptedGateway((p) => ({
+    mail: p.config({ available_scopes: ["openid", "mail:read", "mail:send"] }),
+    narrow: p.config({ available_scopes: ["a", "b"] }),
+  })));
+  ({ agent, client } = await registeredAgent(g, {
     providers: [
       { provider_id: "mail", scopes: ["openid", "mail:read", "mail:send"] },
       { provider_id: "narrow", scopes: ["a", "b"] },
     ],
-  });
-  client = { client_id: String(r.json.client_id), client_secret: String(r.json.client_secret) };
+  }));
 });
 afterEach(() => g.close());
 

@@ -7,8 +7,8 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { call, fullFlow } from "../../../helpers/agent.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
-import { BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
-import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
+import { BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
+import type { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 const CANARY = "http://canary.test";
 
@@ -19,18 +19,16 @@ let mail: Awaited<ReturnType<typeof fullFlow>>;
 let rules: Awaited<ReturnType<typeof fullFlow>>;
 let calendar: Awaited<ReturnType<typeof fullFlow>>;
 beforeEach(async () => {
-  p = new ScriptedProvider();
   canaryHits = [];
-  g = await inProcessGateway({
-    tokenTtlSeconds: 2,
-    providers: {
+  ({ g, p } = await scriptedGateway(
+    (p) => ({
       mail: p.config({ available_scopes: ["openid", "mail:read", "mail:send"] }),
       mailrules: p.config({ scope_rules: { "mail:read": ["GET /v1/messages", "GET /v1/messages/**"], "mail:send": ["POST /v1/messages"] } }),
       calendar: p.config({ available_scopes: ["calendar:read"], api_base_url: `${p.origin}/api/v1` }),
       noapi: p.config({ api_base_url: undefined }),
-    },
-    hosts: { [p.origin]: p.fetch, [CANARY]: (req) => (canaryHits.push(req.url), new Response("canary")) },
-  });
+    }),
+    { tokenTtlSeconds: 2, hosts: { [CANARY]: (req) => (canaryHits.push(req.url), new Response("canary")) } },
+  ));
   mail = await fullFlow(g, { provider_id: "mail", scopes: ["openid", "mail:read", "mail:send"] });
   rules = await fullFlow(g, { provider_id: "mailrules", scopes: ["mail:read"] });
   calendar = await fullFlow(g, { provider_id: "calendar", scopes: ["calendar:read"] });

@@ -7,8 +7,8 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { fullFlow } from "../../../helpers/agent.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
-import { asError, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
-import { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
+import { asError, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
+import type { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 /** The exact 429 the API sends, so the test can compare what the agent got byte for byte. */
 const RATE_LIMITED = {
@@ -20,12 +20,7 @@ let g: InProcess;
 let p: ScriptedProvider;
 let token: string;
 beforeEach(async () => {
-  p = new ScriptedProvider();
-  g = await inProcessGateway({
-    upstreamTimeoutMs: 300,
-    providers: { mail: p.config(), down: p.config({ api_base_url: "http://down.test/v1" }) },
-    hosts: { [p.origin]: p.fetch },
-  });
+  ({ g, p } = await scriptedGateway((p) => ({ mail: p.config(), down: p.config({ api_base_url: "http://down.test/v1" }) }), { upstreamTimeoutMs: 300 }));
   token = (await fullFlow(g, { provider_id: "mail", scopes: ["mail:read"] })).accessToken;
 });
 afterEach(() => g.close());
