@@ -3,8 +3,7 @@
  * (gateway port chosen first so the upstream knows `<gateway>/ath/callback`). Standard providers:
  * - `mail`: client_secret_post, no scope_rules, api_base_url = the sample API root;
  * - `mailrules`: client_secret_basic, scope_rules for /v1/messages, revocation endpoint;
- * - `calendar`: same upstream, api_base_url with the `/v1` path prefix (for prefix and mismatch tests);
- * - `noapi`: no api_base_url.
+ * - `calendar`: same upstream, api_base_url with the `/v1` path prefix (for prefix and mismatch tests).
  */
 import { startGateway, type Gateway, type GatewayOptions } from "./gateway.ts";
 import { freePort } from "./net.ts";
@@ -66,13 +65,6 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
       available_scopes: ["openid", "calendar:read"],
       ...common,
       api_base_url: `${api.baseUrl}/v1`,
-      client_id: auth.postClient.client_id,
-      client_secret: auth.postClient.client_secret,
-    },
-    noapi: {
-      display_name: "No API",
-      available_scopes: ["openid", "mail:read"],
-      ...common,
       client_id: auth.postClient.client_id,
       client_secret: auth.postClient.client_secret,
     },
