@@ -4,6 +4,7 @@
  * serve.ts puts it behind Bun.serve.
  */
 import { ProviderConfig } from "../protocol/index.ts";
+import { cachedStore } from "../store/cached.ts";
 import type { Store } from "../store/types.ts";
 import { adminTokenHash, requireAdmin, requireIntrospector } from "./admin/auth.ts";
 import type { Fetch, Gateway, GatewayOptions, Logger } from "./context.ts";
@@ -47,7 +48,8 @@ export interface App {
 
 export async function createGateway(options: AppOptions, deps: AppDeps): Promise<App> {
   const { providers, adminToken, introspectionToken, masterKey, demo: withDemo, ...opts } = options;
-  const { store } = deps;
+  // Reads of tokens, providers, grants and agents come from memory, invalidated exactly (store/cached.ts).
+  const store = await cachedStore(deps.store);
   const now = deps.clock ?? Date.now;
   const fetch = deps.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const ids = [...Object.keys(providers), ...(withDemo ? ["demo"] : [])];

@@ -5,6 +5,7 @@
  */
 import { SQL } from "bun";
 import { META_TABLE, SCHEMA_VERSION_KEY, migrations } from "./migrations.ts";
+import { type ChangeFeed, payloads } from "./notify.ts";
 import type { Row } from "./rows.ts";
 import { type Driver, sqlStore } from "./sql-store.ts";
 import type { Store } from "./types.ts";
@@ -33,12 +34,12 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
     await sql.close();
     throw err;
   }
-  return sqlStore(driver(sql));
+  return sqlStore(driver(sql, notifyFeed(sql, url, schema)));
 }
 
 // internal
 
-function driver(sql: SQL): Driver {
+function driver(sql: SQL, feed: ChangeFeed): Driver {
   const numbered = new Map<string, string>();
   const text = (q: string) => {
     let t = numbered.get(q);
@@ -56,11 +57,46 @@ function driver(sql: SQL): Driver {
       run: async (q, params = []) => ((await conn.unsafe(text(q), params)) as { count: number }).count,
       // sql.begin reserves one connection of the pool for the transaction.
       transaction: (fn) => (inTransaction ? fn(d) : sql.begin((tx) => fn(over(tx, true)))),
+      changes: () => feed,
       close: () => sql.close(),
     };
     return d;
   };
   return over(sql, false);
+}
+
+/**
+ * PostgreSQL's change feed (store/notify.ts): NOTIFY on a channel per schema, heard on a connection of its own, so
+ * its `onclose` speaks for the listener alone and the cache can stop trusting itself the moment it drops.
+ */
+function notifyFeed(sql: SQL, url: string, schema: string | undefined): ChangeFeed {
+  const channel = `ath_changes_${schema ?? "public"}`;
+  const sender = crypto.randomUUID();
+  return {
+    async publish(keys) {
+      for (const payload of payloads(sender, keys)) await sql.unsafe("SELECT pg_notify($1, $2)", [channel, payload]);
+    },
+    async subscribe(onChange, onTrust) {
+      onTrust(false);
+      const listener = new SQL(url, {
+        max: 1,
+        connection: { application_name: "ath-changes", ...(schema ? { search_path: schema } : {}) },
+        onclose: () => onTrust(false),
+      });
+      const subscription = await listener.listen(
+        channel,
+        (payload: string) => {
+          const [from, ...keys] = payload.split(" ");
+          if (from !== sender) for (const key of keys) onChange(key);
+        },
+        () => onTrust(true),
+      );
+      return async () => {
+        await subscription.unlisten().catch(() => undefined);
+        await listener.close();
+      };
+    },
+  };
 }
 
 async function migrate(sql: SQL, schema: string | undefined): Promise<void> {

@@ -30,6 +30,7 @@ export function sqlStore(db: Driver, inTransaction = false): Store {
     ...sweepQueries(db),
     // Nested: already in one, the inner decision joins it.
     transaction: (fn) => (inTransaction ? fn(sqlStore(db, true)) : db.transaction((tx) => fn(sqlStore(tx, true)))),
+    changes: () => db.changes(),
     close: () => db.close(),
   };
 }

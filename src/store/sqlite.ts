@@ -6,6 +6,7 @@ import { Database, type SQLQueryBindings } from "bun:sqlite";
 import { chmodSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { META_TABLE, SCHEMA_VERSION_KEY, migrations } from "./migrations.ts";
+import type { ChangeFeed } from "./notify.ts";
 import type { Row } from "./rows.ts";
 import { type Driver, sqlStore } from "./sql-store.ts";
 import type { Store } from "./types.ts";
@@ -43,11 +44,13 @@ function driver(db: Database): Driver {
   const all = (sql: string, params: unknown[] = []) => db.query<Row, SQLQueryBindings[]>(sql).all(...bind(params));
   const run = (sql: string, params: unknown[] = []) => db.query<Row, SQLQueryBindings[]>(sql).run(...bind(params)).changes;
   let running: Promise<void> | null = null;
+  const feed = dataVersionFeed(db);
   const inside: Driver = {
     kind: "sqlite",
     all: async (sql, params) => all(sql, params),
     run: async (sql, params) => run(sql, params),
     transaction: (fn) => fn(inside),
+    changes: () => feed,
     close: async () => {
       throw new TypeError("close() inside a transaction");
     },
@@ -82,7 +85,39 @@ function driver(db: Database): Driver {
         end();
       }
     },
+    changes: () => feed,
     close: async () => db.close(),
+  };
+}
+
+/** How often another process's commits to the same file are looked for. */
+const DATA_VERSION_POLL_MS = 50;
+
+/**
+ * SQLite's change feed: this process's own writes need no announcement (one connection), and `PRAGMA data_version`
+ * changes only when *another* connection committed — then anything may have changed.
+ */
+function dataVersionFeed(db: Database): ChangeFeed {
+  const version = () => Number((db.query("PRAGMA data_version").get() as { data_version: number }).data_version);
+  return {
+    publish: async () => undefined,
+    async subscribe(onChange, onTrust) {
+      let seen = version();
+      const timer = setInterval(() => {
+        try {
+          const now = version();
+          if (now !== seen) {
+            seen = now;
+            onChange("*");
+          }
+        } catch {
+          onChange("*"); // the file is unreadable now: nothing cached can be vouched for
+        }
+      }, DATA_VERSION_POLL_MS);
+      timer.unref();
+      onTrust(true);
+      return async () => clearInterval(timer);
+    },
   };
 }
 

@@ -7,6 +7,7 @@
  * AES-256-GCM blobs from gateway/sealing.ts); the store never sees a plaintext secret.
  */
 import type { AgentStatus, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
+import type { ChangeFeed } from "./notify.ts";
 
 export interface ProviderRecord {
   provider_id: string;
@@ -203,5 +204,8 @@ export interface Store {
    * the decision are read with `… FOR UPDATE`. Calling it on the Store it gave joins the running transaction.
    */
   transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
+
+  /** Other processes' changes to this data, for caches (store/notify.ts, store/cached.ts). */
+  changes(): ChangeFeed;
   close(): Promise<void>;
 }

@@ -14,6 +14,8 @@ import type { AgentRecord, GrantRecord, SessionRecord, Store, TokenRecord } from
 export interface Harness {
   /** Opens another Store on the same database (a second instance, or a reopen after close). */
   open(): Promise<Store>;
+  /** PostgreSQL: the schema this harness's stores live in. */
+  schema?: string;
   /** Rows in `table`, counted over a separate connection. */
   count(table: string): Promise<number>;
   dispose(): Promise<void>;
@@ -50,6 +52,7 @@ export function postgresHarness(url: string): Harness {
   const admin = new SQL(url, { max: 1 });
   const opened = tracker();
   return {
+    schema,
     open: async () => opened.add(await openPostgresStore(url, { schema, max: 8 })),
     async count(table) {
       const [row] = await admin.unsafe(`SELECT count(*)::int AS n FROM "${schema}".${table}`);

@@ -1,5 +1,6 @@
 /** What a dialect gives the shared SQL: `?` placeholders, rows back (also for `… RETURNING`), changed-row counts, transactions. */
 import type { Row } from "../rows.ts";
+import type { ChangeFeed } from "../notify.ts";
 import type { Store } from "../types.ts";
 
 export interface Driver {
@@ -11,6 +12,8 @@ export interface Driver {
    * The write lock is taken at the start (SQLite `BEGIN IMMEDIATE`; PostgreSQL callers lock rows with FOR UPDATE).
    */
   transaction<T>(fn: (tx: Driver) => Promise<T>): Promise<T>;
+  /** Other processes' changes (store/notify.ts). */
+  changes(): ChangeFeed;
   close(): Promise<void>;
 }
 
