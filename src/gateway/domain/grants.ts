@@ -48,6 +48,9 @@ export async function createGrant(
 
 /** The access token to use now, refreshing first when it is expired or within 30 s of expiry (DESIGN §8). */
 export async function currentAccess(gw: Gateway, grantId: string): Promise<LiveAccess> {
+  // The warm path: a live, fresh grant (from the store's cache) needs no single-flight bookkeeping.
+  const g = await gw.store.getGrant(grantId);
+  if (g !== null && g.status === "live" && !isStale(gw, g)) return open(gw, g);
   return singleFlight(gw, grantId, (g) => isStale(gw, g), null);
 }
 
@@ -109,9 +112,25 @@ function deadGrant(): AthError {
   });
 }
 
+/**
+ * The grant's access token, unsealed — once per sealed value: a proxied request would otherwise decrypt it every
+ * time. The opened token lives in this process's memory only as long as the grant's current sealed value is its key.
+ */
 async function open(gw: Gateway, g: GrantRecord): Promise<LiveAccess> {
-  return { accessToken: await gw.sealer.open(g.access_token_sealed, aad(g.grant_id, "access")), version: g.version, canRefresh: g.refresh_token_sealed !== null };
+  let memo = opened.get(gw);
+  if (!memo) opened.set(gw, (memo = new Map()));
+  const hit = memo.get(g.grant_id);
+  if (hit && hit.sealed === g.access_token_sealed && hit.access.version === g.version) return hit.access;
+  const access = { accessToken: await gw.sealer.open(g.access_token_sealed, aad(g.grant_id, "access")), version: g.version, canRefresh: g.refresh_token_sealed !== null };
+  memo.delete(g.grant_id);
+  memo.set(g.grant_id, { sealed: g.access_token_sealed, access });
+  if (memo.size > OPENED_MAX) memo.delete(memo.keys().next().value as string);
+  return access;
 }
+
+/** Unsealed access tokens per gateway, by grant id (bounded; the oldest go first). */
+const opened = new WeakMap<Gateway, Map<string, { sealed: string; access: LiveAccess }>>();
+const OPENED_MAX = 50_000;
 
 /** Coalesces concurrent callers in this process; `key` includes the version being replaced. */
 function singleFlight(gw: Gateway, grantId: string, needsRefresh: (g: GrantRecord) => boolean, version: number | null): Promise<LiveAccess> {

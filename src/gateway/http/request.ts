@@ -57,10 +57,12 @@ export async function readJson<S extends z.ZodType>(call: Call, schema: S, opts 
   return parseWith(schema, await readObject(call, opts));
 }
 
-/** The token of `Authorization: Bearer <token>` (RFC 6750 §2.1), or null. */
+/** The token of `Authorization: Bearer <token>` (RFC 6750 §2.1: the scheme is case-insensitive), or null. */
 export function bearerToken(req: Request): string | null {
-  const match = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
-  return match?.[1] ?? null;
+  const header = req.headers.get("authorization");
+  if (header === null || header.slice(0, 6).toLowerCase() !== "bearer" || !/^\s$/.test(header.charAt(6))) return null;
+  const token = header.slice(7).trim();
+  return token === "" || /\s/.test(token) ? null : token;
 }
 
 // internal

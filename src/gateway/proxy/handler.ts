@@ -45,8 +45,9 @@ export async function proxy(call: Call): Promise<Response> {
   }
   const target = upstreamUrl(record.config.api_base_url, rawPath, call.search);
   const rules = record.config.scope_rules;
-  if (rules ? !allowedByScopeRules(rules, token.scopes, req.method, relativePath(rawPath)) : gw.opts.strictScopes) {
-    throw new AthError("SCOPE_NOT_APPROVED", `No scope of this token allows ${req.method} ${relativePath(rawPath)}`, { scopes: token.scopes });
+  const path = relativePath(rawPath);
+  if (rules ? !allowedByScopeRules(rules, token.scopes, req.method, path) : gw.opts.strictScopes) {
+    throw new AthError("SCOPE_NOT_APPROVED", `No scope of this token allows ${req.method} ${path}`, { scopes: token.scopes });
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
 

@@ -2,6 +2,7 @@
 import { AthError } from "../../protocol/index.ts";
 import type { Gateway } from "../context.ts";
 import type { LiveAccess } from "../domain/grants.ts";
+import type { HeaderFields } from "./headers.ts";
 
 /** Bodies up to this size are buffered so the request can be replayed once after a token refresh. */
 const REPLAYABLE_BODY_BYTES = 1024 * 1024;
@@ -19,9 +20,9 @@ export async function prepareBody(req: Request): Promise<PreparedBody> {
 }
 
 /** One upstream call with the upstream token; 504 UPSTREAM_TIMEOUT / 502 UPSTREAM_UNAVAILABLE when it cannot be had. */
-export async function send(gw: Gateway, method: string, target: URL, headers: Headers, body: PreparedBody, access: LiveAccess): Promise<Response> {
-  const h = new Headers(headers);
-  h.set("authorization", `Bearer ${access.accessToken}`);
+export async function send(gw: Gateway, method: string, target: URL, headers: HeaderFields, body: PreparedBody, access: LiveAccess): Promise<Response> {
+  // `headers` are the relay's own (upstreamRequestHeaders made them): set in place, no copy per request.
+  headers.authorization = `Bearer ${access.accessToken}`;
   // A timer cleared once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
   // long streamed body must not be cut when it fires.
   const controller = new AbortController();
@@ -30,7 +31,7 @@ export async function send(gw: Gateway, method: string, target: URL, headers: He
     // decompress: false — Bun's fetch would otherwise inflate the body yet keep Content-Encoding (DESIGN §3).
     const init: RequestInit & { decompress: boolean; duplex?: "half" } = {
       method,
-      headers: h,
+      headers,
       body: body.data,
       redirect: "manual",
       signal: controller.signal,

@@ -10,16 +10,15 @@ import { AthError } from "../../protocol/index.ts";
  * @example upstreamUrl("https://api.example.com/v1", "messages/42", "?q=1") // "https://api.example.com/v1/messages/42?q=1"
  */
 export function upstreamUrl(apiBaseUrl: string, rawPath: string, search: string): URL {
-  const base = new URL(apiBaseUrl);
-  const prefix = base.pathname.endsWith("/") ? base.pathname : `${base.pathname}/`;
+  const { origin, prefix } = parsedBase(apiBaseUrl);
   const segments = rawPath === "" ? [] : rawPath.split("/");
   segments.forEach((segment, i) => {
     // a trailing slash ("notes/") is kept: only inner empty segments are refused
     if (segment === "" && i === segments.length - 1 && i > 0) return;
     checkSegment(segment);
   });
-  const target = new URL(base.origin + prefix + segments.join("/") + search);
-  if (target.origin !== base.origin || !target.pathname.startsWith(prefix)) {
+  const target = new URL(origin + prefix + segments.join("/") + search);
+  if (target.origin !== origin || !target.pathname.startsWith(prefix)) {
     throw traversal("the path leaves the provider's api_base_url");
   }
   return target;
@@ -31,6 +30,20 @@ export function relativePath(rawPath: string): string {
 }
 
 // internal
+
+/** api_base_url's origin and path prefix, parsed once per distinct value (it is parsed on every proxied request). */
+function parsedBase(apiBaseUrl: string): { origin: string; prefix: string } {
+  let parsed = bases.get(apiBaseUrl);
+  if (parsed === undefined) {
+    const base = new URL(apiBaseUrl);
+    parsed = { origin: base.origin, prefix: base.pathname.endsWith("/") ? base.pathname : `${base.pathname}/` };
+    if (bases.size >= 1_000) bases.clear();
+    bases.set(apiBaseUrl, parsed);
+  }
+  return parsed;
+}
+
+const bases = new Map<string, { origin: string; prefix: string }>();
 
 /**
  * A segment must not be, or become at the upstream, a dot segment or a separator. Upstreams differ in how far they

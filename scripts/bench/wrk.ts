@@ -1,0 +1,291 @@
+/**
+ * The proxy hop measured the way DESIGN §13 states its budget: an external load generator (wrk) at 64 connections
+ * against the same upstream, each proxy pinned to one CPU of its own (taskset), interleaved rounds, medians — and
+ * ratios against a bare Bun pass-through hop measured in the same run. Also: added latency at one connection (p50,
+ * p99 over direct), and the gateway's peak RSS under 100 connections.
+ *
+ * Layout on a 2-CPU machine: the proxy under load (bare hop, or ath) alone on CPU 0; wrk, the upstream API and the
+ * benchmark's own processes (oidc-provider for the one consent flow) on CPU 1. Unpinned, ath spreads over both CPUs
+ * (GC, the HTTP client thread) and hides its cost rather than removing it.
+ *
+ * Needs wrk and taskset: `apt-get install -y wrk util-linux`, and a built binary (`npx bun run build`).
+ *
+ * Usage: bun scripts/bench/wrk.ts [--duration 5] [--rounds 3] [--postgres [postgres://postgres@127.0.0.1:5432/test]]
+ *          [--bin dist/ath] [--compare OTHER_BIN] [--tokens N]
+ * --compare: a second ath binary (e.g. a build of an older commit) measured in the same rounds, on SQLite.
+ * --tokens: rows to add to the SQLite gateway's token table before measuring (scale: 1,000 vs 1,000,000).
+ * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there.
+ */
+import { Database } from "bun:sqlite";
+import { SQL } from "bun";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fullFlow } from "../../tests/helpers/agent.ts";
+import { freePort } from "../../tests/helpers/net.ts";
+import { startUpstreamAuth, type UpstreamAuth } from "../../tests/helpers/upstream-auth.ts";
+import { median, withCleanup } from "./lib.ts";
+
+const REPO = resolve(import.meta.dir, "../..");
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: string) => {
+  const i = args.indexOf(name);
+  const v = args[i + 1];
+  return i >= 0 && v !== undefined && !v.startsWith("--") ? v : fallback;
+};
+const duration = Math.max(1, Number(flag("--duration", "5")));
+const rounds = Math.max(1, Number(flag("--rounds", "3")));
+const bin = resolve(flag("--bin", join(REPO, "dist/ath")));
+const compare = args.includes("--compare") ? resolve(flag("--compare", "")) : undefined;
+const pgUrl = args.includes("--postgres") ? flag("--postgres", "postgres://postgres@127.0.0.1:5432/test") : undefined;
+const extraTokens = Number(flag("--tokens", "0"));
+const cpuProf = args.includes("--cpu-prof") ? resolve(flag("--cpu-prof", "bench-profiles")) : undefined;
+for (const tool of ["wrk", "taskset"]) {
+  if (Bun.spawnSync(["which", tool]).exitCode !== 0) {
+    console.error(`${tool} not found: apt-get install -y wrk util-linux`);
+    process.exit(1);
+  }
+}
+const LOAD_CPU = "0"; // the proxy under test
+const REST_CPU = "1"; // wrk, the upstream, this process
+Bun.spawnSync(["taskset", "-pc", REST_CPU, String(process.pid)], { stdout: "ignore" });
+
+const SMALL = JSON.stringify({ id: "msg_1", subject: "Quarterly numbers", unread: true, labels: ["inbox"] });
+const POST_BODY = JSON.stringify({ data: "x".repeat(1024 - 11) });
+const SHAPES = [
+  { name: "GET small JSON", method: "GET", path: "/small" },
+  { name: "POST 1 KiB JSON", method: "POST", path: "/items" },
+] as const;
+type Shape = (typeof SHAPES)[number];
+
+/** The upstream API in its own process: accepts the bearer tokens posted to /__accept, answers fixed bodies. */
+const UPSTREAM_CODE = `
+const accepted = new Set();
+const small = ${JSON.stringify(SMALL)};
+const s = Bun.serve({ hostname: "127.0.0.1", port: 0, async fetch(req) {
+  const path = new URL(req.url).pathname;
+  if (path === "/__accept") { accepted.add(await req.text()); return new Response("ok"); }
+  const bearer = (req.headers.get("authorization") ?? "").slice(7);
+  if (!accepted.has(bearer)) return Response.json({ error: "invalid_token" }, { status: 401 });
+  if (req.method === "GET" && path === "/small") return new Response(small, { headers: { "content-type": "application/json" } });
+  if (req.method === "POST" && path === "/items") return Response.json({ received: (await req.arrayBuffer()).byteLength }, { status: 201 });
+  return Response.json({ error: "not_found" }, { status: 404 });
+} });
+console.log(s.port);`;
+
+/** The reference hop: forwards every request as is (POST bodies buffered, as ath buffers replayable ones). */
+const HOP_CODE = `
+const up = process.env.UPSTREAM;
+const s = Bun.serve({ hostname: "127.0.0.1", port: 0, async fetch(req) {
+  const u = new URL(req.url);
+  const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+  const res = await fetch(up + u.pathname + u.search, { method: req.method, headers: req.headers, body, redirect: "manual", decompress: false });
+  return new Response(res.body, { status: res.status, headers: res.headers });
+} });
+console.log(s.port);`;
+
+interface Target {
+  name: string;
+  url: string;
+  token: string;
+  pid?: number;
+}
+
+const procs: ReturnType<typeof Bun.spawn>[] = [];
+const dirs: string[] = [];
+let auth: UpstreamAuth | undefined;
+let schema: string | undefined;
+/** Upstream access tokens of the gateways' flows, which the upstream was told to accept. */
+const upstreamTokens: string[] = [];
+
+await withCleanup(
+  async () => {
+    const upstream = await startBun("upstream", UPSTREAM_CODE, REST_CPU, {});
+    const hop = await startBun("bare hop", HOP_CODE, LOAD_CPU, { UPSTREAM: upstream });
+    const gatewayPorts = [await freePort(), await freePort(), await freePort()];
+    auth = await startUpstreamAuth({ redirectUris: gatewayPorts.map((p) => `http://127.0.0.1:${p}/ath/callback`) });
+    const targets: Target[] = [];
+    const athSqlite = await startAth("ath (SQLite)", cpuProf ? "source" : bin, gatewayPorts[0]!, upstream, []);
+    if (extraTokens > 0) await addTokens(athSqlite, extraTokens);
+    targets.push(athSqlite);
+    if (compare) targets.push(await startAth(`compared: ${compare} (SQLite)`, compare, gatewayPorts[1]!, upstream, []));
+    if (pgUrl) {
+      schema = `bench_${crypto.randomUUID().slice(0, 8)}`;
+      const db = new URL(pgUrl);
+      db.searchParams.set("schema", schema);
+      targets.push(await startAth("ath (PostgreSQL)", bin, gatewayPorts[2]!, upstream, ["--db", db.href]));
+    }
+    const upstreamToken = upstreamTokens[0]!; // what direct and the bare hop present: a token the upstream accepts
+    const all: Target[] = [{ name: "direct", url: upstream, token: upstreamToken }, { name: "bare hop", url: hop, token: upstreamToken }, ...targets];
+    console.log(`wrk: ${rounds} interleaved rounds of ${duration} s, 64 connections, 1 thread; proxies pinned to CPU ${LOAD_CPU}, wrk and the upstream to CPU ${REST_CPU}`);
+    console.log(`ath: ${bin}${extraTokens ? `; ${extraTokens.toLocaleString("en")} extra tokens in the SQLite gateway's store` : ""}\n`);
+
+    for (const shape of SHAPES) {
+      const rate = new Map<string, number[]>(all.map((t) => [t.name, []]));
+      for (let r = 0; r < rounds; r++) {
+        const order = r % 2 === 0 ? all : [...all].reverse();
+        for (const t of order) rate.get(t.name)!.push((await wrk(t, shape, 64, duration)).rps);
+      }
+      const hopRps = median(rate.get("bare hop")!);
+      console.log(`── ${shape.name}: throughput (median req/s), 64 connections`);
+      for (const t of all) {
+        const rps = median(rate.get(t.name)!);
+        const vs = t.name === "direct" ? "" : t.name === "bare hop" ? "  (the reference)" : `  ${(rps / hopRps).toFixed(2)}× bare hop`;
+        console.log(`  ${t.name.padEnd(44)} ${Math.round(rps).toLocaleString("en").padStart(8)}${vs}`);
+      }
+      const lat = new Map<string, { p50: number[]; p99: number[] }>(all.map((t) => [t.name, { p50: [], p99: [] }]));
+      for (let r = 0; r < rounds; r++) {
+        for (const t of r % 2 === 0 ? all : [...all].reverse()) {
+          const w = await wrk(t, shape, 1, Math.max(2, Math.ceil(duration / 2)));
+          lat.get(t.name)!.p50.push(w.p50);
+          lat.get(t.name)!.p99.push(w.p99);
+        }
+      }
+      const d50 = median(lat.get("direct")!.p50);
+      const d99 = median(lat.get("direct")!.p99);
+      console.log(`   latency at 1 connection: p50 / p99, and added over direct`);
+      for (const t of all) {
+        const p50 = median(lat.get(t.name)!.p50);
+        const p99 = median(lat.get(t.name)!.p99);
+        const added = t.name === "direct" ? "" : `   +${(p50 - d50).toFixed(3)} / +${(p99 - d99).toFixed(3)} ms`;
+        console.log(`  ${t.name.padEnd(44)} ${p50.toFixed(3)} / ${p99.toFixed(3)} ms${added}`);
+      }
+      console.log("");
+    }
+    for (const t of targets) {
+      if (t.pid === undefined) continue;
+      const peak = await peakRss(t, () => wrk(t, SHAPES[0], 100, duration));
+      console.log(`RSS of ${t.name} under 100 connections: peak ${(peak / 1024).toFixed(1)} MB`);
+    }
+  },
+  async () => {
+    for (const p of procs) p.kill(cpuProf ? "SIGTERM" : "SIGKILL"); // SIGTERM lets the profiler write
+    if (cpuProf) await Promise.race([Promise.all(procs.map((p) => p.exited)), Bun.sleep(5_000)]);
+    for (const p of procs) p.kill("SIGKILL");
+    await Promise.all(procs.map((p) => p.exited));
+    await auth?.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    if (pgUrl && schema) {
+      const sql = new SQL(pgUrl);
+      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => sql.close());
+    }
+  },
+  (duration * 2 * rounds * 8 + 300) * 1000,
+);
+
+// internal
+
+async function wrk(t: Target, shape: Shape, connections: number, seconds: number): Promise<{ rps: number; p50: number; p99: number }> {
+  const script = join(tmpdir(), `ath-wrk-${process.pid}.lua`);
+  writeFileSync(
+    script,
+    [
+      `wrk.method = "${shape.method}"`,
+      `wrk.headers["Authorization"] = "Bearer ${t.token}"`,
+      shape.method === "POST" ? `wrk.headers["Content-Type"] = "application/json"\nwrk.body = '${POST_BODY}'` : "",
+      // a wrong answer must not count as throughput
+      `response = function(status) if status ~= ${shape.method === "POST" ? 201 : 200} then io.stderr:write("status " .. status .. "\\n") os.exit(1) end end`,
+    ].join("\n"),
+  );
+  const p = Bun.spawn(["taskset", "-c", REST_CPU, "wrk", "-t1", `-c${connections}`, `-d${seconds}s`, "--latency", "-s", script, t.url + shape.path], { stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`wrk against ${t.name} failed (${code}): ${err}${out}`);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  const pct = (p: string) => {
+    const m = new RegExp(`\\s${p}%\\s+([\\d.]+)(us|ms|s)`).exec(out);
+    if (!m) throw new Error(`no ${p}% in wrk's output:\n${out}`);
+    return Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[m[2]!]!;
+  };
+  return { rps, p50: pct("50"), p99: pct("99") };
+}
+
+async function startBun(name: string, code: string, cpu: string, env: Record<string, string>): Promise<string> {
+  const p = Bun.spawn(["taskset", "-c", cpu, process.execPath, "-e", code], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "inherit" });
+  procs.push(p);
+  const port = Number((await firstLine(p.stdout)).trim());
+  if (!Number.isInteger(port) || port <= 0) throw new Error(`${name} did not start`);
+  return `http://127.0.0.1:${port}`;
+}
+
+async function startAth(name: string, binary: string, port: number, upstream: string, extra: string[]): Promise<Target> {
+  const dir = mkdtempSync(join(tmpdir(), "ath-wrk-"));
+  dirs.push(dir);
+  const providers = join(dir, "providers.json");
+  writeFileSync(
+    providers,
+    JSON.stringify({
+      fast: {
+        display_name: "Fast bench API",
+        available_scopes: ["openid", "offline_access", "mail:read", "mail:send"],
+        authorize_endpoint: auth!.authorizeEndpoint,
+        token_endpoint: auth!.tokenEndpoint,
+        api_base_url: upstream,
+        client_id: auth!.postClient.client_id,
+        client_secret: auth!.postClient.client_secret,
+        scope_rules: { "mail:read": ["GET /small"], "mail:send": ["POST /items"] },
+      },
+    }),
+  );
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const command = binary === "source"
+    ? [process.execPath, "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`, join(REPO, "src/main.ts")]
+    : [binary];
+  const p = Bun.spawn(
+    ["taskset", "-c", LOAD_CPU, ...command, "serve", "--port", String(port), "--base-url", baseUrl, "--providers", providers, "--data-dir", join(dir, "data"), "--admin-token", "bench-admin", "--dev", ...extra],
+    { env: { ...process.env, ATH_HOME: join(dir, "home"), NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" },
+  );
+  procs.push(p);
+  if (!(await firstLine(p.stdout)).startsWith("listening on")) throw new Error(`${name} did not start: ${await new Response(p.stderr).text()}`);
+  const issuedBefore = auth!.issuedTokens.length;
+  const flow = await fullFlow(baseUrl, { provider_id: "fast", scopes: ["mail:read", "mail:send"] });
+  for (const t of auth!.issuedTokens.slice(issuedBefore)) {
+    if (t.kind !== "AccessToken") continue;
+    await fetch(`${upstream}/__accept`, { method: "POST", body: t.value });
+    upstreamTokens.push(t.value);
+  }
+  return { name, url: `${baseUrl}/ath/proxy/fast`, token: flow.accessToken, pid: p.pid };
+}
+
+/** Adds `n` token rows to a running SQLite gateway's store (its own connection; the gateway keeps serving). */
+async function addTokens(t: Target, n: number): Promise<void> {
+  const dbPath = join(dirs[dirs.length - 1]!, "data", "ath.db");
+  const db = new Database(dbPath);
+  const agent = db.query<{ client_id: string }, []>("SELECT client_id FROM agents LIMIT 1").get()!;
+  const insert = db.prepare(
+    "INSERT INTO tokens (token_hash, client_id, agent_id, user_id, provider_id, scopes, grant_id, created_at, expires_at, revoked_at) VALUES (?, ?, 'bench', 'bench', 'fast', '[]', NULL, ?, ?, NULL)",
+  );
+  const now = Date.now();
+  db.transaction(() => {
+    for (let i = 0; i < n; i++) insert.run(new Bun.CryptoHasher("sha256").update(`bench-${i}`).digest("hex"), agent.client_id, now, now + 3_600_000);
+  })();
+  db.close();
+  void t;
+}
+
+async function peakRss(t: Target, during: () => Promise<unknown>): Promise<number> {
+  let peak = 0;
+  let running = true;
+  const sample = (async () => {
+    while (running) {
+      const kb = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${t.pid}/status`, "utf8"))?.[1] ?? 0);
+      peak = Math.max(peak, kb);
+      await Bun.sleep(50);
+    }
+  })();
+  await during();
+  running = false;
+  await sample;
+  return peak;
+}
+
+async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
+  const reader = stream.getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return text.split("\n")[0] ?? "";
+}
