@@ -13,6 +13,7 @@ import { hashSecret } from "./crypto/secrets.ts";
 import { toRecord } from "./domain/providers.ts";
 import { createPipeline } from "./http/pipeline.ts";
 import { createKeyResolver } from "./identity/agent-keys.ts";
+import { auditQueue } from "./ops/audit-queue.ts";
 import { routeTable } from "./routes.ts";
 
 export interface AppOptions extends Omit<GatewayOptions, "adminTokenHash" | "introspectionTokenHash" | "appId"> {
@@ -26,6 +27,8 @@ export interface AppOptions extends Omit<GatewayOptions, "adminTokenHash" | "int
   masterKey: Uint8Array<ArrayBuffer>;
   /** Mount the sandbox provider under /demo. */
   demo: boolean;
+  /** How audit events are batched (ops/audit-queue.ts); defaults suit production. */
+  auditBatch?: { maxBatch?: number; delayMs?: number };
 }
 
 export interface AppDeps {
@@ -42,12 +45,12 @@ export interface App {
   fetch(req: Request): Promise<Response>;
   /** Set when this start generated the admin token: show it once, it is never shown again. */
   generatedAdminToken: string | null;
-  /** Closes the store. */
+  /** Writes the queued audit events, then closes the store. */
   close(): Promise<void>;
 }
 
 export async function createGateway(options: AppOptions, deps: AppDeps): Promise<App> {
-  const { providers, adminToken, introspectionToken, masterKey, demo: withDemo, ...opts } = options;
+  const { providers, adminToken, introspectionToken, masterKey, demo: withDemo, auditBatch, ...opts } = options;
   // Reads of tokens, providers, grants and agents come from memory, invalidated exactly (store/cached.ts).
   const store = await cachedStore(deps.store);
   const now = deps.clock ?? Date.now;
@@ -70,6 +73,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     now,
     fetch,
     log: deps.log ?? SILENT,
+    auditLog: auditQueue(store, deps.log ?? SILENT, auditBatch),
   };
   const all = { ...providers };
   if (withDemo) {
@@ -90,7 +94,10 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     gateway,
     fetch: handle,
     generatedAdminToken: admin.generated,
-    close: () => store.close(),
+    close: async () => {
+      await gateway.auditLog.flush();
+      await store.close();
+    },
   };
 }
 

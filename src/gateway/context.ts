@@ -5,6 +5,7 @@
 import type { Store } from "../store/types.ts";
 import type { Sealer } from "./crypto/sealing.ts";
 import type { KeyResolver } from "./identity/agent-keys.ts";
+import type { AuditQueue } from "./ops/audit-queue.ts";
 import type { ApprovalMode } from "./rules/policy.ts";
 
 export interface GatewayOptions {
@@ -48,6 +49,8 @@ export interface Gateway {
   now: () => number;
   fetch: Fetch;
   log: Logger;
+  /** Audit events on their way to the store, in batches (domain/audit.ts writes here). */
+  auditLog: AuditQueue;
   /** Routes `/demo/…` when `ath serve --demo` is on. */
   demo?: { fetch(req: Request): Promise<Response> };
 }

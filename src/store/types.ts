@@ -188,7 +188,8 @@ export interface Store {
   deleteGrant(grantId: string): Promise<GrantRecord | null>;
 
   // audit
-  appendAudit(e: AuditEvent): Promise<void>;
+  /** Appends events in the order given, in one statement. */
+  appendAudit(...events: AuditEvent[]): Promise<void>;
   listAudit(opts?: { limit?: number; type?: string }): Promise<AuditEvent[]>;
 
   /**

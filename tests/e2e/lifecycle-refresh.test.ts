@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { call, fullFlow } from "../helpers/agent.ts";
 import { expectError } from "../helpers/expect-error.ts";
-import { countRows, presentRefreshToken, providerRefreshes, startRecorder, type Recorder } from "../helpers/lifecycle.ts";
+import { countRows, eventually, presentRefreshToken, providerRefreshes, startRecorder, type Recorder } from "../helpers/lifecycle.ts";
 import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
 
 const ACCESS_TTL_S = 33;
@@ -136,6 +136,8 @@ describe("Upstream refresh — a grant the provider refuses", () => {
     });
     expect(revocation.status).toBe(200);
     const db = join(w.gw.dataDir, "ath.db");
+    // audit events reach the store in batches (ops/audit-queue.ts): the test above left one on its way; let it land
+    await eventually("the earlier refused refresh to be audited", () => countRows(db).audit("grant.refresh_refused") >= 1);
     const auditBefore = countRows(db).audit("grant.refresh_refused");
     const before = providerRefreshes(w.auth);
     const apiBefore = w.api.requests.length;
@@ -152,6 +154,8 @@ describe("Upstream refresh — a grant the provider refuses", () => {
     expect(providerRefreshes(w.auth)).toEqual({ granted: before.granted, refused: before.refused + 1 });
     expect(refreshesWith(revoked.refreshToken)).toHaveLength(1);
     expect(w.api.requests.length).toBe(apiBefore);
+    // wait for this one, then check it is the only one
+    await eventually("the refused refresh to be audited", () => countRows(db).audit("grant.refresh_refused") > auditBefore);
     expect(countRows(db).audit("grant.refresh_refused")).toBe(auditBefore + 1);
   });
 });

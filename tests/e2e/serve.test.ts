@@ -4,10 +4,13 @@
  * and SIGTERM stops it cleanly.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
 import { statSync, existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { register } from "../helpers/agent.ts";
+import { makeAgent } from "../helpers/attestations.ts";
 import { freePort } from "../helpers/net.ts";
 
 const BIN = resolve(import.meta.dir, "../../dist/ath");
@@ -161,6 +164,23 @@ describe("ath serve — first start, admin token, master key, shutdown", () => {
     expect(existsSync(join(home, "gateway", "ath.db"))).toBe(true);
     expect(existsSync(join(home, "gateway", "master.key"))).toBe(true);
     expect(await fetchFails(`${s.url}/health`)).toBe(true);
+  });
+
+  test("audit events still queued when SIGTERM arrives are written before the process exits", async () => {
+    const home = await tmp();
+    const s = await serve(["--admin-token", "t0ken-for-test"], { ATH_HOME: home });
+    // a registration is audited (agent.registered); SIGTERM follows at once
+    const registered = await register(s.url, await makeAgent(), { providers: [{ provider_id: "none", scopes: ["x"] }] });
+    expect(registered.status).toBe(201);
+    s.p.kill("SIGTERM");
+    expect(await s.p.exited).toBe(0);
+    const db = new Database(join(home, "gateway", "ath.db"), { readonly: true });
+    try {
+      const types = db.query<{ type: string }, []>("SELECT type FROM audit").all().map((r) => r.type);
+      expect(types).toContain("agent.registered");
+    } finally {
+      db.close();
+    }
   });
 });
 

@@ -33,6 +33,8 @@ export type Host = (req: Request) => Response | Promise<Response>;
 export interface InProcessOptions {
   /** `native`: the sandbox provider is the app (DESIGN §7). */
   mode?: "gateway" | "native";
+  /** How long audit events wait for their batch (default: the gateway's own). */
+  auditDelayMs?: number;
   tokenTtlSeconds?: number;
   sessionTtlSeconds?: number;
   approval?: ApprovalMode;
@@ -95,6 +97,7 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
       introspectionToken: INTROSPECTION_TOKEN,
       masterKey: crypto.getRandomValues(new Uint8Array(32)),
       demo: true,
+      ...(o.auditDelayMs === undefined ? {} : { auditBatch: { delayMs: o.auditDelayMs } }),
     },
     {
       store: o.store ?? openSqliteStore(":memory:"),
@@ -115,7 +118,10 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
     outbound,
     fetch: (input, init) => route(typeof input === "string" ? new Request(BASE + input, init) : input),
     browser: () => new Browser(route),
-    audited: async (type) => (await running.gateway.store.listAudit({ type })).length,
+    audited: async (type) => {
+      await running.gateway.auditLog.flush();
+      return (await running.gateway.store.listAudit({ type })).length;
+    },
     close: () => running.close(),
   };
 }

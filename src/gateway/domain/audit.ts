@@ -2,11 +2,7 @@
 import type { AuditEvent } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 
+/** Records an event; it reaches the store with the next batch of the gateway's audit queue (ops/audit-queue.ts). */
 export async function audit(gw: Gateway, type: string, e: Omit<AuditEvent, "type" | "at"> = {}): Promise<void> {
-  const event: AuditEvent = { type, at: gw.now(), ...e };
-  try {
-    await gw.store.appendAudit(event);
-  } catch (err) {
-    gw.log.error(`audit write failed for ${type}`, err);
-  }
+  gw.auditLog.push({ type, at: gw.now(), ...e });
 }

@@ -8,11 +8,13 @@ const AUDIT_LIMIT_MAX = 1000;
 
 export function auditQueries(db: Driver): Pick<Store, "appendAudit" | "listAudit"> {
   return {
-    async appendAudit(e) {
+    async appendAudit(...events) {
+      if (events.length === 0) return;
+      // One statement per batch (the gateway's audit queue writes them in batches).
       await db.run(
-        "INSERT INTO audit (type, at, client_id, agent_id, provider_id, user_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [e.type, e.at, e.client_id ?? null, e.agent_id ?? null, e.provider_id ?? null, e.user_id ?? null,
-          e.data === undefined ? null : JSON.stringify(e.data)],
+        `INSERT INTO audit (type, at, client_id, agent_id, provider_id, user_id, data) VALUES ${events.map(() => "(?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
+        events.flatMap((e) => [e.type, e.at, e.client_id ?? null, e.agent_id ?? null, e.provider_id ?? null, e.user_id ?? null,
+          e.data === undefined ? null : JSON.stringify(e.data)]),
       );
     },
     async listAudit(opts = {}) {
