@@ -1,126 +1,19 @@
 #!/usr/bin/env bun
 /**
- * `ath`: the root command. Subcommands load lazily (so `ath --version` starts fast); this file resolves the
- * command, checks flags strictly, runs it with citty's `runCommand`, and maps every failure to an exit code
- * in one place (DESIGN.md §5): 0 ok, 1 failure / upstream ≥ 400, 2 usage, 3 not configured, 4 the gateway
- * refused, 5 network.
+ * `ath`, the entry point. `ath --version` is answered before anything else loads (a CLI's most common probe, and
+ * DESIGN §13 budgets it at 1.3× the runtime's bare start); everything else is the root command in cli/root.ts.
  */
-import { defineCommand, renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
 import pkg from "../package.json" with { type: "json" };
-import { getDeps } from "./cli/deps.ts";
-import { oneLine, usageError } from "./cli/errors.ts";
-import { checkFlags, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags } from "./cli/flags.ts";
-import { stripAnsi } from "./cli/render.ts";
-
-export const root = defineCommand({
-  meta: { name: "ath", version: pkg.version, description: "Agent authorization gateway and CLI (ATH protocol v0.1)" },
-  subCommands: {
-    discover: () => import("./cli/discover.ts").then((m) => m.default),
-    register: () => import("./cli/register.ts").then((m) => m.default),
-    authorize: () => import("./cli/authorize.ts").then((m) => m.default),
-    token: () => import("./cli/token.ts").then((m) => m.default),
-    proxy: () => import("./cli/proxy.ts").then((m) => m.default),
-    revoke: () => import("./cli/revoke.ts").then((m) => m.default),
-    status: () => import("./cli/status.ts").then((m) => m.default),
-    config: () => import("./cli/config.ts").then((m) => m.default),
-    identity: () => import("./cli/identity.ts").then((m) => m.default),
-    serve: () => import("./cli/serve.ts").then((m) => m.default),
-    templates: () => import("./cli/templates.ts").then((m) => m.default),
-  },
-});
-
-const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, refused: 4, network: 5 } as const;
+import { formatOf, isVersion } from "./cli/flags.ts";
 
 /** Runs `ath` with `argv` (without the executable) and returns the exit code. */
-export async function main(argv: string[], cmd: CommandDef = root): Promise<number> {
-  const deps = getDeps();
-  let json = formatOf(argv) === "json";
-  try {
-    if (isVersion(argv)) {
-      deps.stdout(json ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
-      return EXIT.ok;
-    }
-    const { leaf, path, rest, parents } = await resolveCommand(cmd, argv);
-    json = formatOf(rest) === "json";
-    if (hasHelp(rest)) {
-      const help = await helpText(leaf, path, parents);
-      deps.stdout(json ? `${JSON.stringify({ command: path.join(" "), help: stripAnsi(help) })}\n` : `${help}\n`);
-      return EXIT.ok;
-    }
-    const leafArgs = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
-    const rawArgs = expandShortInline(rest, leafArgs);
-    checkFlags(rawArgs, leafArgs, path.join(" "));
-    await runCommand(leaf, { rawArgs });
-    return EXIT.ok;
-  } catch (e) {
-    const { exit, error, reported } = classify(e);
-    if (json) {
-      if (!reported) deps.stdout(`${JSON.stringify({ error })}\n`);
-    } else deps.stderr(`ath: ${oneLine(error.message)}\n`);
-    return exit;
+export async function main(argv: string[]): Promise<number> {
+  if (isVersion(argv)) {
+    await Bun.write(Bun.stdout, formatOf(argv) === "json" ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
+    return 0;
   }
-}
-
-// internal
-
-type Failure = { exit: number; reported: boolean; error: { code: string; message: string; status?: number; details?: unknown } };
-
-function classify(e: unknown): Failure {
-  const err = e as { name?: string; kind?: keyof typeof EXIT; code?: unknown; message?: string; status?: number; details?: unknown; reported?: boolean };
-  const message = stripAnsi(err?.message ?? String(e));
-  const extra = { ...(err?.status === undefined ? {} : { status: err.status }), ...(err?.details === undefined ? {} : { details: err.details }) };
-  if (err?.name === "ClientError" && err.kind !== undefined) {
-    return { exit: EXIT[err.kind], reported: err.reported === true, error: { code: String(err.code), message, ...extra } };
-  }
-  // citty's CLIError (unknown command, missing positional, bad enum value) is not exported; its name is stable.
-  if (err?.name === "CLIError") return { exit: EXIT.usage, reported: false, error: { code: "USAGE", message } };
-  if (err?.name === "AthError") return { exit: EXIT.refused, reported: false, error: { code: String(err.code), message, ...extra } };
-  return { exit: EXIT.failure, reported: false, error: { code: "ERROR", message } };
-}
-
-/**
- * Walks the command words down to the leaf command. Global flags may come before a command word (`ath -g local
- * discover`): they are passed on to the leaf ahead of its own words, so a flag given after the command wins.
- */
-async function resolveCommand(cmd: CommandDef, argv: string[]) {
-  let leaf = cmd;
-  let rest = argv;
-  const path = ["ath"];
-  const parents: CommandDef[] = [];
-  const globals: string[] = [];
-  for (;;) {
-    const subs = await resolve(leaf.subCommands);
-    if (subs === undefined || Object.keys(subs).length === 0) break;
-    const lead = leadingFlags(rest, path.join(" "));
-    globals.push(...lead.flags);
-    rest = lead.rest;
-    const name = rest[0];
-    if (name === undefined) {
-      if (hasHelp(globals)) break;
-      throw usageError(`missing command: one of ${Object.keys(subs).join(", ")} (see \`${path.join(" ")} --help\`)`);
-    }
-    const sub = Object.hasOwn(subs, name) ? subs[name] : undefined;
-    if (sub === undefined) throw usageError(`unknown command "${name}" for \`${path.join(" ")}\`: one of ${Object.keys(subs).join(", ")}`);
-    parents.push(leaf);
-    leaf = (await resolve(sub)) as CommandDef;
-    rest = rest.slice(1);
-    path.push(name);
-  }
-  return { leaf, path, rest: [...globals, ...rest], parents };
-}
-
-async function helpText(leaf: CommandDef, path: string[], parents: CommandDef[]): Promise<string> {
-  const parentName = path.slice(0, -1).join(" ");
-  const parent = parents.length > 0 ? { meta: { name: parentName, version: pkg.version } } : undefined;
-  const usageText = await renderUsage(leaf, parent as CommandDef | undefined);
-  const { EXAMPLES } = await import("./cli/examples.ts");
-  const examples = EXAMPLES[path.slice(1).join(" ") || "ath"] ?? [];
-  const text = examples.length === 0 ? usageText : `${usageText}\n\nEXAMPLES\n\n${examples.map((e) => `  ${e}`).join("\n")}\n`;
-  return getDeps().stdoutTTY ? text : stripAnsi(text);
-}
-
-async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>) | undefined): Promise<T | undefined> {
-  return typeof v === "function" ? await (v as () => T | Promise<T>)() : await v;
+  const { run } = await import("./cli/root.ts");
+  return run(argv);
 }
 
 if (import.meta.main) process.exitCode = await main(process.argv.slice(2));

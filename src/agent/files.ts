@@ -3,8 +3,13 @@
  * lock file (O_EXCL) holding a random token, with a stale-lock timeout, so ten `ath` processes at once never lose
  * an update.
  */
-import { chmod, link, mkdir, open, readFile, rename, rm, stat, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
+
+/**
+ * node:fs/promises, loaded when a file is written or locked: `ath status` only reads, and loading it is a few ms of
+ * every start (DESIGN §13).
+ */
+const fsp = () => import("node:fs/promises");
 
 /** A lock older than this is left over from a crashed process and may be broken. */
 export const STALE_LOCK_MS = 10_000;
@@ -16,6 +21,7 @@ const LOCK_WAIT_MS = 15_000;
  * 0700 (it holds the secrets) — except the user's $HOME itself, which other programs may need open.
  */
 export async function ensurePrivateDir(dir: string): Promise<void> {
+  const { chmod, mkdir, stat } = await fsp();
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const st = await stat(dir);
   if ((st.mode & 0o077) !== 0 && st.uid === process.getuid?.() && dir.replace(/\/+$/, "") !== (process.env.HOME ?? "").replace(/\/+$/, "")) {
@@ -26,7 +32,7 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
 /** Reads a file, or returns undefined when it does not exist. */
 export async function readIfExists(path: string): Promise<string | undefined> {
   try {
-    return await readFile(path, "utf8");
+    return await Bun.file(path).text();
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw e;
@@ -35,6 +41,7 @@ export async function readIfExists(path: string): Promise<string | undefined> {
 
 /** Writes `data` to `path` atomically with mode 0600: readers see the old or the new file, never a part. */
 export async function writeFileAtomic(path: string, data: string): Promise<void> {
+  const { chmod, open, rename } = await fsp();
   await ensurePrivateDir(dirname(path));
   const tmp = `${path}.${process.pid}.${randomHex()}.tmp`;
   const fh = await open(tmp, "wx", 0o600);
@@ -53,6 +60,7 @@ export async function writeFileAtomic(path: string, data: string): Promise<void>
  * The lock holds a random token: the holder removes it only while it still holds that token.
  */
 export async function withLock<T>(path: string, fn: () => Promise<T>, now: () => number = Date.now): Promise<T> {
+  const { open } = await fsp();
   const lock = `${path}.lock`;
   await ensurePrivateDir(dirname(path));
   const token = `${process.pid}.${randomHex()}`;
@@ -86,6 +94,7 @@ export async function withLock<T>(path: string, fn: () => Promise<T>, now: () =>
 // internal
 
 async function isStale(lock: string, nowMs: number): Promise<boolean> {
+  const { stat } = await fsp();
   try {
     return nowMs - (await stat(lock)).mtimeMs > STALE_LOCK_MS;
   } catch {
@@ -99,6 +108,7 @@ async function isStale(lock: string, nowMs: number): Promise<boolean> {
  * of whoever got in meanwhile and leaves it. A `.break` file left by a crash is itself broken once stale.
  */
 async function breakStale(lock: string, now: () => number): Promise<void> {
+  const { open, rename, rm } = await fsp();
   const guard = `${lock}.break`;
   try {
     await (await open(guard, "wx", 0o600)).close();
@@ -120,6 +130,7 @@ async function breakStale(lock: string, now: () => number): Promise<void> {
 
 /** Removes the lock if it still holds `token` (a holder that outlived STALE_LOCK_MS may have lost it). */
 async function release(lock: string, token: string): Promise<void> {
+  const { link, readFile, rename, rm, unlink } = await fsp();
   const aside = `${lock}.${randomHex()}.release`;
   try {
     await rename(lock, aside);

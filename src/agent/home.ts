@@ -2,20 +2,21 @@
  * The agent's home directory (`$ATH_HOME`, default `~/.ath`): config.json, credentials.json and keys/agent.pem.
  * Both JSON files have a zod schema, are 0600 in a 0700 directory, and change only under a lock.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { LIMITS } from "../protocol/constants.ts";
-import { AgentStatus, ProviderApproval, ScopeIntersection, formatIssues } from "../protocol/schemas.ts";
+// zod/mini and the lean protocol module: `ath status` reads these files on every start (DESIGN §13).
+import { AgentStatus, ProviderApproval, ScopeIntersection, formatIssues } from "../protocol/lean.ts";
 import { readIfExists, withLock, writeFileAtomic } from "./files.ts";
 
 export const ConfigFile = z.object({
   /** Named gateways: name → base URL. */
-  gateways: z.record(z.string(), z.string()).default({}),
+  gateways: z._default(z.record(z.string(), z.string()), {}),
   /** A gateway name or URL used when `-g` is not given. */
-  default_gateway: z.string().optional(),
-  agent_id: z.string().optional(),
-  key_path: z.string().optional(),
-  developer_name: z.string().optional(),
-  developer_id: z.string().optional(),
+  default_gateway: z.optional(z.string()),
+  agent_id: z.optional(z.string()),
+  key_path: z.optional(z.string()),
+  developer_name: z.optional(z.string()),
+  developer_id: z.optional(z.string()),
 });
 export type ConfigFile = z.infer<typeof ConfigFile>;
 
@@ -25,7 +26,7 @@ export const SavedToken = z.object({
   provider_id: z.string(),
   agent_id: z.string(),
   effective_scopes: z.array(z.string()),
-  scope_intersection: ScopeIntersection.optional(),
+  scope_intersection: z.optional(ScopeIntersection),
   obtained_at: z.string(),
   expires_at: z.string(),
 });
@@ -37,7 +38,7 @@ export const PendingSession = z.object({
   state: z.string(),
   authorization_url: z.string(),
   created_at: z.string(),
-  user_redirect_uri: z.string().optional(),
+  user_redirect_uri: z.optional(z.string()),
 });
 export type PendingSession = z.infer<typeof PendingSession>;
 
@@ -56,17 +57,17 @@ export const Registration = z.object({
   approved_providers: z.array(ProviderApproval),
   approval_expires: z.string(),
   registered_at: z.string(),
-  tokens: z.record(z.string(), SavedToken).default({}),
+  tokens: z._default(z.record(z.string(), SavedToken), {}),
   /** Authorization sessions started but not yet exchanged, by ath_session_id. */
-  pending: z.record(z.string(), PendingSession).default({}),
+  pending: z._default(z.record(z.string(), PendingSession), {}),
   /** Codes exchanged in the last EXCHANGED_TTL_MS, by SHA-256 (hex) of the code. */
-  exchanged: z.record(z.string(), ExchangedCode).default({}),
+  exchanged: z._default(z.record(z.string(), ExchangedCode), {}),
 });
 export type Registration = z.infer<typeof Registration>;
 
 export const CredentialsFile = z.object({
   /** Gateway (or native service) base URL → agent_id → registration. */
-  gateways: z.record(z.string(), z.object({ agents: z.record(z.string(), Registration).default({}) })).default({}),
+  gateways: z._default(z.record(z.string(), z.object({ agents: z._default(z.record(z.string(), Registration), {}) })), {}),
 });
 export type CredentialsFile = z.infer<typeof CredentialsFile>;
 
@@ -139,7 +140,7 @@ export function findRegistration(c: CredentialsFile, gateway: string, agentId: s
 
 // internal
 
-function parseFile<S extends z.ZodType>(schema: S, path: string, text: string | undefined): z.infer<S> {
+function parseFile<S extends z.ZodMiniType>(schema: S, path: string, text: string | undefined): z.infer<S> {
   if (text === undefined || text.trim() === "") return schema.parse({});
   let json: unknown;
   try {
@@ -152,7 +153,7 @@ function parseFile<S extends z.ZodType>(schema: S, path: string, text: string | 
   return parsed.data;
 }
 
-function update<S extends z.ZodType>(schema: S, path: string, mutate: (v: z.infer<S>) => void): Promise<z.infer<S>> {
+function update<S extends z.ZodMiniType>(schema: S, path: string, mutate: (v: z.infer<S>) => void): Promise<z.infer<S>> {
   return withLock(path, async () => {
     const value = parseFile(schema, path, await readIfExists(path));
     mutate(value);

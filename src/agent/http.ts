@@ -5,7 +5,7 @@
  * every body (an ATH answer or a proxied one) through the one bounded reader, `readBody`.
  */
 import type { z } from "zod";
-import { ATHError, formatIssues } from "../protocol/schemas.ts";
+import { ATHError, formatIssues } from "../protocol/lean.ts";
 import { ClientError, oneLine } from "./errors.ts";
 
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;

@@ -3,7 +3,8 @@
  * created once) and the agent_id (`--agent-id`, config agent_id, or the key's did:key). A `--key` that cannot be
  * used is a usage error (exit 2); a configured or default key that cannot be used is BAD_KEY (exit 3), named.
  */
-import { chmod, readFile, stat } from "node:fs/promises";
+// node:fs/promises is loaded when a key is read (lazily: `ath status` starts without it, DESIGN §13).
+const fsp = () => import("node:fs/promises");
 import type { ConfigFile, Home } from "./home.ts";
 import { notConfigured, usageError } from "./errors.ts";
 import type { AgentKey } from "./keys.ts";
@@ -43,7 +44,7 @@ export async function loadIdentity(o: IdentityOptions, config: ConfigFile, home:
         : notConfigured("BAD_KEY", `the configured key ${explicit} ${why}: fix key_path with \`ath config set key-path <file>\``, { key_path: explicit });
     let pem: string;
     try {
-      pem = await readFile(explicit, "utf8");
+      pem = await (await fsp()).readFile(explicit, "utf8");
     } catch (e) {
       throw bad(`cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
     }
@@ -65,7 +66,7 @@ export async function loadIdentity(o: IdentityOptions, config: ConfigFile, home:
       );
     }
     // Ours to fix: a default key widened (a copy, a umask-less restore) is made private again.
-    if ((await modeOf(keyPath)) & 0o077) await chmod(keyPath, 0o600).catch(() => undefined);
+    if ((await modeOf(keyPath)) & 0o077) await (await fsp()).chmod(keyPath, 0o600).catch(() => undefined);
   }
   const agentId = o.agentId ?? config.agent_id ?? key.didKey;
   if (!URL.canParse(agentId)) throw usageError(`agent id must be a URI (https://… or did:key:…), got "${agentId}"`);
@@ -86,5 +87,5 @@ function reason(e: unknown): string {
 }
 
 async function modeOf(path: string): Promise<number> {
-  return stat(path).then((st) => st.mode & 0o777, () => 0);
+  return (await fsp()).stat(path).then((st) => st.mode & 0o777, () => 0);
 }

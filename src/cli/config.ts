@@ -2,7 +2,6 @@
  * `ath config init|show|set|set-gateway|use|unset`: the agent's config.json (named gateways, default gateway,
  * agent_id, key_path, developer). Every change is a locked, atomic update.
  */
-import { defineCommand } from "citty";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { ensurePrivateDir } from "../agent/files.ts";
@@ -10,7 +9,7 @@ import { updateConfig, type ConfigFile } from "../agent/home.ts";
 import { normalizeBaseUrl } from "../agent/target.ts";
 import { commonOptions, context, type CommonOptions } from "./common.ts";
 import { usageError } from "./errors.ts";
-import { commonArgs } from "./flags.ts";
+import { commonArgs, defineCommand } from "./flags.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import type { Output } from "./render.ts";
 

@@ -47,15 +47,24 @@ export function setDeps(overrides: Partial<Deps>): () => void {
 // internal
 
 function processDeps(): Deps {
+  const tty: Partial<Record<0 | 1 | 2, boolean>> = {};
+  const terminal = (fd: 0 | 1 | 2) => (tty[fd] ??= isTerminal(fd));
   return {
     fetch: (input, init) => fetch(input, init),
     env: process.env,
     stdout: (s) => writeAll(1, s),
     stderr: (s) => writeAll(2, s),
     now: () => Date.now(),
-    stdinTTY: isTerminal(0),
-    stdoutTTY: isTerminal(1),
-    stderrTTY: isTerminal(2),
+    // Asked only when a command needs to know (colors, prompts, --wait): json output never does.
+    get stdinTTY() {
+      return terminal(0);
+    },
+    get stdoutTTY() {
+      return terminal(1);
+    },
+    get stderrTTY() {
+      return terminal(2);
+    },
     openUrl: openInBrowser,
     onInterrupt,
   };
@@ -68,11 +77,13 @@ function processDeps(): Deps {
 function isTerminal(fd: number): boolean {
   try {
     const st = fstatSync(fd);
-    return st.isCharacterDevice() && st.rdev !== statSync("/dev/null").rdev;
+    return st.isCharacterDevice() && st.rdev !== (devNull ??= statSync("/dev/null").rdev);
   } catch {
     return false;
   }
 }
+
+let devNull: number | undefined;
 
 /** Descriptors whose reader went away (EPIPE): later writes to them are dropped. */
 const closed = new Set<number>();
@@ -90,7 +101,8 @@ function writeAll(fd: number, s: string | Uint8Array): void {
       off += writeSync(fd, buf, off);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === "EPIPE") {
+      // EPIPE from a pipe, ECONNRESET from a socket pair whose reader closed with data unread: the reader is gone.
+      if (code === "EPIPE" || code === "ECONNRESET") {
         closed.add(fd);
         return;
       }

@@ -1,8 +1,7 @@
 /** `ath discover`: fetch the gateway catalog (/.well-known/ath.json) or, in native mode, /.well-known/ath-app.json. */
-import { defineCommand } from "citty";
 import { discoverGateway, discoverService } from "../agent/client.ts";
 import { commonOptions, context, type CommonOptions } from "./common.ts";
-import { commonArgs } from "./flags.ts";
+import { commonArgs, defineCommand } from "./flags.ts";
 import { getDeps, type Deps } from "./deps.ts";
 
 export async function run(opts: CommonOptions, deps: Deps): Promise<void> {

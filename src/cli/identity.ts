@@ -2,11 +2,10 @@
  * `ath identity`: the agent_id, public JWK and RFC 7638 thumbprint. With `--format json` it prints an agent
  * identity document, ready to publish at an https agent_id (the gateway reads `public_key` from it).
  */
-import { defineCommand } from "citty";
 import { ATH_VERSION } from "../protocol/constants.ts";
 import { AgentIdentityDocument } from "../protocol/schemas.ts";
 import { commonOptions, context, type CommonOptions } from "./common.ts";
-import { commonArgs } from "./flags.ts";
+import { commonArgs, defineCommand } from "./flags.ts";
 import { getDeps, type Deps } from "./deps.ts";
 
 export interface IdentityOptions extends CommonOptions {

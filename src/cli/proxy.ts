@@ -5,12 +5,11 @@
  * stderr and exit 1 (exit 4 when the gateway itself refused: X-ATH-Error). `-H` names are case-insensitive and
  * cannot replace the two headers ath sets (Authorization, X-ATH-Agent-ID); no Accept is sent unless `-H` gives one.
  */
-import { defineCommand } from "citty";
 import { OWN_HEADERS, parseMaybeJson, request, utf8 } from "../agent/flows/request.ts";
 import { commonOptions, context, type CommonOptions } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import { ClientError, oneLine, usageError } from "./errors.ts";
-import { allValues, commonArgs } from "./flags.ts";
+import { allValues, commonArgs, defineCommand } from "./flags.ts";
 
 export interface ProxyOptions extends CommonOptions {
   /** Positional words: provider method path, or method path in native mode. */

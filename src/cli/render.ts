@@ -39,7 +39,8 @@ const PLAIN: Paint = { bold: (s) => s, green: (s) => s, yellow: (s) => s, red: (
 
 /** The output of a command. kleur is loaded only when colours are on: importing it reads process.stdout, slow in Bun. */
 export async function output(format: Format, deps: Deps): Promise<Output> {
-  const tty = deps.stdoutTTY;
+  // JSON output is the same on a terminal or not: no need to ask (an fstat or two at every start).
+  const tty = format === "json" ? false : deps.stdoutTTY;
   const color = tty && !deps.env.NO_COLOR && deps.env.TERM !== "dumb";
   let paint = PLAIN;
   if (color) {

@@ -4,9 +4,9 @@
  * gateway is imported before serve runs or its help is asked for: `ath --help` loads this module for its meta, and
  * the agent commands must not carry the server (tests/unit/cli/startup.test.ts).
  */
-import { defineCommand } from "citty";
 import pkg from "../../package.json" with { type: "json" };
 import { usageError } from "./errors.ts";
+import { defineCommand } from "./flags.ts";
 
 export default defineCommand({
   meta: { name: "serve", description: "Run the ATH gateway" },

@@ -3,12 +3,11 @@
  * sessions — read from the home directory only, no network. Secrets are masked (also in json) unless
  * `--show-secrets`.
  */
-import { defineCommand } from "citty";
 import { status, type Status } from "../agent/flows/status.ts";
 import { commonOptions, context, type CommonOptions, type Context } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import { oneLine } from "./errors.ts";
-import { commonArgs, showSecretsArg } from "./flags.ts";
+import { commonArgs, defineCommand, showSecretsArg } from "./flags.ts";
 import { relative } from "./render.ts";
 
 export interface StatusOptions extends CommonOptions {

@@ -3,11 +3,10 @@
  * or one template filled in as a providers-file entry. Piped, `ath templates github > providers.json` writes a file
  * `ath serve --providers` takes once GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET are set.
  */
-import { defineCommand } from "citty";
 import type { ProviderTemplate } from "../gateway/providers/templates/index.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import { usageError } from "./errors.ts";
-import { commonArgs, formatOf } from "./flags.ts";
+import { commonArgs, defineCommand, formatOf } from "./flags.ts";
 import { output, type Format } from "./render.ts";
 
 export async function run(opts: { id?: string; format: Format }, deps: Deps): Promise<void> {

@@ -3,7 +3,9 @@
  * Both the gateway (to parse requests and write responses) and the CLI (to parse responses) use these.
  */
 import { z } from "zod";
-import { ERROR_CODES, type ErrorCode } from "./errors.ts";
+import { AgentStatus, ProviderApproval, ScopeIntersection } from "./lean.ts";
+
+export { AgentStatus, ATHError, formatIssues, ProviderApproval, ScopeIntersection } from "./lean.ts";
 import { PREFIX } from "./constants.ts";
 
 /** An absolute URI (RFC 3986): anything `new URL` accepts with a scheme, e.g. https://… or did:key:…. */
@@ -119,16 +121,6 @@ export const AgentRegistrationRequest = z.object({
 });
 export type AgentRegistrationRequest = z.infer<typeof AgentRegistrationRequest>;
 
-export const AgentStatus = z.enum(["approved", "pending", "denied"]);
-export type AgentStatus = z.infer<typeof AgentStatus>;
-
-export const ProviderApproval = z.object({
-  provider_id: z.string(),
-  approved_scopes: z.array(z.string()),
-  denied_scopes: z.array(z.string()),
-  denial_reason: z.string().optional(),
-});
-export type ProviderApproval = z.infer<typeof ProviderApproval>;
 
 export const AgentRegistrationResponse = z.object({
   client_id: z.string().startsWith(PREFIX.clientId),
@@ -168,12 +160,6 @@ export const TokenExchangeRequest = z.object({
 });
 export type TokenExchangeRequest = z.infer<typeof TokenExchangeRequest>;
 
-export const ScopeIntersection = z.object({
-  agent_approved: z.array(z.string()),
-  user_consented: z.array(z.string()),
-  effective: z.array(z.string()),
-});
-export type ScopeIntersection = z.infer<typeof ScopeIntersection>;
 
 export const TokenResponse = z.object({
   access_token: z.string().startsWith(PREFIX.token),
@@ -222,12 +208,7 @@ export type IntrospectionResponse = z.infer<typeof IntrospectionResponse>;
 
 // Errors ----------------------------------------------------------------------------------------
 
-export const ATHError = z.object({
-  code: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
-  message: z.string(),
-  details: z.record(z.string(), z.unknown()).optional(),
-});
-export type ATHError = z.infer<typeof ATHError>;
+// ATHError lives in lean.ts (re-exported above): the CLI reads it on every failure.
 
 // Attestation claims ----------------------------------------------------------------------------
 
@@ -243,10 +224,3 @@ export const AttestationClaims = z.object({
 });
 export type AttestationClaims = z.infer<typeof AttestationClaims>;
 
-/** Formats zod issues as `path: message` lines, e.g. `requested_providers.0.scopes: Expected array`. */
-export function formatIssues(error: z.ZodError, prefix = ""): string[] {
-  return error.issues.map((i) => {
-    const path = [prefix, ...i.path.map(String)].filter(Boolean).join(".");
-    return path ? `${path}: ${i.message}` : i.message;
-  });
-}

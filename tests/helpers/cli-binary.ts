@@ -10,12 +10,12 @@ import { dirname, join, resolve } from "node:path";
 const REPO = resolve(import.meta.dir, "../..");
 export const ATH_BIN = join(tmpdir(), `ath-bin-${process.pid}`, "ath");
 
-/** Compiles src/main.ts to ATH_BIN (once per process). */
+/** Compiles src/main.ts to ATH_BIN (once per process), with scripts/build.ts and so its flags. */
 export function ensureBinary(): void {
   if (existsFile(ATH_BIN)) return;
   mkdirSync(dirname(ATH_BIN), { recursive: true });
   const build = Bun.spawnSync(
-    [process.execPath, "build", "--compile", "--minify", "--sourcemap=none", "src/main.ts", "--outfile", ATH_BIN],
+    [process.execPath, "scripts/build.ts", "--outfile", ATH_BIN],
     { cwd: REPO, stdout: "pipe", stderr: "pipe" },
   );
   if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString()}`);

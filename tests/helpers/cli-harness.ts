@@ -11,7 +11,7 @@ import { importJWK, jwtVerify } from "jose";
 import { jwkFromDidKey } from "../../src/protocol/did-key.ts";
 import { loadAgent, type Agent, type AgentOptions } from "../../src/agent/flows/agent.ts";
 import { setDeps, type Deps } from "../../src/cli/deps.ts";
-import { main } from "../../src/main.ts";
+import { run as main } from "../../src/cli/root.ts";
 
 export const GW = "http://127.0.0.1:8787";
 

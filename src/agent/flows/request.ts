@@ -4,7 +4,7 @@
  * service refusing the token) from the API's own.
  */
 import { HEADERS } from "../../protocol/constants.ts";
-import { ATHError } from "../../protocol/schemas.ts";
+import { ATHError } from "../../protocol/lean.ts";
 import { callProxy, discoverService, proxyUrl } from "../client.ts";
 import { usageError } from "../errors.ts";
 import { readBody } from "../http.ts";

@@ -9,7 +9,7 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { GW, codeFor, runAth, cliFixture } from "../../helpers/cli-harness.ts";
 import { setDeps } from "../../../src/cli/deps.ts";
-import { main } from "../../../src/main.ts";
+import { run as main } from "../../../src/cli/root.ts";
 
 const fx = cliFixture();
 const ath = fx.ath;

@@ -18,13 +18,14 @@ beforeAll(async () => {
   preload = join(dir, "record-loads.ts");
   await writeFile(
     preload,
-    `import { appendFileSync } from "node:fs";
+    `import { appendFileSync, readFileSync } from "node:fs";
 Bun.plugin({
   name: "record-loads",
   setup(build) {
-    build.onLoad({ filter: /\\/src\\/(gateway|store)\\// }, (args) => {
+    // Every module of ours and of node_modules, recorded as it loads (and loaded as it would be).
+    build.onLoad({ filter: /\\/(src|node_modules)\\/.*\\.(ts|js|mjs|cjs)$/ }, (args) => {
       appendFileSync(process.env.LOADS_FILE, args.path + "\\n");
-      return undefined;
+      return { contents: readFileSync(args.path, "utf8"), loader: args.path.endsWith(".ts") ? "ts" : "js" };
     });
   },
 });
@@ -33,8 +34,8 @@ Bun.plugin({
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-/** The gateway and store modules `ath argv` loaded. */
-async function loads(argv: string[]): Promise<string[]> {
+/** The modules (of src/ and node_modules/) `ath argv` loaded, repo-relative, and what it printed. */
+async function run(argv: string[]): Promise<{ loaded: string[]; stdout: string }> {
   const file = join(dir, `loads-${crypto.randomUUID()}.txt`);
   await writeFile(file, "");
   const p = Bun.spawnSync([process.execPath, "--preload", preload, join(REPO, "src/main.ts"), ...argv], {
@@ -43,7 +44,13 @@ async function loads(argv: string[]): Promise<string[]> {
     stderr: "pipe",
   });
   expect(p.stderr.toString()).not.toContain("record-loads");
-  return (await readFile(file, "utf8")).split("\n").filter(Boolean).map((f) => f.slice(REPO.length + 1));
+  const loaded = (await readFile(file, "utf8")).split("\n").filter(Boolean).map((f) => f.slice(REPO.length + 1));
+  return { loaded, stdout: p.stdout.toString() };
+}
+
+/** The gateway and store modules `ath argv` loaded. */
+async function loads(argv: string[]): Promise<string[]> {
+  return (await run(argv)).loaded.filter((f) => f.startsWith("src/gateway/") || f.startsWith("src/store/"));
 }
 
 describe("which modules a command loads", () => {
@@ -65,6 +72,15 @@ describe("which modules a command loads", () => {
       ["revoke", "-g", down, "--all"],
     ]) {
       expect({ argv, loaded: await loads(argv) }).toEqual({ argv, loaded: [] });
+    }
+  });
+
+  test("ath --version loads nothing but its entry and the flag reader: no library, no command", async () => {
+    for (const argv of [["--version"], ["-v", "--format", "json"]]) {
+      const { loaded, stdout } = await run(argv);
+      expect(stdout).toBe(argv.includes("json") ? `{"version":"0.1.0"}\n` : "0.1.0\n");
+      expect(loaded.filter((f) => f.startsWith("node_modules/"))).toEqual([]);
+      expect(loaded.every((f) => ["src/main.ts", "src/cli/flags.ts", "src/cli/errors.ts", "src/agent/errors.ts"].includes(f))).toBe(true);
     }
   });
 

@@ -1,0 +1,42 @@
+/**
+ * The wire objects the CLI reads on every start — approvals, the scope intersection, the ATH error body — and the
+ * issue formatter, on zod/mini: `ath status` validates its home files with them, and classic zod alone costs a
+ * quarter of the CLI's start-up budget (DESIGN §13). schemas.ts builds the rest of the protocol on these same
+ * definitions (zod's classic and mini schemas compose), so each object still has one schema.
+ */
+import * as z from "zod/mini";
+import { ERROR_CODES, type ErrorCode } from "./errors.ts";
+
+export const AgentStatus = z.enum(["approved", "pending", "denied"]);
+export type AgentStatus = z.infer<typeof AgentStatus>;
+
+export const ProviderApproval = z.object({
+  provider_id: z.string(),
+  approved_scopes: z.array(z.string()),
+  denied_scopes: z.array(z.string()),
+  denial_reason: z.optional(z.string()),
+});
+export type ProviderApproval = z.infer<typeof ProviderApproval>;
+
+export const ScopeIntersection = z.object({
+  agent_approved: z.array(z.string()),
+  user_consented: z.array(z.string()),
+  effective: z.array(z.string()),
+});
+export type ScopeIntersection = z.infer<typeof ScopeIntersection>;
+
+/** The body of every ATH error: `{code, message, details?}` with a code of the error table. */
+export const ATHError = z.object({
+  code: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
+  message: z.string(),
+  details: z.optional(z.record(z.string(), z.unknown())),
+});
+export type ATHError = z.infer<typeof ATHError>;
+
+/** Formats zod issues as `path: message` lines, e.g. `requested_providers.0.scopes: Expected array`. */
+export function formatIssues(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }, prefix = ""): string[] {
+  return error.issues.map((i) => {
+    const path = [prefix, ...i.path.map(String)].filter(Boolean).join(".");
+    return path ? `${path}: ${i.message}` : i.message;
+  });
+}
