@@ -1,6 +1,7 @@
 /**
  * Two `ath serve` processes on one PostgreSQL database (DESIGN §6): the rules that must hold across instances live
- * in the database — a token revoked on A fails on B at once, and the single-flight upstream refresh holds across
+ * in the database, and each instance's cache hears of the other's changes (PostgreSQL NOTIFY) — a token revoked or an agent
+ * suspended on A is refused on B, a provider changed on A is applied on B — and the single-flight upstream refresh holds across
  * both (the store's lease and row version), with a real oidc-provider counting refresh grants. Each run uses its
  * own schema (`?schema=`), dropped afterwards; both instances share the master key through ATH_MASTER_KEY.
  */
@@ -95,5 +96,47 @@ describe("Several instances on one PostgreSQL database", () => {
     const before = api.requests.length;
     expectError(await proxyVia(b, revokedFlow.accessToken), "TOKEN_REVOKED");
     expect(api.requests.length).toBe(before);
+  });
+
+  test("an agent suspended on A has its tokens refused on B once B hears of it (the cached token is dropped)", async () => {
+    const flow = await fullFlow(a.baseUrl, { provider_id: "mail", scopes: ["mail:read"] });
+    expect((await proxyVia(b, flow.accessToken)).status).toBe(200); // B caches the token
+    const patched = await call(`${a.baseUrl}/ath/admin/agents/${flow.client.client_id}`, {
+      method: "PATCH",
+      json: { status: "suspended" },
+      headers: { "x-ath-user-token": a.adminToken },
+    });
+    expect(patched.status).toBe(200);
+    const suspendedAt = performance.now();
+    let atB = await proxyVia(b, flow.accessToken);
+    while (atB.status === 200 && performance.now() - suspendedAt < 5_000) atB = await proxyVia(b, flow.accessToken);
+    console.log(`[multi-instance] B refused the suspended agent's token ${(performance.now() - suspendedAt).toFixed(1)} ms after A answered`);
+    expectError(atB, "TOKEN_REVOKED");
+  });
+
+  test("a provider changed on A is used by B once B hears of it (the cached provider is dropped)", async () => {
+    const flow = await fullFlow(a.baseUrl, { provider_id: "mail", scopes: ["mail:read"] });
+    expect((await proxyVia(b, flow.accessToken)).status).toBe(200); // B caches the provider (no scope_rules)
+    const put = (extra: Record<string, unknown>) =>
+      call(`${a.baseUrl}/ath/admin/providers/mail`, {
+        method: "PUT",
+        json: {
+          display_name: "Sample Mail",
+          available_scopes: MAIL_SCOPES,
+          authorize_endpoint: auth.authorizeEndpoint,
+          token_endpoint: auth.tokenEndpoint,
+          api_base_url: api.baseUrl,
+          client_id: auth.postClient.client_id,
+          ...extra,
+        },
+        headers: { "x-ath-user-token": a.adminToken },
+      });
+    expect((await put({ scope_rules: { "mail:read": ["GET /v1/elsewhere"] } })).status).toBe(200);
+    const changedAt = performance.now();
+    let atB = await proxyVia(b, flow.accessToken);
+    while (atB.status === 200 && performance.now() - changedAt < 5_000) atB = await proxyVia(b, flow.accessToken);
+    console.log(`[multi-instance] B applied A's new scope_rules ${(performance.now() - changedAt).toFixed(1)} ms after A answered`);
+    expectError(atB, "SCOPE_NOT_APPROVED");
+    expect((await put({})).status).toBe(200);
   });
 });
