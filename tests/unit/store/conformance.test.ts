@@ -8,6 +8,9 @@ import type { Store } from "../../../src/store/types.ts";
 import {
   type Harness, PG_URL, T0, agentFixture, grantFixture, postgresHarness, sessionFixture, sqliteHarness, tokenFixture,
 } from "../../helpers/store-harness.ts";
+import { migrations } from "../../../src/store/migrations.ts";
+
+const SCHEMA_VERSION = String(migrations("sqlite").length);
 
 storeConformance("SQLite", sqliteHarness);
 if (PG_URL) storeConformance("PostgreSQL", () => postgresHarness(PG_URL));
@@ -27,7 +30,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.setMeta("kept", "yes");
       await store.close();
       store = await h.open();
-      expect(await store.getMeta("schema_version")).toBe("2");
+      expect(await store.getMeta("schema_version")).toBe(SCHEMA_VERSION);
       expect(await store.getMeta("kept")).toBe("yes");
     });
 
@@ -35,7 +38,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       const fresh = makeHarness();
       try {
         const stores = await Promise.all(Array.from({ length: 4 }, () => fresh.open()));
-        for (const s of stores) expect(await s.getMeta("schema_version")).toBe("2");
+        for (const s of stores) expect(await s.getMeta("schema_version")).toBe(SCHEMA_VERSION);
         expect(await fresh.count("audit")).toBe(0);
       } finally {
         await fresh.dispose();
@@ -440,6 +443,23 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       expect(await store.getSession(live.session_id)).toEqual(live);
       expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
       expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, audit: 0 });
+    });
+
+    test("sweep deletes in batches: 2,500 expired tokens all go, live ones and another agent's same jti stay", async () => {
+      const agent = agentFixture();
+      await store.createAgent(agent);
+      const now = T0 + 10_000_000;
+      await store.transaction(async (tx) => {
+        for (let i = 0; i < 2_500; i++) await tx.createToken(tokenFixture(agent, { expires_at: T0, token_hash: `expired-${i}` }));
+        for (let i = 0; i < 3; i++) await tx.createToken(tokenFixture(agent, { expires_at: now + 60_000, token_hash: `live-${i}` }));
+      });
+      await store.recordJti("agent-a", "same-jti", T0, T0);
+      await store.recordJti("agent-b", "same-jti", now + 60_000, T0);
+      const swept = await store.sweep(now, 1_000);
+      expect(swept.tokens).toBe(2_500);
+      expect(swept.jti).toBe(1);
+      expect(await h.count("tokens")).toBe(3);
+      expect(await store.recordJti("agent-b", "same-jti", now + 60_000, now)).toBe(false); // still remembered
     });
 
     test("sweep deletes audit events older than the audit retention, and only when one is given", async () => {
