@@ -55,7 +55,10 @@ export async function run(argv: string[], cmd: CommandDef = root): Promise<numbe
     const { exit, error, reported } = classify(e);
     if (json) {
       if (!reported) deps.stdout(`${JSON.stringify({ error })}\n`);
-    } else deps.stderr(`ath: ${oneLine(error.message)}\n`);
+    } else {
+      const lines = (e as { multiline?: boolean }).multiline ? error.message.split("\n") : [error.message];
+      deps.stderr(`ath: ${lines.map(oneLine).join("\n  ")}\n`);
+    }
     return exit;
   }
 }

@@ -36,7 +36,7 @@ describe("authorize (Phase B)", () => {
     const t = await ath(["token", "-g", GW, "--code", codeFor(res.ath_session_id), "--format", "json"]);
     expect(t.code).toBe(0);
     const exchange = fx.gw.requests.find((q) => q.path === "/ath/token")!;
-    expect(exchange.contentType).toBe("application/x-www-form-urlencoded");
+    expect(exchange.contentType).toBe("application/json");
     expect(exchange.body.grant_type).toBe("authorization_code");
     expect(exchange.body.ath_session_id).toBe(res.ath_session_id);
     const tok = JSON.parse(t.stdout);
