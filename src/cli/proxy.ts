@@ -5,6 +5,8 @@
  * stderr and exit 1 (exit 4 when the gateway itself refused: X-ATH-Error). `-H` names are case-insensitive and
  * cannot replace the two headers ath sets (Authorization, X-ATH-Agent-ID); no Accept is sent unless `-H` gives one.
  */
+import { PROXY_METHODS } from "../protocol/constants.ts";
+import { didYouMean } from "../protocol/suggest.ts";
 import { OWN_HEADERS, parseMaybeJson, request, utf8 } from "../agent/flows/request.ts";
 import { commonOptions, context, type CommonOptions } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
@@ -25,7 +27,10 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
   const [provider, rawMethod, path] = target.native && opts.words.length === 2 ? [undefined, ...opts.words] : opts.words;
   if ((provider === undefined && !target.native) || rawMethod === undefined || path === undefined) throw usageError("usage: ath proxy <provider> <method> <path>");
   const method = rawMethod.toUpperCase();
-  if (!/^[A-Z]+$/.test(method)) throw usageError(`invalid HTTP method "${rawMethod}"`);
+  // Bun's fetch would send an unknown method as GET: `ath proxy demo GTE /notes` must not read the notes.
+  if (!PROXY_METHODS.includes(method)) {
+    throw usageError(`unknown HTTP method "${oneLine(rawMethod)}"${didYouMean(method, PROXY_METHODS)}; the proxy forwards ${PROXY_METHODS.join(", ")}`);
+  }
   const headers = parseHeaders(opts.headers);
   if (opts.body !== undefined) {
     // RFC 9110 §9.3.1-2: a body on GET/HEAD has no defined meaning, and fetch refuses to send one.

@@ -102,6 +102,17 @@ describe("gateway mode, in the spec's order (manual consent path)", () => {
     expect(doc.body.messages).toHaveLength(1);
   });
 
+  test("proxy with a mistyped method (GTE) exits 2 with \"did you mean GET\" and sends nothing (Bun's fetch would have sent a GET)", async () => {
+    const before = w.api.requests.length;
+    const r = await ath(home.path, ["proxy", "mail", "GTE", "/v1/messages"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('unknown HTTP method "GTE" (did you mean "GET"?)');
+    const propfind = await ath(home.path, ["proxy", "mail", "frobnicate", "/v1/messages", "--format", "json"]);
+    expect(propfind.code).toBe(2);
+    expect(propfind.json().error.message).toContain("the proxy forwards GET, HEAD, POST");
+    expect(w.api.requests.length).toBe(before);
+  });
+
   test("proxy POST sends the --body as JSON to the upstream", async () => {
     w.api.clear();
     const r = await ath(home.path, ["proxy", "mail", "POST", "/v1/messages", "--body", '{"to":"a@example.com","subject":"hi"}', "--format", "json"]);
