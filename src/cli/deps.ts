@@ -12,6 +12,8 @@ export interface Deps {
   stdout: (s: string | Uint8Array) => void;
   stderr: (s: string) => void;
   now: () => number;
+  /** All of stdin (`--body -`). */
+  readStdin: () => Promise<Uint8Array>;
   stdinTTY: boolean;
   stdoutTTY: boolean;
   stderrTTY: boolean;
@@ -55,6 +57,7 @@ function processDeps(): Deps {
     stdout: (s) => writeAll(1, s),
     stderr: (s) => writeAll(2, s),
     now: () => Date.now(),
+    readStdin: async () => new Uint8Array(await Bun.stdin.arrayBuffer()),
     // Asked only when a command needs to know (colors, prompts, --wait): json output never does.
     get stdinTTY() {
       return terminal(0);

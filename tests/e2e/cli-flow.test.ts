@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { consent } from "../helpers/agent.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
-import { ath, ensureBinary, modes, readUntil, removeBinary, spawnAth } from "../helpers/cli-binary.ts";
+import { ath, ATH_BIN, athEnv, ensureBinary, modes, readUntil, removeBinary, spawnAth } from "../helpers/cli-binary.ts";
 
 let w: World;
 let home: { path: string; remove: () => Promise<void> };
@@ -121,6 +121,16 @@ describe("gateway mode, in the spec's order (manual consent path)", () => {
     const seen = w.api.accepted()[0]!;
     expect(seen.headers["content-type"]).toBe("application/json");
     expect(seen.headers.authorization).not.toContain("ath_tk_");
+  });
+
+  test("proxy POST --body - sends stdin as the body", async () => {
+    w.api.clear();
+    const p = Bun.spawn([ATH_BIN, "proxy", "mail", "POST", "/v1/messages", "--body", "-", "--format", "json"], { env: athEnv(home.path), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    p.stdin.write('{"to":"b@example.com","subject":"piped"}');
+    await p.stdin.end();
+    const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({ status: 201, body: { received: { to: "b@example.com", subject: "piped" } } });
   });
 
   test("an upstream answer ≥ 400 exits 1 with the body on stdout and `ath: HTTP <status>` on stderr", async () => {
