@@ -5,6 +5,8 @@
  * POST, revoke, status masking, file modes and the exit codes of DESIGN.md §5.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { consent } from "../helpers/agent.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
@@ -223,6 +225,40 @@ describe("authorize --wait (one-step consent through a loopback redirect)", () =
     const r = await waitFlow("Approve");
     expect(r.code).toBe(0);
     expect(r.doc.scope_intersection).toEqual({ agent_approved: ["openid", "mail:read"], user_consented: ["openid", "mail:read"], effective: ["openid", "mail:read"] });
+  });
+
+  test("the browser opener is $BROWSER when set: it gets the consent URL, and the flow completes through it", async () => {
+    const h = await tempDir("cli-browser");
+    try {
+      const opener = join(h.path, "open-browser");
+      await writeFile(opener, `#!/bin/sh\nprintf '%s' "$1" > "${h.path}/opened"\n`, { mode: 0o755 });
+      expect((await ath(h.path, ["register", "-g", gw, "--provider", "mail", "--scopes", "openid,mail:read"])).code).toBe(0);
+      const p = spawnAth(h.path, ["authorize", "-g", gw, "--provider", "mail", "--wait", "--timeout", "60", "--format", "json"], { BROWSER: `/nonexistent/browser:${opener}` });
+      const [line] = await readUntil(p.stderr, /^\{.*\}\n/m);
+      const { authorization_url: url, redirect_uri: redirectUri } = JSON.parse(line);
+      let opened = "";
+      for (let i = 0; i < 100 && opened === ""; i++) opened = await readFile(join(h.path, "opened"), "utf8").catch(() => (Bun.sleepSync(20), ""));
+      expect(opened).toBe(url);
+      const c = await consent(opened, { gateway: "Approve", redirectUri });
+      await fetch(c.redirectedTo as URL);
+      expect(await p.exited).toBe(0);
+    } finally {
+      await h.remove();
+    }
+  });
+
+  test("over SSH without a display the CLI says it cannot open a browser and shows the URL again with the time left", async () => {
+    const h = await tempDir("cli-ssh");
+    try {
+      expect((await ath(h.path, ["register", "-g", gw, "--provider", "mail", "--scopes", "openid,mail:read"])).code).toBe(0);
+      const p = spawnAth(h.path, ["authorize", "-g", gw, "--provider", "mail", "--wait", "--timeout", "60"], { SSH_CONNECTION: "192.0.2.1 50000 192.0.2.2 22" });
+      const [said] = await readUntil(p.stderr, /could not open a browser \(this is an SSH session without a display\)\. Open this URL yourself, within [01]:\d\d:\n\n {2}http\S+/);
+      expect(said).toContain(`${gw}/ath/consent/`);
+      p.kill("SIGINT");
+      expect(await p.exited).toBe(130);
+    } finally {
+      await h.remove();
+    }
   });
 
   test("the user denying at the consent page exits 4 with USER_DENIED", async () => {

@@ -204,7 +204,7 @@ describe("authorize --wait", () => {
   });
 
   test("an interrupt (Ctrl-C) during the wait drops its pending session", async () => {
-    let interrupt: (() => Promise<void>) | undefined;
+    let interrupt: ((signal: "SIGINT" | "SIGTERM") => Promise<void>) | undefined;
     let removed = false;
     const restore = setDeps({
       env: { ATH_HOME: fx.home.dir },
@@ -216,7 +216,7 @@ describe("authorize --wait", () => {
       stderrTTY: false,
       openUrl: async () => {
         expect(await fx.pendingIds()).toEqual(["ath_sess_2"]);
-        await interrupt!(); // what the SIGINT handler runs before it exits 130
+        await interrupt!("SIGINT"); // what the SIGINT handler runs before it exits 130
         expect(await fx.pendingIds()).toEqual([]);
         await redirect(2); // the real handler exits 130 here; in process, let the command end
       },
