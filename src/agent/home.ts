@@ -58,6 +58,8 @@ export const Registration = z.object({
   approved_providers: z.array(ProviderApproval),
   approval_expires: z.string(),
   registered_at: z.string(),
+  /** The identity's loopback port, registered as http://127.0.0.1:<port>/callback (see agent/loopback.ts). */
+  loopback_port: z.optional(z.number()),
   tokens: z._default(z.record(z.string(), SavedToken), {}),
   /** Authorization sessions started but not yet exchanged, by ath_session_id. */
   pending: z._default(z.record(z.string(), PendingSession), {}),
