@@ -5,7 +5,9 @@
  */
 import { LIMITS, PATHS } from "../protocol/index.ts";
 import * as adminAgents from "./admin/agents.ts";
+import * as adminAudit from "./admin/audit.ts";
 import * as adminProviders from "./admin/providers.ts";
+import * as adminTokens from "./admin/tokens.ts";
 import type { Handler, Route, RouteAuth, RouteKind, RouteLimit } from "./context.ts";
 import { authorize } from "./endpoints/authorize.ts";
 import { callback } from "./endpoints/callback.ts";
@@ -60,6 +62,10 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("admin.agents.list", "GET", PATHS.adminAgents, "api", adminAgents.list, { auth: "admin" }),
     row("admin.agents.get", "GET", `${PATHS.adminAgents}/{client_id}`, "api", adminAgents.get, { auth: "admin" }),
     row("admin.agents.patch", "PATCH", `${PATHS.adminAgents}/{client_id}`, "api", adminAgents.patch, { auth: "admin" }),
+    row("admin.agents.delete", "DELETE", `${PATHS.adminAgents}/{client_id}`, "api", adminAgents.remove, { auth: "admin" }),
+    row("admin.tokens.list", "GET", PATHS.adminTokens, "api", adminTokens.list, { auth: "admin" }),
+    row("admin.tokens.revoke", "POST", PATHS.adminTokensRevoke, "api", adminTokens.revoke, { auth: "admin" }),
+    row("admin.audit.list", "GET", PATHS.adminAudit, "api", adminAudit.list, { auth: "admin" }),
 
     ...(features.demo ? [row("demo", "*", "/demo/*", "page", (call) => call.gw.demo!.fetch(call.req))] : []),
   ];

@@ -1,12 +1,13 @@
 /**
  * The admin API for agents: list, read, and change an agent's status. This is what makes `--approval manual`
- * usable: a pending agent waits until an admin sets it `approved`. Denying or suspending an agent revokes every
- * token it holds at once.
+ * usable: a pending agent waits until an admin sets it `approved`. Denying, suspending or removing an agent revokes
+ * every token it holds at once.
  */
 import { z } from "zod";
 import { AthError } from "../../protocol/index.ts";
 import type { AgentRecord } from "../../store/types.ts";
 import { audit } from "../domain/audit.ts";
+import { revokeTokens } from "../domain/tokens.ts";
 import type { Call, Gateway } from "../context.ts";
 import { readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
@@ -27,9 +28,20 @@ export async function patch(call: Call): Promise<Response> {
   const { status } = await readJson(call, AgentPatch);
   const agent = await find(gw, clientId);
   await gw.store.updateAgent(clientId, { status });
-  const revoked = status === "approved" ? 0 : await gw.store.revokeTokensOfClient(clientId, gw.now());
+  // Denied or suspended: its tokens are revoked as /ath/revoke would, upstream grants included.
+  const revoked = status === "approved" ? 0 : (await revokeTokens(gw, { client_id: clientId }, "admin")).length;
   await audit(gw, `agent.${status}`, { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: revoked } });
   return json({ ...view({ ...agent, status }), tokens_revoked: revoked });
+}
+
+/** DELETE: the agent's tokens are revoked first (upstream grants included), then it is gone with its sessions. */
+export async function remove({ gw, params }: Call): Promise<Response> {
+  const clientId = params.client_id!;
+  const agent = await find(gw, clientId);
+  const revoked = await revokeTokens(gw, { client_id: clientId }, "admin");
+  await gw.store.deleteAgent(clientId);
+  await audit(gw, "agent.deleted", { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: revoked.length } });
+  return json({ client_id: clientId, deleted: true, tokens_revoked: revoked.length });
 }
 
 // internal

@@ -392,7 +392,9 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.appendAudit({ type: "token.revoked", at: T0 + 2, data: { reason: "unknown_token" } });
       const all = await store.listAudit();
       expect(all.map((e) => e.type)).toEqual(["token.revoked", "token.issued", "agent.registered"]);
-      expect(all[2]).toEqual({ type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", provider_id: null, user_id: null, data: { status: "approved" } });
+      expect(all[0]!.id!).toBeGreaterThan(all[1]!.id!);
+      expect(all[1]!.id!).toBeGreaterThan(all[2]!.id!);
+      expect(all[2]).toEqual({ id: all[2]!.id, type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", provider_id: null, user_id: null, data: { status: "approved" } });
       expect((await store.listAudit({ type: "token.issued" })).map((e) => e.at)).toEqual([T0 + 1]);
       expect((await store.listAudit({ limit: 2 })).map((e) => e.at)).toEqual([T0 + 2, T0 + 1]);
     });
