@@ -13,6 +13,8 @@ export interface Deps {
   stderr: (s: string) => void;
   now: () => number;
   stdinTTY: boolean;
+  /** All of stdin as text (`admin login` reads the token from it, `admin providers add -` the entry). */
+  readStdin: () => Promise<string>;
   stdoutTTY: boolean;
   stderrTTY: boolean;
   /**
@@ -65,6 +67,7 @@ function processDeps(): Deps {
     get stderrTTY() {
       return terminal(2);
     },
+    readStdin: () => Bun.stdin.text(),
     openUrl: openInBrowser,
     onInterrupt,
   };
