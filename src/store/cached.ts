@@ -150,7 +150,8 @@ const RESULT_WRITES: Record<string, (result: never) => ChangeKey[]> = {
 const NEUTRAL = new Set([
   "kind", "getMeta", "setMeta", "getProvider", "listProviders", "createAgent", "getAgentByClientId", "getAgentByAgentId",
   "listAgents", "recordJti", "createSession", "getSession", "getSessionByHandle", "getSessionByUpstreamState",
-  "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "listTokens", "createGrant",
+  "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "listTokens", "countTokens", "createConsoleSession", "getConsoleSession",
+  "deleteConsoleSession", "createGrant",
   "getGrant", "appendAudit", "listAudit", "transaction", "changes", "close",
 ]);
 

@@ -142,6 +142,13 @@ export interface AuditFilter {
   limit?: number;
 }
 
+/** A signed-in admin console session; the browser holds its id, the store the id's hash. */
+export interface ConsoleSession {
+  id_hash: string;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface SweepResult {
   sessions: number;
   jti: number;
@@ -211,6 +218,16 @@ export interface Store {
   listTokens(filter: TokenFilter, o: { state?: TokenState; now: number; after?: TokenPageAfter; limit: number }): Promise<TokenRecord[]>;
   /** Revokes every live token matching `filter` (at least one field); returns them as revoked. */
   revokeTokensWhere(filter: TokenFilter, now: number): Promise<TokenRecord[]>;
+
+  /** How many tokens are active, revoked and expired at `now` (the admin console's overview). */
+  countTokens(now: number): Promise<{ active: number; revoked: number; expired: number }>;
+
+  // admin console sessions
+  /** Saves a new session, dropping the ones that expired by its creation. */
+  createConsoleSession(s: ConsoleSession): Promise<void>;
+  /** The session if it exists and is unexpired at `now`. */
+  getConsoleSession(idHash: string, now: number): Promise<ConsoleSession | null>;
+  deleteConsoleSession(idHash: string): Promise<void>;
 
   // upstream grants
   createGrant(g: GrantRecord): Promise<void>;

@@ -3,7 +3,7 @@ import { TOKEN_COLUMNS, toToken, values } from "../rows.ts";
 import type { Store, TokenFilter, TokenState } from "../types.ts";
 import { type Driver, insert, one } from "./driver.ts";
 
-export function tokenQueries(db: Driver): Pick<Store, "createToken" | "getToken" | "revokeToken" | "revokeTokensOfClient" | "listTokens" | "revokeTokensWhere"> {
+export function tokenQueries(db: Driver): Pick<Store, "createToken" | "getToken" | "revokeToken" | "revokeTokensOfClient" | "listTokens" | "revokeTokensWhere" | "countTokens"> {
   return {
     async createToken(t) {
       await db.run(insert("tokens", TOKEN_COLUMNS), values(t, TOKEN_COLUMNS));
@@ -37,6 +37,17 @@ export function tokenQueries(db: Driver): Pick<Store, "createToken" | "getToken"
         [...where.flatMap((w) => w.params), o.limit],
       );
       return rows.map(toToken);
+    },
+    async countTokens(now) {
+      const [row] = await db.all(
+        `SELECT
+           SUM(CASE WHEN revoked_at IS NULL AND expires_at > ? THEN 1 ELSE 0 END) AS active,
+           SUM(CASE WHEN revoked_at IS NOT NULL THEN 1 ELSE 0 END) AS revoked,
+           SUM(CASE WHEN revoked_at IS NULL AND expires_at <= ? THEN 1 ELSE 0 END) AS expired
+         FROM tokens`,
+        [now, now],
+      );
+      return { active: Number(row?.active ?? 0), revoked: Number(row?.revoked ?? 0), expired: Number(row?.expired ?? 0) };
     },
     async revokeTokensWhere(filter, now) {
       const where = matching(filter);
