@@ -262,6 +262,41 @@ describe("more agents, exit codes, logout", () => {
     expect((await admin("agents", "get", other.client.client_id)).code).toBe(4);
   });
 
+  test("text mode: each change prints nothing when piped, exits 0, and takes effect", async () => {
+    const [x, y] = [
+      await registeredAgent(base, { providers: [{ provider_id: "demo", scopes: ["notes:read"] }] }),
+      await registeredAgent(base, { providers: [{ provider_id: "demo", scopes: ["notes:read"] }] }),
+    ];
+    const quiet = async (...args: string[]) => expect(await admin(...args)).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    await quiet("agents", "deny", x.client.client_id);
+    await quiet("agents", "approve", y.client.client_id);
+    await quiet("agents", "suspend", y.client.client_id);
+    expect((await api(`/ath/admin/agents/${x.client.client_id}`)).agent_status).toBe("denied");
+    expect((await api(`/ath/admin/agents/${y.client.client_id}`)).agent_status).toBe("suspended");
+    await quiet("agents", "remove", y.client.client_id);
+    expect((await call(`${base}/ath/admin/agents/${y.client.client_id}`, { headers: { "x-ath-user-token": gw.adminToken } })).status).toBe(404);
+    const file = join(home.path, "text.json");
+    const entry = {
+      display_name: "Text",
+      available_scopes: ["t:read"],
+      authorize_endpoint: "https://auth.example/authorize",
+      token_endpoint: "https://auth.example/token",
+      client_id: "cid",
+      client_secret: "s3cret",
+    };
+    writeFileSync(file, JSON.stringify({ provider_id: "text", ...entry }));
+    await quiet("providers", "add", file);
+    writeFileSync(file, JSON.stringify({ ...entry, display_name: "Text 2" }));
+    await quiet("providers", "set", "text", file);
+    expect((await api("/ath/admin/providers/text")).display_name).toBe("Text 2");
+    await quiet("providers", "remove", "text");
+    // login with --token, and logout, in text
+    await quiet("logout");
+    expect((await admin("agents", "list")).code).toBe(3);
+    expect(await ath(home.path, ["admin", "login", "-g", base, "--token", gw.adminToken])).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    expect((await admin("agents", "list")).code).toBe(0);
+  });
+
   test("an unreachable gateway is exit 5; a wrong --admin-token exit 4; usage mistakes exit 2", async () => {
     const port = await freePort();
     const r = await ath(home.path, ["admin", "agents", "list", "-g", `http://127.0.0.1:${port}`, "--admin-token", "x"]);
