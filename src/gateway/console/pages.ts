@@ -26,7 +26,7 @@ ${error}<form method="post" action="${ROOT}/signin">
 <input type="password" id="token" name="token" autocomplete="current-password" required>
 <div class="actions"><button type="submit" class="primary">Sign in</button></div>
 </form>
-<p class="hint">The token stays on the server: this browser gets a session cookie for 12 hours.</p>`;
+<p class="expiry">The token is checked once and not kept in this browser, which gets a session cookie for 12 hours.</p>`;
   return renderPage({ title: "Sign in — ath admin", body, brand: "ath gateway · admin" });
 }
 
