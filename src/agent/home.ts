@@ -70,7 +70,17 @@ export type Registration = z.infer<typeof Registration>;
 
 export const CredentialsFile = z.object({
   /** Gateway (or native service) base URL → agent_id → registration. */
-  gateways: z._default(z.record(z.string(), z.object({ agents: z._default(z.record(z.string(), Registration), {}) })), {}),
+  gateways: z._default(
+    z.record(
+      z.string(),
+      z.object({
+        agents: z._default(z.record(z.string(), Registration), {}),
+        /** `ath admin login`: this gateway's admin token (DESIGN §9), for the operator's `ath admin` commands. */
+        admin_token: z.optional(z.string()),
+      }),
+    ),
+    {},
+  ),
 });
 export type CredentialsFile = z.infer<typeof CredentialsFile>;
 

@@ -52,7 +52,11 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     // Bun's idle timeout (max 255 s) must outlast slow upstreams and streamed bodies.
     idleTimeout: 255,
     ...(o.tls ? { tls: { cert: Bun.file(o.tls.cert), key: Bun.file(o.tls.key) } } : {}),
-    fetch: (req) => (app ? app.fetch(req) : ready.then((a) => a.fetch(req))),
+    // The peer's address rides along for what is limited per client (the admin console's sign-in).
+    fetch: (req, srv) => {
+      const peer = srv.requestIP(req)?.address;
+      return app ? app.fetch(req, peer) : ready.then((a) => a.fetch(req, peer));
+    },
     // Only reached if the pipeline's own boundary failed; same exposure rule.
     error: (err) => errorResponse(err, (msg, e) => meta.log.error(msg, e)),
   });
