@@ -4,6 +4,7 @@
  * time and answers the browser with a small page.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
+import { STYLESHEET } from "../protocol/style.ts";
 import { ClientError } from "./errors.ts";
 
 export interface CallbackResult {
@@ -118,11 +119,8 @@ function page(status: number, title: string, text: string): Response {
   const ok = status === 200 && !title.includes("denied");
   const html = `<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>ath — ${title}</title>
-<style>body{margin:0;padding:0 12px;background:#f3f4f6;color:#111827;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif}
-main{max-width:32rem;margin:3rem auto;background:#fff;border:1px solid #e5e7eb;border-radius:14px;padding:24px}
-small{letter-spacing:.08em;font-weight:700;color:#4b5563}h1{margin:.4rem 0;font-size:1.5rem;color:${ok ? "#047857" : "#b91c1c"}}
-@media (prefers-color-scheme:dark){body{background:#111827;color:#f9fafb}main{background:#1f2937;border-color:#374151}small{color:#9ca3af}}</style>
-<main><small>ATH AGENT</small><h1>${title}</h1><p>${text}</p></main></html>`;
+<style>${STYLESHEET}</style>
+<main class="card"><p class="brand">ath agent</p><h1 class="${ok ? "status-ok" : "status-bad"}">${title}</h1><p>${text}</p></main></html>`;
   return new Response(html, {
     status,
     headers: {

@@ -13,7 +13,7 @@ import type { Handler, Route, RouteAuth, RouteKind, RouteLimit } from "./context
 import { authorize } from "./endpoints/authorize.ts";
 import { callback } from "./endpoints/callback.ts";
 import { showConsent, submitConsent } from "./endpoints/consent.ts";
-import { discovery, health } from "./endpoints/discovery.ts";
+import { discovery, health, landing } from "./endpoints/discovery.ts";
 import { introspect } from "./endpoints/introspect.ts";
 import { appDiscovery } from "./endpoints/native.ts";
 import { agentStatus } from "./endpoints/agent-status.ts";
@@ -34,6 +34,7 @@ export function routeTable(features: RouteFeatures): Route[] {
   return [
     row("discovery", "GET", PATHS.discovery, "api", discovery),
     row("health", "GET", PATHS.health, "api", health),
+    row("landing", "GET", "/", "page", landing),
 
     // Phase A and B (DESIGN §3)
     row("register", "POST", PATHS.register, "api", register, { limit: "register" }),
