@@ -88,7 +88,7 @@ export type AuthorizationOutput = z.infer<typeof AuthorizationOutput>;
 export const RequestToolInput = z.object({
   provider: providerId,
   method: z.string().regex(/^[A-Za-z]{1,20}$/, "an HTTP method such as GET or POST").describe("HTTP method"),
-  path: z.string().min(1).max(8192).startsWith("/").describe("API path relative to the provider's API base, e.g. /v1/messages"),
+  path: z.string().min(1).max(8192).regex(/^\//, "must start with /").describe("API path relative to the provider's API base, e.g. /v1/messages"),
   query: z.record(z.string(), z.union([z.string(), z.array(z.string())])).optional().describe("Query parameters, added to the path's own"),
   headers: z
     .record(z.string().regex(HEADER_NAME, "not a valid header name"), z.string().regex(HEADER_VALUE, "no line breaks or control characters"))
