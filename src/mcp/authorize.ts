@@ -12,7 +12,7 @@ import type { Agent, Target } from "../agent/flows/agent.ts";
 import { authorize, authorizeAndWait, type Authorization } from "../agent/flows/authorize.ts";
 import { exchange, type Exchanged } from "../agent/flows/exchange.ts";
 import { register } from "../agent/flows/register.ts";
-import { findRegistration, readCredentials } from "../agent/home.ts";
+import { findRegistration, readCredentials, type SavedToken } from "../agent/home.ts";
 import { requireRegistration } from "../agent/tokens.ts";
 import { MAX_WAIT_SECONDS, type AuthorizationOutput, type AuthorizeToolInput, type TokenToolInput } from "../protocol/mcp-tools.ts";
 import { ok } from "./results.ts";
@@ -26,6 +26,9 @@ export async function authorizeTool(ctx: ToolContext, args: AuthorizeToolInput, 
   const agent = forCall(ctx.agent, signal);
   const target = agent.target(ctx.target);
   const registeredNow = await registerIfNeeded(target, args, agent);
+  // Asking the person again for what a live token already allows would only bother them (ath_revoke first to redo it).
+  const held = registeredNow || args.code_on_page === true ? undefined : await liveToken(target, args.provider, agent);
+  if (held !== undefined && (args.scopes ?? []).every((s) => held.effective_scopes.includes(s))) return authorizedBy(held, target.base);
   const input = { target, provider: args.provider, scopes: args.scopes ?? [] };
   if (args.code_on_page === true) {
     ctx.waits.cancel(args.provider);
@@ -117,38 +120,41 @@ function outcome(ctx: ToolContext, wait: Wait, registeredNow: boolean): CallTool
 }
 
 function authorized(r: Exchanged, gateway: string): CallToolResult {
-  const out: AuthorizationOutput = {
-    status: "authorized",
-    gateway,
-    agent_id: r.saved.agent_id,
-    provider_id: r.saved.provider_id,
-    effective_scopes: r.saved.effective_scopes,
-    expires_at: r.saved.expires_at,
-    ...(r.already_exchanged ? { already_exchanged: true } : {}),
-  };
-  return ok(out, `authorized: ${out.provider_id} (${r.saved.effective_scopes.join(", ")}) until ${out.expires_at}. Call ath_request to use it.`);
+  const result = authorizedBy(r.saved, gateway);
+  if (r.already_exchanged) (result.structuredContent as AuthorizationOutput).already_exchanged = true;
+  return result;
 }
 
 /** No wait running here: a live saved token for `provider` is the answer (its wait finished earlier). */
 async function saved(target: Target, provider: string | undefined, agent: Agent): Promise<CallToolResult> {
-  const id = await agent.identity();
-  const reg = await requireRegistration(agent.home, target.base, id.agentId);
-  const token = provider === undefined ? undefined : reg.tokens[provider];
-  if (token !== undefined && Date.parse(token.expires_at) > agent.now()) {
-    const out: AuthorizationOutput = {
-      status: "authorized",
-      gateway: target.base,
-      agent_id: token.agent_id,
-      provider_id: token.provider_id,
-      effective_scopes: token.effective_scopes,
-      expires_at: token.expires_at,
-    };
-    return ok(out, `authorized: ${out.provider_id} (${token.effective_scopes.join(", ")}) until ${out.expires_at}. Call ath_request to use it.`);
-  }
+  const token = provider === undefined ? undefined : await liveToken(target, provider, agent, true);
+  if (token !== undefined) return authorizedBy(token, target.base);
   throw notConfigured(
     "NO_PENDING_SESSION",
     `no authorization${provider === undefined ? "" : ` for ${provider}`} is waiting for its approval here: call ath_authorize first, or pass the code the gateway showed as ath_token {code}`,
   );
+}
+
+/** The saved, unexpired token for `provider`, if any (`mustBeRegistered`: NOT_REGISTERED when there is no registration). */
+async function liveToken(target: Target, provider: string, agent: Agent, mustBeRegistered = false): Promise<SavedToken | undefined> {
+  const id = await agent.identity();
+  const reg = mustBeRegistered
+    ? await requireRegistration(agent.home, target.base, id.agentId)
+    : findRegistration(await readCredentials(agent.home), target.base, id.agentId);
+  const token = reg?.tokens[provider];
+  return token !== undefined && Date.parse(token.expires_at) > agent.now() ? token : undefined;
+}
+
+function authorizedBy(token: SavedToken, gateway: string): CallToolResult {
+  const out: AuthorizationOutput = {
+    status: "authorized",
+    gateway,
+    agent_id: token.agent_id,
+    provider_id: token.provider_id,
+    effective_scopes: token.effective_scopes,
+    expires_at: token.expires_at,
+  };
+  return ok(out, `authorized: ${out.provider_id} (${token.effective_scopes.join(", ")}) until ${out.expires_at}. Call ath_request to use it.`);
 }
 
 function pending(a: Authorization, registeredNow: boolean, via: "loopback" | "code"): CallToolResult {

@@ -120,6 +120,15 @@ describe("ath mcp — the whole flow without elicitation (the host shows the URL
     expect(providers.structuredContent?.providers.find((p: { provider_id: string }) => p.provider_id === "mail")).toMatchObject({ token_held: true, approved_scopes: ["openid", "mail:read", "mail:send"] });
   });
 
+  test("ath_authorize again for what the live token allows answers authorized at once: the person is not asked again", async () => {
+    for (const args of [{ provider: "mail" }, { provider: "mail", scopes: ["mail:read"] }]) {
+      const r = await h.call("ath_authorize", args);
+      expect(r.structuredContent).toMatchObject({ status: "authorized", provider_id: "mail", effective_scopes: ["openid", "mail:read", "mail:send"] });
+    }
+    const reg = Object.values((await credentials(home)).gateways[w.baseUrl].agents)[0] as { pending: Record<string, unknown> };
+    expect(reg.pending).toEqual({});
+  });
+
   test("the CLI sees what the MCP server saved: same home, same key, same credentials", async () => {
     const { ath } = await import("../helpers/processes.ts");
     const r = await ath(["proxy", "-g", w.baseUrl, "mail", "GET", "/v1/messages"], { env: { ATH_HOME: home, HOME: home } });
@@ -275,7 +284,7 @@ describe("ath mcp — refusals and mistakes are tool errors; the server keeps se
       for (const [name, args] of [
         ["ath_request", { provider: "mail", method: "GET", path: "/v1/messages" }],
         ["ath_providers", {}],
-        ["ath_authorize", { provider: "mail" }],
+        ["ath_authorize", { provider: "calendar", scopes: ["calendar:read"] }],
         ["ath_revoke", { provider: "mail" }],
       ] as const) {
         const r = await h.call(name, args);
