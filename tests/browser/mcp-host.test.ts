@@ -87,11 +87,13 @@ for (const t of TARGETS) {
       expect(r.isError).toBeUndefined();
       expect(r.structuredContent).toMatchObject({ status: "authorized", provider_id: t.provider, effective_scopes: t.scopes, registered_now: true });
       expect(asked).toHaveLength(1);
-      expect(asked[0]).toMatchObject({ mode: "url", elicitationId: expect.stringMatching(/^ath_sess_/), url: expect.stringContaining("/ath/consent/") });
+      const { mode, elicitationId, url } = asked[0] as UrlElicitation;
+      expect({ mode, origin: new URL(url).origin, consent: new URL(url).pathname.startsWith("/ath/consent/") }).toEqual({ mode: "url", origin: w.baseUrl, consent: true });
+      expect(elicitationId).toStartWith("ath_sess_");
       expect(String(asked[0]?.message)).toContain(t.provider);
       expect((await visits[0])?.text).toContain("Authorization complete");
       for (let i = 0; i < 50 && h.completed.length === 0; i++) await Bun.sleep(20);
-      expect(h.completed).toEqual([String(asked[0]?.elicitationId)]);
+      expect(h.completed).toEqual([elicitationId]);
       const api = await h.call("ath_request", { provider: t.provider, method: "GET", path: t.api });
       expect(textOf(api)).toContain(t.answer);
     });
@@ -113,12 +115,14 @@ describe("ath mcp elicitation: the person's refusals", () => {
   });
 
   test("the person opens the page but denies at the gateway: ath_authorize answers USER_DENIED", async () => {
+    let visit: Promise<{ url: string; text: string }> | undefined;
     const { host: h } = await host(async (params) => {
-      void person((params as UrlElicitation).url, { gateway: "deny" });
+      visit = person((params as UrlElicitation).url, { gateway: "deny" });
       return { action: "accept" };
     });
     const r = await h.call("ath_authorize", { provider: "mail", scopes: ["openid"], wait_seconds: 60 });
     expect(athError(r)).toMatchObject({ code: "USER_DENIED" });
+    expect((await visit)?.text).toContain("Authorization denied");
     expect(athError(await h.call("ath_request", { provider: "mail", method: "GET", path: "/v1/messages" })).code).toBe("NO_TOKEN");
   });
 });
