@@ -16,13 +16,18 @@ import { findRegistration, readCredentials, type SavedToken } from "../agent/hom
 import { requireRegistration } from "../agent/tokens.ts";
 import { MAX_WAIT_SECONDS, type AuthorizationOutput, type AuthorizeToolInput, type TokenToolInput } from "../protocol/mcp-tools.ts";
 import { ok } from "./results.ts";
-import { forCall, type ToolContext } from "./tools.ts";
+import { forCall, type Call, type ToolContext } from "./tools.ts";
 import { settleWithin, type Wait } from "./waits.ts";
 
-/** How long `ath_authorize` waits for the approval after a URL elicitation, and `ath_token` for it, by default. */
-const DEFAULT_WAIT_SECONDS = { elicited: 120, token: 60 } as const;
+/**
+ * How long `ath_authorize` waits for the approval after a URL elicitation, and `ath_token` for it, by default: under
+ * the 60 s a host built on the SDK gives a call unless progress resets it; the host can ask for more (and gets
+ * notifications/progress every 5 s when it sent a progressToken). A wait that ends first answers `pending`.
+ */
+const DEFAULT_WAIT_SECONDS = { elicited: 45, token: 45 } as const;
 
-export async function authorizeTool(ctx: ToolContext, args: AuthorizeToolInput, signal: AbortSignal): Promise<CallToolResult> {
+export async function authorizeTool(ctx: ToolContext, args: AuthorizeToolInput, call: Call): Promise<CallToolResult> {
+  const { signal } = call;
   const agent = forCall(ctx.agent, signal);
   const target = agent.target(ctx.target);
   const registeredNow = await registerIfNeeded(target, args, agent);
@@ -70,12 +75,13 @@ export async function authorizeTool(ctx: ToolContext, args: AuthorizeToolInput, 
   // Tells the host the out-of-band step is over once the code has arrived (the person's tab shows it too).
   const notify = ctx.server.server.createElicitationCompletionNotifier(elicitationId);
   wait.done.then(() => notify().catch(() => undefined), () => undefined);
-  const waited = await settleWithin(wait, (args.wait_seconds ?? DEFAULT_WAIT_SECONDS.elicited) * 1000, signal);
+  const waited = await settleWithin(wait, (args.wait_seconds ?? DEFAULT_WAIT_SECONDS.elicited) * 1000, signal, call.progress);
   if (waited !== "done") return pending(started, registeredNow, "loopback");
   return outcome(ctx, wait, registeredNow);
 }
 
-export async function tokenTool(ctx: ToolContext, args: TokenToolInput, signal: AbortSignal): Promise<CallToolResult> {
+export async function tokenTool(ctx: ToolContext, args: TokenToolInput, call: Call): Promise<CallToolResult> {
+  const { signal } = call;
   const agent = forCall(ctx.agent, signal);
   const target = agent.target(ctx.target);
   if (args.code !== undefined) {
@@ -90,7 +96,7 @@ export async function tokenTool(ctx: ToolContext, args: TokenToolInput, signal: 
   }
   const wait = ctx.waits.find(args.provider);
   if (wait === undefined) return saved(target, args.provider, agent);
-  const waited = await settleWithin(wait, (args.wait_seconds ?? DEFAULT_WAIT_SECONDS.token) * 1000, signal);
+  const waited = await settleWithin(wait, (args.wait_seconds ?? DEFAULT_WAIT_SECONDS.token) * 1000, signal, call.progress);
   if (waited !== "done") return pending(await wait.started, false, "loopback");
   return outcome(ctx, wait, false);
 }

@@ -4,7 +4,8 @@
  * authorization tools, which wait for a person, live in mcp/authorize.ts.
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { discoverGateway, discoverService } from "../agent/client.ts";
 import { ClientError, usageError } from "../agent/errors.ts";
 import type { Agent, Target } from "../agent/flows/agent.ts";
@@ -38,6 +39,13 @@ export interface ToolContext {
   waits: Waits;
 }
 
+/** One tool call: its abort signal (the host cancelled, or timed out) and a progress report for long waits. */
+export interface Call {
+  signal: AbortSignal;
+  /** Tells the host the call is still waiting (only when the host gave a progressToken). */
+  progress: () => void;
+}
+
 /** The tool call's own agent: the server's, with the call's abort signal on every request (a cancelled call stops). */
 export function forCall(agent: Agent, signal: AbortSignal): Agent {
   return { ...agent, http: { ...agent.http, signal } };
@@ -45,10 +53,10 @@ export function forCall(agent: Agent, signal: AbortSignal): Agent {
 
 export function registerTools(ctx: ToolContext): void {
   const { server } = ctx;
-  const guard = <A>(fn: (args: A, signal: AbortSignal) => Promise<CallToolResult>, provider?: (a: A) => string | undefined) =>
-    async (args: A, extra: { signal: AbortSignal }): Promise<CallToolResult> => {
+  const guard = <A>(fn: (args: A, call: Call) => Promise<CallToolResult>, provider?: (a: A) => string | undefined) =>
+    async (args: A, extra: Extra): Promise<CallToolResult> => {
       try {
-        return await fn(args, extra.signal);
+        return await fn(args, { signal: extra.signal, progress: progressOf(extra) });
       } catch (e) {
         const p = provider?.(args);
         return failed(e, p === undefined ? {} : { provider: p });
@@ -64,7 +72,7 @@ export function registerTools(ctx: ToolContext): void {
       outputSchema: ProvidersOutput,
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    guard((_args, signal) => providers(ctx, signal)),
+    guard((_args, call) => providers(ctx, call.signal)),
   );
   server.registerTool(
     "ath_authorize",
@@ -77,7 +85,7 @@ export function registerTools(ctx: ToolContext): void {
       outputSchema: AuthorizationOutput,
       annotations: { openWorldHint: true },
     },
-    guard((args, signal) => authorizeTool(ctx, args, signal), (a) => a.provider),
+    guard((args, call) => authorizeTool(ctx, args, call), (a) => a.provider),
   );
   server.registerTool(
     "ath_token",
@@ -90,7 +98,7 @@ export function registerTools(ctx: ToolContext): void {
       outputSchema: AuthorizationOutput,
       annotations: { openWorldHint: true },
     },
-    guard((args, signal) => tokenTool(ctx, args, signal), (a) => a.provider),
+    guard((args, call) => tokenTool(ctx, args, call), (a) => a.provider),
   );
   server.registerTool(
     "ath_request",
@@ -103,7 +111,7 @@ export function registerTools(ctx: ToolContext): void {
       outputSchema: RequestOutput,
       annotations: { openWorldHint: true },
     },
-    guard((args, signal) => callApi(ctx, args, signal), (a) => a.provider),
+    guard((args, call) => callApi(ctx, args, call.signal), (a) => a.provider),
   );
   server.registerTool(
     "ath_status",
@@ -130,7 +138,7 @@ export function registerTools(ctx: ToolContext): void {
       outputSchema: RevokeOutput,
       annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
-    guard(async (args, signal) => {
+    guard(async (args, { signal }) => {
       if (args.all !== true && args.provider === undefined) throw usageError('ath_revoke needs {"provider": "<id>"} or {"all": true}');
       if (args.all === true && args.provider !== undefined) throw usageError("ath_revoke takes provider or all, not both");
       const agent = forCall(ctx.agent, signal);
@@ -141,6 +149,21 @@ export function registerTools(ctx: ToolContext): void {
 }
 
 // internal
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** notifications/progress for the call, when the host asked for them with a progressToken. */
+function progressOf(extra: Extra): () => void {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return () => undefined;
+  let n = 0;
+  return () => {
+    n += 1;
+    extra
+      .sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: n, message: "waiting for the person's approval" } })
+      .catch(() => undefined);
+  };
+}
 
 async function providers(ctx: ToolContext, signal: AbortSignal): Promise<CallToolResult> {
   const agent = forCall(ctx.agent, signal);

@@ -79,14 +79,22 @@ export class Waits {
   }
 }
 
-/** `"done"` once `wait` has an outcome, `"timeout"` after `ms`, `"aborted"` when `signal` ends first. */
-export function settleWithin(wait: Wait, ms: number, signal?: AbortSignal): Promise<"done" | "timeout" | "aborted"> {
+/** How often a waiting tool call reports progress (hosts may restart their timeout on each report). */
+const PROGRESS_EVERY_MS = 5_000;
+
+/**
+ * `"done"` once `wait` has an outcome, `"timeout"` after `ms`, `"aborted"` when `signal` ends first; `tick` is
+ * called every few seconds meanwhile.
+ */
+export function settleWithin(wait: Wait, ms: number, signal?: AbortSignal, tick?: () => void): Promise<"done" | "timeout" | "aborted"> {
   if (wait.settled !== undefined) return Promise.resolve("done");
   return new Promise((resolve) => {
     const timer = setTimeout(() => finish("timeout"), ms);
+    const ticker = tick === undefined ? undefined : setInterval(tick, PROGRESS_EVERY_MS);
     const onAbort = () => finish("aborted");
     const finish = (r: "done" | "timeout" | "aborted") => {
       clearTimeout(timer);
+      clearInterval(ticker);
       signal?.removeEventListener("abort", onAbort);
       resolve(r);
     };

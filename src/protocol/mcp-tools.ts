@@ -54,7 +54,7 @@ export const AuthorizeToolInput = z.object({
     .min(0)
     .max(MAX_WAIT_SECONDS)
     .optional()
-    .describe("With URL elicitation: how long to wait for the approval before answering `pending` (default 120)"),
+    .describe("With URL elicitation: how long to wait for the approval before answering `pending` (default 45)"),
 });
 export type AuthorizeToolInput = z.infer<typeof AuthorizeToolInput>;
 
@@ -62,7 +62,7 @@ export const TokenToolInput = z.object({
   provider: providerId.optional().describe("The provider whose pending authorization to complete; default: the only one"),
   code: z.string().min(1).max(512).optional().describe("The code the gateway showed the person (ath_authorize with code_on_page)"),
   session: z.string().min(1).max(256).optional().describe("The ath_session_id the code belongs to; default: the only pending one"),
-  wait_seconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).optional().describe("Without a code: how long to wait for the approval (default 60)"),
+  wait_seconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).optional().describe("Without a code: how long to wait for the approval before answering `pending` (default 45)"),
 });
 export type TokenToolInput = z.infer<typeof TokenToolInput>;
 

@@ -329,11 +329,18 @@ describe("ath mcp — the code shown on the page (a browser on another machine)"
     expect((await h.call("ath_request", { provider: "mail", method: "GET", path: "/v1/messages" })).structuredContent?.status).toBe(200);
   });
 
-  test("ath_token without a code while the approval has not come: pending again, with the same URL", async () => {
+  test("ath_token without a code while the approval has not come: pending again, with the same URL; a host with a progressToken hears progress while it waits", async () => {
     const { host: h } = await host();
     const started = await h.call("ath_authorize", { provider: "mail", scopes: ["openid"] });
     const again = await h.call("ath_token", { provider: "mail", wait_seconds: 0 });
     expect(again.structuredContent).toMatchObject({ status: "pending", authorization_url: started.structuredContent?.authorization_url });
+    const heard: { progress: number; message?: string }[] = [];
+    const waited = await h.call("ath_token", { provider: "mail", wait_seconds: 6 }, 60_000, (p) => heard.push(p));
+    expect(waited.structuredContent).toMatchObject({ status: "pending" });
+    expect(heard[0]).toEqual({ progress: 1, message: "waiting for the person's approval" });
+    // the receiver is still listening: the approval that comes now is picked up
+    await consent(String(started.structuredContent?.authorization_url));
+    expect((await h.call("ath_token", { provider: "mail", wait_seconds: 30 })).structuredContent).toMatchObject({ status: "authorized" });
   });
 
   test("closing the host's stdin ends the server, which drops the pending session its wait held", async () => {

@@ -19,7 +19,7 @@ export interface ToolResult {
 export interface Host {
   client: Client;
   /** Calls a tool; the SDK client validates structuredContent against the tool's output schema. */
-  call(name: string, args?: Record<string, unknown>, timeoutMs?: number): Promise<ToolResult>;
+  call(name: string, args?: Record<string, unknown>, timeoutMs?: number, onprogress?: (p: { progress: number; message?: string }) => void): Promise<ToolResult>;
   /** What `ath mcp` wrote to stderr so far. */
   stderr(): string;
   /** Elicitation ids the server announced complete (notifications/elicitation/complete). */
@@ -65,7 +65,8 @@ export async function startHost(o: HostOptions): Promise<Host> {
     pid,
     completed,
     stderr: () => err,
-    call: async (name, args = {}, timeoutMs = 60_000) => (await client.callTool({ name, arguments: args }, undefined, { timeout: timeoutMs })) as ToolResult,
+    call: async (name, args = {}, timeoutMs = 60_000, onprogress) =>
+      (await client.callTool({ name, arguments: args }, undefined, { timeout: timeoutMs, ...(onprogress === undefined ? {} : { onprogress }) })) as ToolResult,
     close: () => client.close(),
   };
 }
