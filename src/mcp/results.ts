@@ -52,6 +52,9 @@ const NEXT: Record<string, (provider: string) => string> = {
   AUTHORIZATION_TIMEOUT: reauthorize,
   SESSION_EXPIRED: reauthorize,
   SESSION_NOT_FOUND: reauthorize,
+  AGENT_UNAPPROVED: () => "the gateway's admin must approve this agent (ath_status shows its agent_id and client_id); then call ath_authorize again",
+  PROVIDER_NOT_APPROVED: (p) => `this agent's registration does not cover ${p}; the gateway's admin can approve it`,
+  RATE_LIMITED: () => "the gateway is limiting requests: wait, then try again",
   NETWORK_ERROR: () => "the gateway is unreachable: try again once it is back",
   TIMEOUT: () => "the gateway did not answer in time: try again",
 };

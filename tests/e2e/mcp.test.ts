@@ -20,7 +20,23 @@ let w: World;
 const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  w = await startWorld({ binary: true });
+  w = await startWorld({
+    binary: true,
+    // the mail upstream again, but an admin approves each agent first (DESIGN §9)
+    providers: (auth, api) => ({
+      mailmanual: {
+        display_name: "Sample Mail (approved by an admin)",
+        available_scopes: ["openid", "mail:read"],
+        authorize_endpoint: auth.authorizeEndpoint,
+        token_endpoint: auth.tokenEndpoint,
+        api_base_url: api.baseUrl,
+        client_id: auth.basicClient.client_id,
+        client_secret: auth.basicClient.client_secret,
+        token_endpoint_auth_method: "client_secret_basic",
+        approval: "manual",
+      },
+    }),
+  });
 }, 120_000);
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
@@ -246,6 +262,24 @@ describe("ath mcp — refusals and mistakes are tool errors; the server keeps se
     expect(athError(r)).toMatchObject({ code: "PROVIDER_NOT_APPROVED", status: 403, details: { provider_id: "calendar" } });
     // without scopes there is nothing approved to ask for: a usage error naming the fix
     expect(athError(await h.call("ath_authorize", { provider: "calendar" }))).toMatchObject({ code: "USAGE", message: expect.stringContaining("no scopes for calendar") });
+  });
+
+  test("an agent awaiting the admin's approval: AGENT_UNAPPROVED naming the admin; once approved, the same call proceeds", async () => {
+    const { host: h, home } = await host();
+    const r = await h.call("ath_authorize", { provider: "mailmanual", scopes: ["openid", "mail:read"] });
+    expect(athError(r)).toMatchObject({ code: "AGENT_UNAPPROVED", status: 403 });
+    expect(textOf(r)).toContain("Next: the gateway's admin must approve this agent");
+    const status = await h.call("ath_status");
+    expect(status.structuredContent?.registrations[0]).toMatchObject({ gateway: w.baseUrl, agent_status: "pending", pending: [] });
+    const clientId = (Object.values((await credentials(home)).gateways[w.baseUrl].agents)[0] as { client_id: string }).client_id;
+    const approved = await fetch(`${w.baseUrl}/ath/admin/agents/${clientId}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json", "x-ath-user-token": w.gw.adminToken },
+      body: JSON.stringify({ status: "approved" }),
+    });
+    expect(approved.status).toBe(200);
+    const again = await h.call("ath_authorize", { provider: "mailmanual", scopes: ["openid", "mail:read"] });
+    expect(again.structuredContent).toMatchObject({ status: "pending", provider_id: "mailmanual" });
   });
 
   test("the person denies: ath_token answers USER_DENIED and no token is saved", async () => {
