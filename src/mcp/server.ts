@@ -48,8 +48,12 @@ export async function serveMcp(o: McpOptions): Promise<void> {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
   });
-  // A transport error (a line that is not JSON-RPC) is the host's problem, not a reason to stop.
+  // A transport error (a line that is not JSON-RPC) is the host's problem, not a reason to stop; nor is a failure
+  // nobody awaited (a tool's work is awaited and becomes its result: this is the net under a bug).
   server.server.onerror = (e) => o.stderr(`ath mcp: ${e.message}\n`);
+  const unexpected = (e: unknown) => o.stderr(`ath mcp: unexpected error: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.on("unhandledRejection", unexpected);
+  process.on("uncaughtException", unexpected);
   await server.connect(transport);
   await closed;
   await waits.closeAll();
