@@ -34,18 +34,18 @@ export function startAuthorization(base: string, body: AuthorizationRequest, htt
   return requestJson(AuthorizationResponse, { method: "POST", url: base + PATHS.authorize, json: body }, http);
 }
 
-/** POST /ath/token, form-encoded as RFC 6749 §4.1.3 requires. */
+/** POST /ath/token as JSON: every known ATH server parses JSON (the official SDK's gateway does not parse forms); `ath serve` takes both (DESIGN §8). */
 export function exchangeCode(base: string, body: TokenExchangeRequest, http: HttpOptions) {
-  return requestJson(TokenResponse, { method: "POST", url: base + PATHS.token, form: new URLSearchParams(body) }, http);
+  return requestJson(TokenResponse, { method: "POST", url: base + PATHS.token, json: body }, http);
 }
 
-/** POST /ath/revoke, form-encoded (RFC 7009 style); the gateway answers 200 `{}` whatever happened. */
+/** POST /ath/revoke as JSON (as /ath/token: DESIGN §8); the gateway answers 200 `{}` whatever happened. */
 export function revokeToken(
   base: string,
   body: { token: string; client_id: string; client_secret: string },
   http: HttpOptions,
 ): Promise<Record<string, unknown>> {
-  return requestJson(z.record(z.string(), z.unknown()), { method: "POST", url: base + PATHS.revoke, form: new URLSearchParams(body) }, http);
+  return requestJson(z.record(z.string(), z.unknown()), { method: "POST", url: base + PATHS.revoke, json: body }, http);
 }
 
 /** The attestation audience of an endpoint: the base URL, or `${base}/ath/token` for the token endpoint. */

@@ -36,4 +36,9 @@ export const EXAMPLES: Record<string, string[]> = {
   "config set-gateway": ["ath config set-gateway local http://127.0.0.1:8787"],
   "config use": ["ath config use local"],
   "config unset": ["ath config unset agent-id", "ath config unset gateway staging"],
+  completion: [
+    "ath completion bash > ~/.local/share/bash-completion/completions/ath",
+    "ath completion zsh > \"${fpath[1]}/_ath\"        # or: source <(ath completion zsh) in ~/.zshrc",
+    "ath completion fish > ~/.config/fish/completions/ath.fish",
+  ],
 };

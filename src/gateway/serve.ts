@@ -25,6 +25,11 @@ export interface RunningServer {
 export async function startServer(o: ServeOptions, meta: { version: string; log: Logger }): Promise<RunningServer> {
   const providers = o.providersFile ? loadProvidersFile(o.providersFile) : {};
   if (o.mode === "native") requireOneApp(o, Object.keys(providers).length);
+  if (!o.strictScopes) {
+    for (const [id, c] of Object.entries(providers)) {
+      if (!c.scope_rules) meta.log.warn(`provider ${id} has no scope_rules: its tokens reach every path of its API (declare scope_rules, or start with --strict-scopes to refuse such calls)`);
+    }
+  }
   const store = await openStore(o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`);
   const masterKey = loadOrCreateMasterKey(o.dataDir, o.masterKey);
   // Requests that arrive before the gateway is configured wait for it (a port of 0 is known only once bound).

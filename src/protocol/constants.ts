@@ -20,6 +20,13 @@ export const PATHS = {
   nativeApi: "/api",
 } as const;
 
+/**
+ * Methods the proxy forwards, and so the methods `ath proxy` sends: those Bun's fetch sends as given (it turns
+ * unknown ones into GET, which would run a different request than the one scope_rules judged). Never TRACE — the
+ * upstream would echo the request, upstream token included, back to the agent — nor CONNECT.
+ */
+export const PROXY_METHODS: readonly string[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PROPFIND", "MKCOL", "REPORT", "SEARCH", "QUERY"];
+
 /** Prefixes of identifiers and secrets ath mints; they make leaked secrets recognisable. */
 export const PREFIX = {
   clientId: "ath_",

@@ -4,7 +4,7 @@
  * type of `ath status --format json` (flows/status.ts imports the type only, so the CLI never loads classic zod).
  */
 import { z } from "zod";
-import { HEADER_NAME, HEADER_VALUE } from "./constants.ts";
+import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "./constants.ts";
 
 const providerId = z.string().min(1).max(256).describe("Provider id, as ath_providers lists it");
 const scopes = z.array(z.string().min(1).max(512)).max(100);
@@ -87,7 +87,7 @@ export type AuthorizationOutput = z.infer<typeof AuthorizationOutput>;
 
 export const RequestToolInput = z.object({
   provider: providerId,
-  method: z.string().regex(/^[A-Za-z]{1,20}$/, "an HTTP method such as GET or POST").describe("HTTP method"),
+  method: z.enum(PROXY_METHODS as [string, ...string[]]).describe("HTTP method (those the gateway's proxy forwards)"),
   path: z.string().min(1).max(8192).regex(/^\//, "must start with /").describe("API path relative to the provider's API base, e.g. /v1/messages"),
   query: z.record(z.string(), z.union([z.string(), z.array(z.string())])).optional().describe("Query parameters, added to the path's own"),
   headers: z

@@ -162,7 +162,7 @@ describe("ath mcp — the whole flow without elicitation (the host shows the URL
 
   test("ath_request POST: a JSON body is sent as application/json, a string as is, extra headers pass, the upstream sees no ATH token", async () => {
     w.api.clear();
-    const json = await h.call("ath_request", { provider: "mail", method: "post", path: "/v1/echo", body: { title: "hi", n: 1 }, headers: { "X-Trace": "t-1" } });
+    const json = await h.call("ath_request", { provider: "mail", method: "POST", path: "/v1/echo", body: { title: "hi", n: 1 }, headers: { "X-Trace": "t-1" } });
     expect(json.structuredContent?.status).toBe(200);
     const echoed = json.structuredContent?.body;
     expect(echoed).toMatchObject({ method: "POST", body: '{"title":"hi","n":1}' });
@@ -214,6 +214,7 @@ describe("ath mcp — refusals and mistakes are tool errors; the server keeps se
     const { host: h } = await host();
     for (const [name, args, expected] of [
       ["ath_request", { provider: "mail", method: "G ET", path: "/x" }, "method"],
+      ["ath_request", { provider: "mail", method: "TRACE", path: "/x" }, "method"],
       ["ath_request", { provider: "mail", method: "GET", path: "no-slash" }, "path"],
       ["ath_request", { provider: "mail", method: "GET" }, "path"],
       ["ath_request", { provider: "mail", method: "GET", path: "/", headers: { "bad name": "x" } }, "headers.bad name"],

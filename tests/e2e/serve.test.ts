@@ -91,6 +91,45 @@ describe("ath serve — configuration errors", () => {
     expect(r.err).not.toContain("    at "); // no stack trace
   });
 
+  test("an unknown field is named with its provider, with the field it was probably meant to be (a misspelt scope_rules would allow every path)", async () => {
+    const dir = await tmp();
+    const file = join(dir, "providers.json");
+    await writeFile(file, JSON.stringify({ mail: { ...PROVIDER, scope_rule: { "mail:read": ["GET /v1/**"] }, revocation_endpont: "https://auth.example/revoke" } }));
+    const r = await serveFails(["--providers", file], { MAIL_SECRET: "s" });
+    expect(r.code).toBe(2);
+    const lines = r.err.trim().split("\n");
+    expect(lines).toContain('  providers.mail: unknown field "scope_rule" (did you mean "scope_rules"?)');
+    expect(lines).toContain('  providers.mail: unknown field "revocation_endpont" (did you mean "revocation_endpoint"?)');
+  });
+
+  test("a JSON syntax error is reported with its line and column", async () => {
+    const dir = await tmp();
+    const file = join(dir, "providers.json");
+    await writeFile(file, '{\n  "mail": {\n    "display_name": "Mail",\n    "client_id": "c",\n  }\n}\n');
+    const r = await serveFails(["--providers", file]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(`providers file ${file} is not valid JSON: line 5, column 3: a trailing comma before '}'`);
+    expect(r.err).not.toContain("    at ");
+  });
+
+  test("a provider without scope_rules starts with a warning naming it and --strict-scopes; with --strict-scopes no warning", async () => {
+    const dir = await tmp();
+    const file = join(dir, "providers.json");
+    await writeFile(file, JSON.stringify({ mail: PROVIDER, ruled: { ...PROVIDER, scope_rules: { "mail:read": ["GET /v1/**"] } } }));
+    for (const strict of [false, true]) {
+      const s = await serve(["--data-dir", join(dir, `data-${strict}`), "--providers", file, ...(strict ? ["--strict-scopes"] : [])], { MAIL_SECRET: "s", ATH_HOME: dir });
+      s.p.kill("SIGTERM");
+      await s.p.exited;
+      const err = await s.stderr();
+      if (strict) expect(err).not.toContain("scope_rules");
+      else {
+        expect(err).toContain("provider mail has no scope_rules");
+        expect(err).toContain("--strict-scopes");
+        expect(err).not.toContain("provider ruled");
+      }
+    }
+  });
+
   test("an unset or empty ${ENV} is named with its provider and field", async () => {
     const dir = await tmp();
     const file = join(dir, "providers.json");

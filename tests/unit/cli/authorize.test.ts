@@ -36,7 +36,7 @@ describe("authorize (Phase B)", () => {
     const t = await ath(["token", "-g", GW, "--code", codeFor(res.ath_session_id), "--format", "json"]);
     expect(t.code).toBe(0);
     const exchange = fx.gw.requests.find((q) => q.path === "/ath/token")!;
-    expect(exchange.contentType).toBe("application/x-www-form-urlencoded");
+    expect(exchange.contentType).toBe("application/json");
     expect(exchange.body.grant_type).toBe("authorization_code");
     expect(exchange.body.ath_session_id).toBe(res.ath_session_id);
     const tok = JSON.parse(t.stdout);
@@ -204,7 +204,7 @@ describe("authorize --wait", () => {
   });
 
   test("an interrupt (Ctrl-C) during the wait drops its pending session", async () => {
-    let interrupt: (() => Promise<void>) | undefined;
+    let interrupt: ((signal: "SIGINT" | "SIGTERM") => Promise<void>) | undefined;
     let removed = false;
     const restore = setDeps({
       env: { ATH_HOME: fx.home.dir },
@@ -216,7 +216,7 @@ describe("authorize --wait", () => {
       stderrTTY: false,
       openUrl: async () => {
         expect(await fx.pendingIds()).toEqual(["ath_sess_2"]);
-        await interrupt!(); // what the SIGINT handler runs before it exits 130
+        await interrupt!("SIGINT"); // what the SIGINT handler runs before it exits 130
         expect(await fx.pendingIds()).toEqual([]);
         await redirect(2); // the real handler exits 130 here; in process, let the command end
       },
