@@ -5,6 +5,7 @@
 import { PATHS } from "../protocol/constants.ts";
 import {
   AgentRegistrationResponse,
+  AgentStatusResponse,
   AuthorizationResponse,
   DiscoveryDocument,
   ServiceDiscoveryDocument,
@@ -28,6 +29,12 @@ export function discoverService(base: string, http: HttpOptions): Promise<Servic
 
 export function registerAgent(base: string, body: AgentRegistrationRequest, http: HttpOptions) {
   return requestJson(AgentRegistrationResponse, { method: "POST", url: base + PATHS.register, json: body }, http);
+}
+
+/** GET /ath/agents/status (ath's extension): the registration as the gateway holds it now. */
+export function fetchAgentStatus(base: string, client: { client_id: string; client_secret: string }, http: HttpOptions) {
+  const basic = btoa(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`);
+  return requestJson(AgentStatusResponse, { method: "GET", url: base + PATHS.agentStatus, headers: { authorization: `Basic ${basic}` } }, http);
 }
 
 export function startAuthorization(base: string, body: AuthorizationRequest, http: HttpOptions) {

@@ -53,7 +53,8 @@ export type ExchangedCode = z.infer<typeof ExchangedCode>;
 export const Registration = z.object({
   client_id: z.string(),
   client_secret: z.string(),
-  agent_status: AgentStatus,
+  /** As registered, or as `ath status --refresh` last read it (an admin may suspend an agent: `suspended`). */
+  agent_status: z.union([AgentStatus, z.literal("suspended")]),
   approved_providers: z.array(ProviderApproval),
   approval_expires: z.string(),
   registered_at: z.string(),

@@ -98,6 +98,9 @@ async function resolveCommand(cmd: CommandDef, argv: string[]) {
   for (;;) {
     const subs = await resolve(leaf.subCommands);
     if (subs === undefined || Object.keys(subs).length === 0) break;
+    // a command that runs on its own and also has subcommands (`ath identity`, `ath identity new`): the subcommand
+    // word must come first
+    if (leaf.run !== undefined && (rest[0] === undefined || !Object.hasOwn(subs, rest[0]))) break;
     const lead = leadingFlags(rest, path.join(" "));
     globals.push(...lead.flags);
     rest = lead.rest;

@@ -13,6 +13,7 @@ import { showConsent, submitConsent } from "./endpoints/consent.ts";
 import { discovery, health } from "./endpoints/discovery.ts";
 import { introspect } from "./endpoints/introspect.ts";
 import { appDiscovery } from "./endpoints/native.ts";
+import { agentStatus } from "./endpoints/agent-status.ts";
 import { register } from "./endpoints/register.ts";
 import { revoke } from "./endpoints/revoke.ts";
 import { token } from "./endpoints/token.ts";
@@ -33,6 +34,7 @@ export function routeTable(features: RouteFeatures): Route[] {
 
     // Phase A and B (DESIGN §3)
     row("register", "POST", PATHS.register, "api", register, { limit: "register" }),
+    row("agent-status", "GET", PATHS.agentStatus, "api", agentStatus, { limit: "auth" }),
     row("authorize", "POST", PATHS.authorize, "api", authorize, { limit: "auth" }),
     row("consent", "GET", `${PATHS.consent}/{handle}`, "page", showConsent),
     row("consent.decide", "POST", `${PATHS.consent}/{handle}`, "page", submitConsent),

@@ -8,6 +8,7 @@ export const PATHS = {
   appDiscovery: "/.well-known/ath-app.json",
   health: "/health",
   register: "/ath/agents/register",
+  agentStatus: "/ath/agents/status", // ath's extension: an agent reads its own registration (HTTP Basic)
   authorize: "/ath/authorize",
   consent: "/ath/consent", // + /{handle}
   callback: "/ath/callback",

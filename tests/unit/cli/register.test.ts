@@ -43,7 +43,7 @@ describe("register (Phase A)", () => {
     expect(again.code).toBe(0);
     expect(again.stderr).toContain("already registered");
     // exit 0, but the agent must not believe the scopes it asked for now were granted
-    expect(again.stderr).toContain("requested scopes were not changed — register with a new agent identity");
+    expect(again.stderr).toContain("requested scopes were not changed — to ask for other scopes, make a new identity with `ath identity new`");
     const json = await ath(["register", "-g", GW, "--provider", "gitlab", "--format", "json"]);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({
