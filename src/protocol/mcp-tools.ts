@@ -24,7 +24,7 @@ export const ProvidersOutput = z.object({
   gateway: z.string(),
   agent_id: z.string().nullable().describe("null until a key exists (the first ath_authorize creates one)"),
   registered: z.boolean(),
-  agent_status: z.enum(["approved", "pending", "denied"]).optional(),
+  agent_status: z.enum(["approved", "pending", "denied", "suspended"]).optional().describe("As saved at registration (or by `ath status --refresh`)"),
   providers: z.array(
     z.object({
       provider_id: z.string(),
