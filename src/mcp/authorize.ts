@@ -32,7 +32,7 @@ export async function authorizeTool(ctx: ToolContext, args: AuthorizeToolInput, 
   const target = agent.target(ctx.target);
   const registeredNow = await registerIfNeeded(target, args, agent);
   // Asking the person again for what a live token already allows would only bother them (ath_revoke first to redo it).
-  const held = registeredNow || args.code_on_page === true ? undefined : await liveToken(target, args.provider, agent);
+  const held = registeredNow ? undefined : await liveToken(target, args.provider, agent);
   if (held !== undefined && (args.scopes ?? []).every((s) => held.effective_scopes.includes(s))) return authorizedBy(held, target.base);
   const input = { target, provider: args.provider, scopes: args.scopes ?? [] };
   if (args.code_on_page === true) {
