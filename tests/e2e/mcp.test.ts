@@ -9,6 +9,8 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import Ajv from "ajv";
 import { consent } from "../helpers/agent.ts";
+import { readUntil } from "../helpers/cli-binary.ts";
+import { ATH_BIN } from "../helpers/processes.ts";
 import { athError, startHost, textOf, type Host } from "../helpers/mcp-host.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
@@ -378,15 +380,25 @@ describe("ath mcp — the code shown on the page (a browser on another machine)"
     expect((await h.call("ath_token", { provider: "mail", wait_seconds: 30 })).structuredContent).toMatchObject({ status: "authorized" });
   });
 
-  test("closing the host's stdin ends the server, which drops the pending session its wait held", async () => {
-    const { host: h, home } = await host();
-    const started = await h.call("ath_authorize", { provider: "mail", scopes: ["openid"] });
-    const sessionId = String(started.structuredContent?.ath_session_id);
-    const before = Object.values((await credentials(home)).gateways[w.baseUrl].agents)[0] as { pending: Record<string, unknown> };
-    expect(Object.keys(before.pending)).toEqual([sessionId]);
-    await h.close();
-    expect(() => process.kill(h.pid, 0)).toThrow();
-    const after = Object.values((await credentials(home)).gateways[w.baseUrl].agents)[0] as { pending: Record<string, unknown> };
+  test("closing the host's stdin ends the server with exit 0 (no signal needed), and it drops the pending session its wait held", async () => {
+    const home = await tempDir("mcp-stdin");
+    cleanups.push(home.remove);
+    // a bare host, so nothing but the end of stdin can stop the server (the SDK client would SIGTERM after 2 s)
+    const p = Bun.spawn([ATH_BIN, "mcp", "-g", w.baseUrl], { env: { PATH: process.env.PATH ?? "", HOME: home.path, ATH_HOME: home.path }, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    const send = (m: object) => p.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...m })}\n`);
+    send({ id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bare", version: "1" } } });
+    send({ method: "notifications/initialized" });
+    send({ id: 2, method: "tools/call", params: { name: "ath_authorize", arguments: { provider: "mail", scopes: ["openid"] } } });
+    await p.stdin.flush();
+    const answer = await readUntil(p.stdout, /"id":2\}/);
+    const sessionId = /"ath_session_id":"(ath_sess_[^"]+)"/.exec(answer.input ?? "")?.[1];
+    expect(sessionId).toStartWith("ath_sess_");
+    const before = Object.values((await credentials(home.path)).gateways[w.baseUrl].agents)[0] as { pending: Record<string, unknown> };
+    expect(Object.keys(before.pending)).toEqual([sessionId as string]);
+    await p.stdin.end();
+    expect(await p.exited).toBe(0);
+    expect(p.signalCode).toBeNull();
+    const after = Object.values((await credentials(home.path)).gateways[w.baseUrl].agents)[0] as { pending: Record<string, unknown> };
     expect(after.pending).toEqual({});
   });
 });
