@@ -3,7 +3,7 @@
  * an ephemeral port that waits for `/callback?code&state&ath_session_id` (or `error=`), checks `state` in constant
  * time and answers the browser with a small page.
  */
-import { timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import { ClientError } from "./errors.ts";
 
 export interface CallbackResult {
@@ -25,6 +25,17 @@ export interface LoopbackOptions {
   retry?: string;
   /** Ends the wait early (Ctrl-C, a cancelled MCP call): `result` rejects with CANCELLED. */
   signal?: AbortSignal;
+  /** The port to listen on (the identity's own, registered exactly); a port in use falls back to any free one. */
+  port?: number;
+}
+
+/**
+ * The identity's own loopback port, 49152–65535 from a hash of its agent_id: registered as
+ * `http://127.0.0.1:<port>/callback` besides the port-less URI, so a server that matches redirect URIs exactly (not
+ * by RFC 8252's any-port rule) accepts the redirect of `authorize --wait`.
+ */
+export function loopbackPortFor(agentId: string): number {
+  return 49152 + (createHash("sha256").update(agentId).digest().readUInt16BE(0) % (65536 - 49152));
 }
 
 /** Starts the receiver; `state` is the value sent to /ath/authorize. */
@@ -51,10 +62,10 @@ export function startLoopback(state: string, o: LoopbackOptions): LoopbackReceiv
           : new ClientError("failure", "CANCELLED", "the wait for the approval was cancelled"),
       ),
     );
-  const server = Bun.serve({
+  const listen = (port: number) => Bun.serve({
     hostname: "127.0.0.1",
-    port: 0,
-    fetch(req) {
+    port,
+    fetch(req: Request) {
       const url = new URL(req.url);
       if (url.pathname !== "/callback" || done) return page(404, "Not found", "Nothing is waiting here.");
       const q = url.searchParams;
@@ -74,6 +85,13 @@ export function startLoopback(state: string, o: LoopbackOptions): LoopbackReceiv
       return page(200, "Authorization complete", "The agent received the approval. You can close this tab.");
     },
   });
+  let server: ReturnType<typeof listen>;
+  try {
+    server = listen(o.port ?? 0);
+  } catch (e) {
+    if (o.port === undefined || (e as NodeJS.ErrnoException).code !== "EADDRINUSE") throw e;
+    server = listen(0); // the identity's port is taken (another wait, another program): any port, the port-less URI
+  }
   ended.addEventListener("abort", onEnded);
   if (ended.aborted) onEnded();
   return {

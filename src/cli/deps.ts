@@ -12,9 +12,9 @@ export interface Deps {
   stdout: (s: string | Uint8Array) => void;
   stderr: (s: string) => void;
   now: () => number;
-  /** All of stdin (`--body -`). */
-  readStdin: () => Promise<Uint8Array>;
   stdinTTY: boolean;
+  /** All of stdin as text (`proxy --body -`; `admin login` reads the token from it, `admin providers add -` the entry). */
+  readStdin: () => Promise<string>;
   stdoutTTY: boolean;
   stderrTTY: boolean;
   /**
@@ -57,7 +57,6 @@ function processDeps(): Deps {
     stdout: (s) => writeAll(1, s),
     stderr: (s) => writeAll(2, s),
     now: () => Date.now(),
-    readStdin: async () => new Uint8Array(await Bun.stdin.arrayBuffer()),
     // Asked only when a command needs to know (colors, prompts, --wait): json output never does.
     get stdinTTY() {
       return terminal(0);
@@ -68,6 +67,7 @@ function processDeps(): Deps {
     get stderrTTY() {
       return terminal(2);
     },
+    readStdin: () => Bun.stdin.text(),
     openUrl: openInBrowser,
     onInterrupt,
   };

@@ -79,7 +79,7 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
 
 /** `--body` as given: inline text, `@path` a file's contents, `-` all of stdin. */
 async function readBodyArg(arg: string, deps: Deps): Promise<string> {
-  if (arg === "-") return new TextDecoder().decode(await deps.readStdin());
+  if (arg === "-") return deps.readStdin();
   if (!arg.startsWith("@")) return arg;
   const path = arg.slice(1);
   try {

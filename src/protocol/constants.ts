@@ -18,6 +18,10 @@ export const PATHS = {
   introspect: "/ath/introspect",
   adminProviders: "/ath/admin/providers",
   adminAgents: "/ath/admin/agents",
+  adminTokens: "/ath/admin/tokens",
+  adminTokensRevoke: "/ath/admin/tokens/revoke",
+  adminAudit: "/ath/admin/audit",
+  adminConsole: "/admin",
   nativeApi: "/api",
 } as const;
 
@@ -34,6 +38,8 @@ export const PREFIX = {
   clientSecret: "ath_secret_",
   session: "ath_sess_",
   token: "ath_tk_",
+  /** A token's public id (DESIGN §9): not a secret, never a bearer. */
+  tokenId: "ath_tkid_",
   code: "ath_code_",
 } as const;
 

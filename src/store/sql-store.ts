@@ -6,6 +6,7 @@
  */
 import { agentQueries } from "./sql/agents.ts";
 import { auditQueries } from "./sql/audit.ts";
+import { consoleQueries } from "./sql/console.ts";
 import type { Driver } from "./sql/driver.ts";
 import { grantQueries } from "./sql/grants.ts";
 import { metaQueries } from "./sql/meta.ts";
@@ -27,6 +28,7 @@ export function sqlStore(db: Driver, inTransaction = false): Store {
     ...tokenQueries(db),
     ...grantQueries(db),
     ...auditQueries(db),
+    ...consoleQueries(db),
     ...sweepQueries(db),
     // Nested: already in one, the inner decision joins it.
     transaction: (fn) => (inTransaction ? fn(sqlStore(db, true)) : db.transaction((tx) => fn(sqlStore(tx, true)))),

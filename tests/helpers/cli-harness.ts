@@ -187,7 +187,7 @@ export async function runAth(home: string, argv: string[], o: RunOptions = {}): 
     env: { ATH_HOME: home, ...o.env },
     stdout: (s) => void stdout.push(typeof s === "string" ? new TextEncoder().encode(s) : s.slice()),
     stderr: (s) => void (stderr += s),
-    readStdin: async () => new TextEncoder().encode(o.stdin ?? ""),
+    readStdin: async () => o.stdin ?? "",
     stdinTTY: tty,
     stdoutTTY: tty,
     stderrTTY: false,

@@ -1,7 +1,7 @@
 /** The admin API: providers (POST, GET list, GET/PUT/DELETE one). Client secrets go in sealed and never come out. */
 import { AdminProviderRequest, AthError, ProviderConfig, ProviderId } from "../../protocol/index.ts";
 import { audit } from "../domain/audit.ts";
-import type { Call } from "../context.ts";
+import type { Call, Gateway } from "../context.ts";
 import { parseWith, readObject } from "../http/request.ts";
 import { json } from "../http/response.ts";
 import { findProvider, listProviders, MASKED_SECRET, maskedProvider, toRecord } from "../domain/providers.ts";
@@ -48,10 +48,14 @@ export async function put(call: Call): Promise<Response> {
 }
 
 export async function remove({ gw, params }: Call): Promise<Response> {
-  const id = params.provider_id!;
+  return json(await removeProvider(gw, params.provider_id!));
+}
+
+/** Removes a provider (the API's DELETE and the console's button). */
+export async function removeProvider(gw: Gateway, id: string) {
   if (!(await gw.store.deleteProvider(id))) throw new AthError("NOT_FOUND", `Provider '${id}' is not configured`, { provider_id: id });
   await audit(gw, "provider.deleted", { provider_id: id });
-  return json({ provider_id: id, deleted: true });
+  return { provider_id: id, deleted: true };
 }
 
 // internal

@@ -11,9 +11,9 @@ import { createRouter, splitTarget } from "./router.ts";
 /** The caller checks named by the table's `auth` column; they throw an AthError to refuse. */
 export type Guards = Record<RouteAuth, (call: Call) => void>;
 
-export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards): (req: Request) => Promise<Response> {
+export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards): (req: Request, peer?: string) => Promise<Response> {
   const router = createRouter(table);
-  return async (req) => {
+  return async (req, peer) => {
     let kind: RouteKind = "api";
     try {
       const { path, search } = splitTarget(req.url);
@@ -23,7 +23,7 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
         throw m.error;
       }
       kind = m.route.kind;
-      const call: Call = { gw, req, route: m.route, params: m.params, search };
+      const call: Call = { gw, req, route: m.route, params: m.params, search, peer: peer ?? null };
       guards[m.route.auth](call);
       return await m.route.handler(call);
     } catch (err) {

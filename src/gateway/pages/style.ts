@@ -54,6 +54,42 @@ overflow-wrap:anywhere;user-select:all;-webkit-user-select:all}
 .hint{font-size:.92rem;color:var(--muted)}
 .error-code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem;color:var(--muted)}
 .notice{border-left:4px solid var(--bad);padding:8px 12px;background:var(--claim);margin:12px 0}
+.card.wide{max-width:76rem}
+nav.console{display:flex;flex-wrap:wrap;gap:6px 18px;align-items:center;margin:0 0 18px;padding-bottom:12px;
+border-bottom:1px solid var(--line)}
+nav.console a{color:var(--accent);font-weight:600;text-decoration:none}
+nav.console a[aria-current=page]{color:var(--fg);text-decoration:underline;text-underline-offset:4px}
+nav.console form{margin-left:auto}
+button.small{min-height:36px;padding:6px 12px;font-size:.9rem}
+button.danger{border-color:var(--bad);color:var(--bad)}
+.table-wrap{overflow-x:auto}
+table.list{width:100%;border-collapse:collapse;font-size:.92rem}
+table.list th{text-align:left;font-size:.75rem;letter-spacing:.05em;text-transform:uppercase;color:var(--muted);
+padding:6px 8px;border-bottom:1px solid var(--line)}
+table.list td{padding:8px;border-bottom:1px solid var(--line);vertical-align:top;overflow-wrap:anywhere}
+.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem}
+.row-actions{display:flex;flex-wrap:wrap;gap:6px;margin:0}
+form.filters{display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:8px 12px;align-items:end;
+margin:0 0 16px}
+form.filters label{margin:0 0 4px;font-size:.85rem}
+input[type=password],select{font:inherit;width:100%;padding:10px 12px;border:1px solid var(--line);border-radius:10px;
+background:var(--card);color:var(--fg)}
+.counts{display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:12px;margin:0 0 8px}
+.count{display:block;border:1px solid var(--line);border-radius:10px;padding:10px 12px;color:var(--muted);font-size:.9rem;
+text-decoration:none}
+.count b{display:block;font-size:1.6rem;color:var(--fg)}
+.badge{display:inline-block;padding:1px 8px;border-radius:999px;font-size:.8rem;font-weight:700;border:1px solid var(--line);
+white-space:nowrap;overflow-wrap:normal}
+.badge.pending{background:var(--claim);border-color:var(--claim-line);color:var(--claim-fg)}
+.badge.approved,.badge.active{color:var(--ok)}
+.badge.denied,.badge.suspended,.badge.revoked{color:var(--bad)}
+.flash{border-left:4px solid var(--ok);padding:8px 12px;margin:0 0 14px;background:var(--code)}
+.pager{margin-top:14px}
+.pager a{color:var(--accent);font-weight:600}
+@media (max-width:700px){table.list thead{display:none}table.list tr{display:block;border:1px solid var(--line);
+border-radius:10px;margin:0 0 10px;padding:6px 4px}table.list td{display:block;position:relative;border:0;
+padding:4px 8px 4px 7.25rem;min-height:2rem}table.list td::before{content:attr(data-label);position:absolute;left:8px;
+top:6px;width:6.5rem;font-weight:600;color:var(--muted);font-size:.8rem}nav.console form{margin-left:0}}
 .sandbox{max-width:34rem;margin:0 auto 12px;padding:10px 14px;border-radius:10px;font-weight:700;font-size:.9rem;
 color:#422006;border:2px solid #a16207;
 background:repeating-linear-gradient(135deg,#fde047 0 14px,#facc15 14px 28px)}

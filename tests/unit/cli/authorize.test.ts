@@ -74,6 +74,35 @@ describe("authorize (Phase B)", () => {
     expect(r.stderr).toContain(opened);
   });
 
+  test("authorize --wait listens on the identity's registered port (a server matching redirect URIs exactly accepts it); that port taken, on any free one", async () => {
+    await fx.registered();
+    const registeredUris = fx.gw.requests.find((q) => q.path === "/ath/agents/register")!.body.redirect_uris as string[];
+    const waitOnce = async () => {
+      let used = "";
+      const r = await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
+        fetch: fx.gw.fetch,
+        openUrl: async () => {
+          const sent = fx.gw.requests.filter((q) => q.path === "/ath/authorize").at(-1)!;
+          used = String(sent.body.user_redirect_uri);
+          const session = (await fx.pendingIds()).at(-1)!;
+          await fetch(`${used}?code=${codeFor(session)}&state=${sent.body.state}&ath_session_id=${session}`);
+        },
+      });
+      expect(r.code).toBe(0);
+      return used;
+    };
+    const first = await waitOnce();
+    expect(registeredUris).toContain(first); // exactly as registered, port included
+    const port = Number(new URL(first).port);
+    const squatter = Bun.serve({ hostname: "127.0.0.1", port, fetch: () => new Response("another program") });
+    try {
+      const second = await waitOnce();
+      expect(Number(new URL(second).port)).not.toBe(port); // any free port (the port-less URI's any-port rule)
+    } finally {
+      squatter.stop(true);
+    }
+  });
+
   test("authorize --wait: the user denying exits 4 USER_DENIED and saves no token", async () => {
     await fx.registered();
     const r = await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {

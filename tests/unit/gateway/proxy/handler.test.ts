@@ -270,7 +270,7 @@ describe("Proxy — upstream 401", () => {
     expect(r.status).toBe(200);
     expect(p.grants("refresh_token")).toHaveLength(refreshes + 1);
     expect(p.api.slice(before).map((x) => x.active)).toEqual([false, true]);
-    expect(await g.audited("grant.refreshed")).toBe(1);
+    expect(await g.audited("upstream.refreshed")).toBe(1);
   });
 });
 });
