@@ -202,6 +202,14 @@ describe("ath mcp — the whole flow without elicitation (the host shows the URL
     expect(Buffer.from(String(bigBinary.structuredContent?.body), "base64").length).toBe(MiB);
   });
 
+  test("a call the host cancels (notifications/cancelled) is not a failure of the server: the next call is answered", async () => {
+    const slow = h.client.callTool({ name: "ath_request", arguments: { provider: "mail", method: "GET", path: "/v1/slow", query: { ms: "3000" } } }, undefined, { signal: AbortSignal.timeout(200) });
+    await expect(slow).rejects.toThrow();
+    const next = await h.call("ath_request", { provider: "mail", method: "GET", path: "/v1/messages" });
+    expect(next.structuredContent?.status).toBe(200);
+    expect(h.stderr()).not.toContain("unexpected error");
+  });
+
   test("20 concurrent ath_request calls all answer, each with its own result", async () => {
     const calls = Array.from({ length: 20 }, (_, i) => h.call("ath_request", { provider: "mail", method: "GET", path: "/v1/messages", query: { n: String(i) } }));
     const results = await Promise.all(calls);
