@@ -26,6 +26,7 @@ export const root = defineCommand({
     serve: () => import("./serve.ts").then((m) => m.default),
     templates: () => import("./templates.ts").then((m) => m.default),
     admin: () => import("./admin.ts").then((m) => m.default),
+    mcp: () => import("./mcp.ts").then((m) => m.default),
     completion: () => import("./completion.ts").then((m) => m.default),
   },
 });
