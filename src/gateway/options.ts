@@ -23,6 +23,7 @@ export const SERVE_FLAGS = {
   "session-ttl": { type: "string", description: "Consent session lifetime, seconds (max 600)", valueHint: "s" },
   "token-ttl": { type: "string", description: "ATH token lifetime, seconds (default 3600)", valueHint: "s" },
   "upstream-timeout": { type: "string", description: "Provider API timeout, seconds (default 30)", valueHint: "s" },
+  "max-approval-body": { type: "string", env: "ATH_MAX_APPROVAL_BODY", description: "Largest body of a request that needs a person's approval, bytes (env ATH_MAX_APPROVAL_BODY; default 1 MiB)", valueHint: "bytes" },
   "sweep-interval": { type: "string", description: "Seconds between sweeps of expired rows (default 60)", valueHint: "s" },
   "sweep-retention": { type: "string", description: "Seconds revoked/expired tokens and dead grants are kept (default 86400)", valueHint: "s" },
   "audit-retention": { type: "string", description: "Days audit events are kept (default 90)", valueHint: "days" },
@@ -119,6 +120,7 @@ const ServeOptions = z
     "session-ttl": integer("session-ttl", 1, LIMITS.sessionTtlMaxSeconds, LIMITS.sessionTtlMaxSeconds),
     "token-ttl": integer("token-ttl", 1, 366 * 24 * 3600, LIMITS.tokenTtlDefaultSeconds),
     "upstream-timeout": integer("upstream-timeout", 1, 600, 30),
+    "max-approval-body": integer("max-approval-body", 0, 64 * 1024 * 1024, 1024 * 1024),
     "sweep-interval": integer("sweep-interval", 1, 86400, 60),
     "sweep-retention": integer("sweep-retention", 1, 366 * 24 * 3600, 86400),
     "audit-retention": integer("audit-retention", 1, 36500, 90),
@@ -161,6 +163,7 @@ const ServeOptions = z
     sessionTtlSeconds: o["session-ttl"],
     tokenTtlSeconds: o["token-ttl"],
     upstreamTimeoutMs: o["upstream-timeout"] * 1000,
+    maxApprovalBody: o["max-approval-body"],
     sweepIntervalMs: o["sweep-interval"] * 1000,
     /** Revoked/expired tokens and dead grants are kept this long (audit and debugging). */
     sweepRetentionMs: o["sweep-retention"] * 1000,

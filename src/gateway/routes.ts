@@ -5,6 +5,7 @@
  */
 import { LIMITS, PATHS } from "../protocol/index.ts";
 import * as adminAgents from "./admin/agents.ts";
+import * as adminApprovals from "./admin/approvals.ts";
 import * as adminAudit from "./admin/audit.ts";
 import * as adminProviders from "./admin/providers.ts";
 import * as adminTokens from "./admin/tokens.ts";
@@ -17,6 +18,7 @@ import { discovery, health, landing } from "./endpoints/discovery.ts";
 import { introspect } from "./endpoints/introspect.ts";
 import { appDiscovery } from "./endpoints/native.ts";
 import { agentStatus } from "./endpoints/agent-status.ts";
+import { showApproval, submitApproval } from "./endpoints/approvals.ts";
 import { register } from "./endpoints/register.ts";
 import { revoke } from "./endpoints/revoke.ts";
 import { token } from "./endpoints/token.ts";
@@ -47,6 +49,10 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("revoke", "POST", PATHS.revoke, "api", revoke),
     row("introspect", "POST", PATHS.introspect, "api", introspect, { auth: "introspection" }),
 
+    // Per-request approvals (DESIGN §15): the agent polls (JSON with its bearer), a person decides (the page)
+    row("approval", "GET", `${PATHS.approvals}/{approval_id}`, "page", showApproval),
+    row("approval.decide", "POST", `${PATHS.approvals}/{approval_id}`, "page", submitApproval, { maxBody: 4096 }),
+
     // The proxy streams its bodies: maxBody does not apply to them.
     row("proxy", "*", `${PATHS.proxy}/{provider_id}/*`, "proxy", proxy, { limit: "proxy" }),
     // Native mode: the app's API is the proxy without the provider segment — the same handler, the same rules.
@@ -70,6 +76,8 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("admin.tokens.list", "GET", PATHS.adminTokens, "api", adminTokens.list, { auth: "admin" }),
     row("admin.tokens.revoke", "POST", PATHS.adminTokensRevoke, "api", adminTokens.revoke, { auth: "admin" }),
     row("admin.audit.list", "GET", PATHS.adminAudit, "api", adminAudit.list, { auth: "admin" }),
+    row("admin.approvals.list", "GET", PATHS.adminApprovals, "api", adminApprovals.list, { auth: "admin" }),
+    row("admin.approvals.decide", "POST", `${PATHS.adminApprovals}/{approval_id}`, "api", adminApprovals.decideOne, { auth: "admin" }),
 
     // Admin console (DESIGN §9): pages; the session cookie is checked by the handlers (sign-in is one of them)
     row("console", "GET", PATHS.adminConsole, "page", adminConsole.overview),

@@ -74,6 +74,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         tokenTtlSeconds: o.tokenTtlSeconds,
         strictScopes: o.strictScopes,
         upstreamTimeoutMs: o.upstreamTimeoutMs,
+        maxApprovalBody: o.maxApprovalBody,
         providers,
         ...(o.adminToken ? { adminToken: o.adminToken } : {}),
         ...(o.introspectionToken ? { introspectionToken: o.introspectionToken } : {}),

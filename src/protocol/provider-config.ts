@@ -27,6 +27,21 @@ const apiHeaderName = z
   });
 const apiHeaderValue = z.string().max(1024).regex(/^[\x20-\x7e\t]*$/, "expected a printable header value without line breaks");
 
+/** `"METHOD /path/glob"` — the grammar of scope_rules (DESIGN §3), shared by approval_rules (§15). */
+export const RequestRule = z.string().regex(/^[A-Z*]+ \/\S*$/, "expected \"METHOD /path\"");
+
+/**
+ * One approval rule (DESIGN §15): a request matching one of `match` waits for a person — the user who granted the
+ * token (`user`) or an admin — who approves that exact request within `ttl` seconds (default 300).
+ */
+export const ApprovalRule = z.strictObject({
+  match: z.array(RequestRule).min(1).max(100),
+  approver: z.enum(["user", "admin"]).default("user"),
+  ttl: z.number().int().min(10).max(7 * 24 * 3600).default(300),
+});
+export type ApprovalRule = z.output<typeof ApprovalRule>;
+export const ApprovalRules = z.array(ApprovalRule).max(100);
+
 /**
  * Every field of an entry is known: a misspelt optional field (`scope_rule` for `scope_rules`) would otherwise be
  * dropped silently — and a provider without its scope_rules allows every path (issue 13, item 7).
@@ -44,7 +59,9 @@ export const ProviderConfig = z
     client_secret: z.string().max(4096),
     // optional extensions
     /** Per scope, the requests it allows: `"METHOD /path/glob"`, `*` one segment, `**` any rest. */
-    scope_rules: z.record(z.string(), z.array(z.string().regex(/^[A-Z*]+ \/\S*$/, "expected \"METHOD /path\""))).optional(),
+    scope_rules: z.record(z.string(), z.array(RequestRule)).optional(),
+    /** Requests a person must approve one by one (DESIGN §15), checked after scope_rules. */
+    approval_rules: ApprovalRules.optional(),
     /** Human descriptions of scopes, shown on the consent page. */
     scope_descriptions: z.record(z.string(), z.string().max(500)).optional(),
     categories: z.array(z.string()).optional(),

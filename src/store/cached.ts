@@ -153,6 +153,8 @@ const NEUTRAL = new Set([
   "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "listTokens", "countTokens", "createConsoleSession", "getConsoleSession",
   "deleteConsoleSession", "createGrant",
   "getGrant", "appendAudit", "listAudit", "transaction", "changes", "close",
+  // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
+  "createApproval", "getApproval", "listApprovals", "decideApproval", "consumeApproval",
 ]);
 
 /**

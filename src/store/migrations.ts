@@ -133,5 +133,31 @@ CREATE TABLE console_sessions (
   expires_at ${int} NOT NULL
 );
 CREATE INDEX console_sessions_expires ON console_sessions (expires_at);`,
+    // 5: per-request approvals (DESIGN §15), and an agent's own approval rules
+    `CREATE TABLE approvals (
+  approval_id TEXT PRIMARY KEY,
+  client_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  provider_id TEXT NOT NULL,
+  token_id TEXT NOT NULL,
+  approver TEXT NOT NULL CHECK (approver IN ('user', 'admin')),
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  query TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  body_sealed TEXT,
+  body_bytes ${int} NOT NULL,
+  content_type TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'used')),
+  decided_by TEXT,
+  decided_at ${int},
+  used_at ${int},
+  created_at ${int} NOT NULL,
+  expires_at ${int} NOT NULL
+);
+CREATE INDEX approvals_created ON approvals (created_at, approval_id);
+CREATE INDEX approvals_expires ON approvals (expires_at);
+ALTER TABLE agents ADD COLUMN approval_rules TEXT;`,
   ];
 }

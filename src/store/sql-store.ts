@@ -5,6 +5,7 @@
  * in `transaction`. Drivers (sqlite.ts, postgres.ts) only run it.
  */
 import { agentQueries } from "./sql/agents.ts";
+import { approvalQueries } from "./sql/approvals.ts";
 import { auditQueries } from "./sql/audit.ts";
 import { consoleQueries } from "./sql/console.ts";
 import type { Driver } from "./sql/driver.ts";
@@ -29,6 +30,7 @@ export function sqlStore(db: Driver, inTransaction = false): Store {
     ...grantQueries(db),
     ...auditQueries(db),
     ...consoleQueries(db),
+    ...approvalQueries(db),
     ...sweepQueries(db),
     // Nested: already in one, the inner decision joins it.
     transaction: (fn) => (inTransaction ? fn(sqlStore(db, true)) : db.transaction((tx) => fn(sqlStore(tx, true)))),

@@ -6,6 +6,7 @@
 import { AthError, PATHS } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { constantTimeEqual } from "../crypto/secrets.ts";
+import { approverCookieAfterConsent } from "../domain/approver-cookie.ts";
 import { audit } from "../domain/audit.ts";
 import { bindingHash, browserPseudonym, readBinding } from "../domain/browser-binding.ts";
 import { openProvider, outbound, requireProvider } from "../domain/providers.ts";
@@ -45,6 +46,8 @@ export async function callback(call: Call): Promise<Response> {
   }
   const userId = (await upstreamUserId(provider, tokens, outbound(gw))) ?? browserPseudonym(binding);
   const { agentCode, expiresAt, consented } = await recordConsent(gw, session, { tokens, userId });
+  // This browser may later approve this user's individual requests (DESIGN §15).
+  const headers = { "set-cookie": await approverCookieAfterConsent(gw, req, session.provider_id, userId) };
 
   // The gateway's own callback as the agent's redirect URI (the official SDK's and athx's default) means "no agent
   // redirect": sending the browser there would only show a "no longer valid" page (DESIGN §8).
@@ -53,7 +56,7 @@ export async function callback(call: Call): Promise<Response> {
     url.searchParams.set("code", agentCode);
     url.searchParams.set("state", session.agent_state);
     url.searchParams.set("ath_session_id", session.session_id);
-    return redirect(url.href, 302);
+    return redirect(url.href, 302, headers);
   }
   return htmlResponse(
     renderCodeResultPage({
@@ -66,5 +69,6 @@ export async function callback(call: Call): Promise<Response> {
       expiresAt: new Date(expiresAt),
       now: new Date(gw.now()),
     }),
+    { headers },
   );
 }

@@ -4,14 +4,16 @@
  */
 import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
+import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../domain/approvals.ts";
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
 import { requireLiveToken } from "../domain/tokens.ts";
+import { readBounded } from "../http/body.ts";
 import { bearerToken } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
-import { prepareBody, send } from "./relay.ts";
+import { prepareBody, send, type PreparedBody } from "./relay.ts";
 import { allowedByScopeRules } from "./scope-rules.ts";
 import { relativePath, upstreamUrl } from "./url.ts";
 
@@ -48,7 +50,27 @@ export async function proxy(call: Call): Promise<Response> {
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
 
   const headers = upstreamRequestHeaders(req.headers, apiHeaders(record.config));
-  const body = await prepareBody(req);
+  // Approval rules (DESIGN §15), after scope_rules: the body is read whole (bounded) to be digested and shown.
+  const rule = approvalRuleFor(record.config, await gw.store.getAgentByClientId(token.client_id), req.method, path);
+  let body: PreparedBody;
+  if (rule) {
+    const limit = gw.opts.maxApprovalBody ?? MAX_APPROVAL_BODY_DEFAULT;
+    const bytes = await readBounded(req.body, req.headers.get("content-length"), limit, () =>
+      new AthError("PAYLOAD_TOO_LARGE", `A request that needs a person's approval may carry at most ${limit} bytes`, { limit }),
+    );
+    await passApproval(gw, rule, {
+      token,
+      method: req.method,
+      path: "/" + rawPath,
+      query: call.search.replace(/^\?/, ""),
+      body: bytes,
+      contentType: req.headers.get("content-type"),
+      approvalId: req.headers.get(HEADERS.approval),
+    });
+    body = { data: bytes.byteLength ? (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer) : null, replayable: true };
+  } else {
+    body = await prepareBody(req);
+  }
   let access = await currentAccess(gw, token.grant_id);
   let res = await send(gw, req.method, target, headers, body, access);
   if (res.status === 401 && access.canRefresh && body.replayable) {
