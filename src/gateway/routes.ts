@@ -87,6 +87,8 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("console.signout", "POST", `${PATHS.adminConsole}/signout`, "page", adminConsole.submitSignout, { maxBody: 4096 }),
     row("console.agents", "GET", `${PATHS.adminConsole}/agents`, "page", adminConsole.agents),
     row("console.agents.act", "POST", `${PATHS.adminConsole}/agents/{client_id}`, "page", adminConsole.agentAction, { maxBody: 4096 }),
+    row("console.approvals", "GET", `${PATHS.adminConsole}/approvals`, "page", adminConsole.approvals),
+    row("console.approvals.decide", "POST", `${PATHS.adminConsole}/approvals/{approval_id}`, "page", adminConsole.approvalAction, { maxBody: 4096 }),
     row("console.tokens", "GET", `${PATHS.adminConsole}/tokens`, "page", adminConsole.tokens),
     row("console.tokens.revoke", "POST", `${PATHS.adminConsole}/tokens/revoke`, "page", adminConsole.revokeAction, { maxBody: 8192 }),
     row("console.providers", "GET", `${PATHS.adminConsole}/providers`, "page", adminConsole.providers),

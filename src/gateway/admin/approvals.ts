@@ -71,8 +71,8 @@ export function view(gw: Gateway, a: ApprovalRecord) {
     request_digest: a.digest,
     body_bytes: a.body_bytes,
     status: approvalStatus(a, gw.now()),
-    created_at: iso(a.created_at),
-    expires_at: iso(a.expires_at),
+    created_at: new Date(a.created_at).toISOString(),
+    expires_at: new Date(a.expires_at).toISOString(),
     decided_at: iso(a.decided_at),
     decided_by: a.decided_by,
   };
