@@ -37,7 +37,10 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     // Bun's idle timeout (max 255 s) must outlast slow upstreams and streamed bodies.
     idleTimeout: 255,
     ...(o.tls ? { tls: { cert: Bun.file(o.tls.cert), key: Bun.file(o.tls.key) } } : {}),
-    fetch: (req) => (app ? app.fetch(req) : ready.then((a) => a.fetch(req))),
+    fetch: (req, srv) => {
+      const peer = srv.requestIP(req)?.address;
+      return app ? app.fetch(req, peer) : ready.then((a) => a.fetch(req, peer));
+    },
     // Only reached if the pipeline's own boundary failed; same exposure rule.
     error: (err) => errorResponse(err, (msg, e) => meta.log.error(msg, e)),
   });
@@ -55,6 +58,12 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         tokenTtlSeconds: o.tokenTtlSeconds,
         strictScopes: o.strictScopes,
         upstreamTimeoutMs: o.upstreamTimeoutMs,
+        trustProxy: o.trustProxy,
+        metricsPublic: o.metricsPublic,
+        ...(o.metricsToken ? { metricsToken: o.metricsToken } : {}),
+        rateLimits: o.rateLimits,
+        maxBody: o.maxBody,
+        maxProxyBody: o.maxProxyBody,
         providers,
         ...(o.adminToken ? { adminToken: o.adminToken } : {}),
         ...(o.introspectionToken ? { introspectionToken: o.introspectionToken } : {}),
@@ -109,7 +118,7 @@ export async function runServer(o: ServeOptions, meta: { version: string; log: L
     process.on("SIGINT", stop);
   });
   await Bun.sleep(0); // let the runtime install the signal handlers
-  process.stdout.write(`listening on ${running.url}\n`);
+  meta.log.announce(`listening on ${running.url}`);
   await stopped;
 }
 

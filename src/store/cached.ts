@@ -145,7 +145,7 @@ const NEUTRAL = new Set([
   "kind", "getMeta", "setMeta", "getProvider", "listProviders", "createAgent", "getAgentByClientId", "getAgentByAgentId",
   "listAgents", "recordJti", "createSession", "getSession", "getSessionByHandle", "getSessionByUpstreamState",
   "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "createGrant",
-  "getGrant", "appendAudit", "listAudit", "transaction", "changes", "close",
+  "getGrant", "appendAudit", "listAudit", "leaseRateCapacity", "transaction", "changes", "close",
 ]);
 
 /**

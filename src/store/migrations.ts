@@ -117,5 +117,15 @@ CREATE INDEX audit_type ON audit (type, id);
     `CREATE INDEX tokens_revoked ON tokens (revoked_at);
 CREATE INDEX grants_dead ON grants (status, updated_at);
 CREATE INDEX grants_created ON grants (created_at);`,
+    // 4: rate-limit capacity leased by instances, per limit key and window (DESIGN §10)
+    `CREATE TABLE rate_leases (
+  rkey TEXT NOT NULL,
+  window_start ${int} NOT NULL,
+  used INTEGER NOT NULL,
+  granted INTEGER NOT NULL,
+  expires_at ${int} NOT NULL,
+  PRIMARY KEY (rkey, window_start)
+);
+CREATE INDEX rate_leases_expires ON rate_leases (expires_at);`,
   ];
 }

@@ -5,7 +5,8 @@
  * test gives (a scripted provider, an identity-document host): no port, no process, no sleeping for expiry.
  */
 import { createGateway, type App } from "../../src/gateway/app.ts";
-import type { Gateway } from "../../src/gateway/context.ts";
+import type { Gateway, Logger } from "../../src/gateway/context.ts";
+import type { RateLimits } from "../../src/gateway/ops/rate-limit.ts";
 import type { ApprovalMode } from "../../src/gateway/rules/policy.ts";
 import { PATHS, ProviderConfig, type ProviderConfigInput } from "../../src/protocol/index.ts";
 import { openSqliteStore } from "../../src/store/index.ts";
@@ -46,6 +47,15 @@ export interface InProcessOptions {
   hosts?: Record<string, Host>;
   /** The store (default: in-memory SQLite); the gateway closes it. */
   store?: Store;
+  /** Where the gateway logs (default: nowhere). */
+  log?: Logger;
+  /** Rate limits (default: none) and body limits (default: the gateway's). */
+  rateLimits?: RateLimits;
+  maxBody?: number;
+  maxProxyBody?: number;
+  trustProxy?: boolean;
+  metricsToken?: string;
+  metricsPublic?: boolean;
 }
 
 export interface InProcess {
@@ -98,6 +108,12 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
       masterKey: crypto.getRandomValues(new Uint8Array(32)),
       demo: true,
       ...(o.auditDelayMs === undefined ? {} : { auditBatch: { delayMs: o.auditDelayMs } }),
+      ...(o.rateLimits ? { rateLimits: o.rateLimits } : {}),
+      ...(o.maxBody ? { maxBody: o.maxBody } : {}),
+      ...(o.maxProxyBody ? { maxProxyBody: o.maxProxyBody } : {}),
+      ...(o.trustProxy ? { trustProxy: true } : {}),
+      ...(o.metricsToken ? { metricsToken: o.metricsToken } : {}),
+      ...(o.metricsPublic ? { metricsPublic: true } : {}),
     },
     {
       store: o.store ?? openSqliteStore(":memory:"),
@@ -107,6 +123,7 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
         return route(req);
       },
       clock: clock.now,
+      ...(o.log ? { log: o.log } : {}),
     },
   );
   const running = app;

@@ -9,7 +9,7 @@ import { audit } from "../domain/audit.ts";
 import type { Call } from "../context.ts";
 import { dropGrant } from "../domain/grants.ts";
 import { findToken } from "../domain/tokens.ts";
-import { readObject } from "../http/request.ts";
+import { isLimitError, readObject } from "../http/request.ts";
 import { json } from "../http/response.ts";
 
 export async function revoke(call: Call): Promise<Response> {
@@ -18,6 +18,7 @@ export async function revoke(call: Call): Promise<Response> {
   try {
     outcome = await tryRevoke(call);
   } catch (err) {
+    if (isLimitError(err)) throw err;
     outcome = `refused: ${err instanceof Error ? err.message : String(err)}`;
   }
   if (outcome !== "revoked") await audit(gw, "token.revocation_ignored", { data: { reason: outcome } });
