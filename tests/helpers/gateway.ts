@@ -33,6 +33,8 @@ export interface Gateway {
   providersFile: string;
   /** Everything the process wrote to stdout and stderr so far (for failure messages). */
   output(): string;
+  /** The running process's id (undefined when stopped). */
+  pid(): number | undefined;
   stop(signal?: NodeJS.Signals): Promise<number>;
   /** SIGKILL: no graceful shutdown. */
   kill(): Promise<void>;
@@ -101,6 +103,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     adminToken,
     providersFile,
     output: () => log,
+    pid: () => proc?.pid,
     async stop(signal = "SIGTERM") {
       const p = proc;
       if (p === undefined) return 0;
