@@ -154,7 +154,16 @@ const ServeOptions = z
     demo: flag,
     insecure: flag,
     "trust-proxy": flag,
-    "log-format": z.string().optional(),
+    "log-format": z
+      .string()
+      .optional()
+      .transform((v, ctx): "text" | "json" | undefined => {
+        if (v !== undefined && v !== "text" && v !== "json") {
+          ctx.addIssue({ code: "custom", message: `--log-format (or ATH_LOG_FORMAT) must be text or json, got "${v}"` });
+          return z.NEVER;
+        }
+        return v;
+      }),
     "log-level": enumOf("log-level", "ATH_LOG_LEVEL", ["debug", "info", "warn", "error"], "info"),
     "metrics-token": text,
     "metrics-public": flag,
@@ -169,10 +178,6 @@ const ServeOptions = z
   .superRefine((o, ctx) => {
     const base = o["base-url"];
     if (base !== undefined && !/^https?:\/\/[^/]+/.test(base)) ctx.addIssue({ code: "custom", message: `--base-url must be an http(s) URL, got "${base}"` });
-    const format = o["log-format"];
-    if (format !== undefined && format !== "text" && format !== "json") {
-      ctx.addIssue({ code: "custom", message: `--log-format (or ATH_LOG_FORMAT) must be text or json, got "${format}"` });
-    }
     if (Boolean(o["tls-cert"]) !== Boolean(o["tls-key"])) ctx.addIssue({ code: "custom", message: "--tls-cert and --tls-key go together" });
     if (!o["tls-cert"] && !LOOPBACK_HOSTS.includes(o.host) && !o.insecure && !o["trust-proxy"]) {
       ctx.addIssue({
@@ -209,7 +214,7 @@ const ServeOptions = z
     demo: o.demo,
     trustProxy: o["trust-proxy"],
     /** DESIGN §10: text on a terminal, JSON otherwise (a log collector). */
-    logFormat: (o["log-format"] ?? (process.stdout.isTTY ? "text" : "json")) as "text" | "json",
+    logFormat: o["log-format"] ?? (process.stdout.isTTY ? "text" : "json"),
     logLevel: o["log-level"],
     metricsToken: o["metrics-token"],
     metricsPublic: o["metrics-public"],
