@@ -62,7 +62,7 @@ const SECRET_NAME = /secret|token|passw|cookie|authoriz|verifier|attestation|ass
  */
 export function redact(fields: LogFields, depth = 0): LogFields {
   const out: LogFields = {};
-  for (const [k, v] of Object.entries(fields)) out[k] = SECRET_NAME.test(k) ? REDACTED : clean(v, depth);
+  for (const k in fields) out[k] = secretName(k) ? REDACTED : clean(fields[k], depth);
   return out;
 }
 
@@ -93,6 +93,17 @@ const SCHEME_CREDENTIAL = /\b(bearer|basic)\s+[^\s"',]+/gi;
 /** `access_token=x`, `"refresh_token": "x"`, `client_secret: x`, `code=x`, `state=x`, `cookie: x`… */
 const SECRET_PAIR = /\b((?:[a-z_]*(?:token|secret|password|assertion|verifier)|code|state|cookie|authorization)"?)(\s*[=:]\s*"?)[^\s"&,;}]+/gi;
 
+/** SECRET_NAME's verdict per field name: call sites use a few dozen names, over and over. */
+const verdicts = new Map<string, boolean>();
+function secretName(k: string): boolean {
+  let v = verdicts.get(k);
+  if (v === undefined) {
+    v = SECRET_NAME.test(k);
+    if (verdicts.size < 1000) verdicts.set(k, v);
+  }
+  return v;
+}
+
 function clean(v: unknown, depth: number): unknown {
   if (typeof v === "string") return scrub(v);
   if (v === null || typeof v !== "object") return v;
@@ -107,12 +118,37 @@ function describe(err: unknown): string {
   return scrub(err instanceof Error ? `${err.name}: ${err.message}` : String(err));
 }
 
+/** A JSON string: most values (ids, routes, methods) need no escaping, and skip JSON.stringify. */
+function quote(s: string): string {
+  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
+}
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** The ISO time of the last line: lines of one millisecond share it. */
+let lastTime = NaN;
+let lastIso = "";
+
 function format(fmt: LogFormat, time: number, level: LogLevel, msg: string, fields: LogFields | undefined): string {
-  const at = new Date(time).toISOString();
-  if (fmt === "json") return `${JSON.stringify({ time: at, level, msg, ...fields })}\n`;
-  let line = `${at} ${level.toUpperCase().padEnd(5)} ${msg}`;
+  if (time !== lastTime) {
+    lastTime = time;
+    lastIso = new Date(time).toISOString();
+  }
+  if (fmt === "json") {
+    // written out rather than JSON.stringify({...}): no object built per line (the access record is on every request)
+    let line = `{"time":"${lastIso}","level":"${level}","msg":${quote(msg)}`;
+    if (fields) {
+      for (const k in fields) {
+        const v = fields[k];
+        if (v === undefined) continue;
+        line += `,${quote(k)}:${typeof v === "number" && Number.isFinite(v) ? v : typeof v === "string" ? quote(v) : JSON.stringify(v)}`;
+      }
+    }
+    return `${line}}\n`;
+  }
+  let line = `${lastIso} ${level.toUpperCase().padEnd(5)} ${msg}`;
   if (fields) {
-    for (const [k, v] of Object.entries(fields)) {
+    for (const k in fields) {
+      const v = fields[k];
       if (v === undefined) continue;
       const s = typeof v === "string" ? v : JSON.stringify(v);
       line += ` ${k}=${/^[^\s"=]+$/.test(s) ? s : JSON.stringify(s)}`;

@@ -37,6 +37,8 @@ export function parseRate(text: string): Rate | null | undefined {
 export function createLimiter(limits: RateLimits, deps: { store: Store; now: () => number; metrics: Metrics; log: Logger }): Limiter {
   const buckets = new Map<string, Bucket>();
   let storeDown = false;
+  /** Past this many buckets, those of ended windows are dropped; doubled when that frees too little (no scan per request). */
+  let pruneAt = PRUNE_AT;
 
   async function lease(key: string, b: Bucket, rate: Rate): Promise<void> {
     const want = Math.min(batchOf(rate), rate.limit - b.leased);
@@ -64,7 +66,10 @@ export function createLimiter(limits: RateLimits, deps: { store: Store; now: () 
       const k = `${budget}:${key}`;
       let b = buckets.get(k);
       if (b === undefined || b.start !== start) {
-        if (b === undefined && buckets.size >= PRUNE_AT) prune(buckets, now);
+        if (b === undefined && buckets.size >= pruneAt) {
+          prune(buckets, now);
+          pruneAt = Math.max(PRUNE_AT, buckets.size * 2);
+        }
         b = { start, end: start + rate.windowMs, left: 0, leased: 0, spent: false, leasing: null };
         buckets.set(k, b);
       }
@@ -93,7 +98,7 @@ interface Bucket {
   leasing: Promise<void> | null;
 }
 
-/** Buckets kept before those of past windows are dropped. */
+/** Buckets kept before those of ended windows are dropped. */
 const PRUNE_AT = 10_000;
 
 /** A tenth of the limit per lease: ≤ 10 store writes per key, window and instance. */

@@ -149,3 +149,26 @@ describe("on PostgreSQL a limit holds across gateways", () => {
     }
   });
 });
+
+describe("the store's leases", () => {
+  for (const dialect of ["sqlite", "postgres"] as const) {
+    test(`${dialect}: never hand out more than the limit, however asked; the sweeper deletes them once their window is over`, async () => {
+      const pg = dialect === "postgres" ? postgresHarness(PG_URL) : undefined;
+      const own = await inProcessGateway(pg ? { store: await pg.open() } : {});
+      try {
+        const store = own.gw.store;
+        const start = 1_000_000;
+        const grants = [];
+        for (const want of [4, 4, 4, 4, 4]) grants.push(await store.leaseRateCapacity("proxy:c1", start, want, 10, start + 1000));
+        expect(grants).toEqual([4, 4, 2, 0, 0]);
+        expect(await store.leaseRateCapacity("proxy:c1", start + 1000, 4, 10, start + 2000)).toBe(4);
+        expect(await store.leaseRateCapacity("proxy:c2", start, 20, 10, start + 1000)).toBe(10);
+        expect((await store.sweep(start + 1000, 0)).rate_leases).toBe(2);
+        expect((await store.sweep(start + 2000, 0)).rate_leases).toBe(1);
+      } finally {
+        await own.close();
+        await pg?.dispose();
+      }
+    });
+  }
+});
