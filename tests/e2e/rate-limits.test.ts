@@ -1,12 +1,15 @@
 /**
- * Rate limits across two `ath serve` processes on one PostgreSQL database (DESIGN §10): the instances lease capacity
+ * Rate limits through real `ath serve` processes (DESIGN §10). Registrations count per client IP as the listener sees
+ * it, or as the last X-Forwarded-For hop under --trust-proxy. Across two processes on one PostgreSQL database the
+ * instances lease capacity
  * from the database in batches, so together they admit no more than the limit (the issue allows 1.1×) while a
  * proxied request costs no database write of its own; the one that crosses it gets 429 with Retry-After and
  * RateLimit-*. Each run uses its own schema, dropped afterwards.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { fullFlow } from "../helpers/agent.ts";
+import { fullFlow, register } from "../helpers/agent.ts";
+import { makeAgent } from "../helpers/attestations.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { freePort } from "../helpers/net.ts";
 import { PG_URL } from "../helpers/store-harness.ts";
@@ -101,3 +104,51 @@ test("two instances on one PostgreSQL database together admit no more than the p
     await sql.close();
   }
 }, 60_000);
+
+describe("--rate-limit-register per client IP", () => {
+  const provider = () => ({
+    display_name: "Sample Mail",
+    available_scopes: ["mail:read"],
+    authorize_endpoint: auth.authorizeEndpoint,
+    token_endpoint: auth.tokenEndpoint,
+    client_id: auth.postClient.client_id,
+    client_secret: auth.postClient.client_secret,
+  });
+  const registerFrom = async (gw: Gateway, forwardedFor?: string) => {
+    const agent = await makeAgent();
+    const target = {
+      baseUrl: gw.baseUrl,
+      fetch: (req: Request) => {
+        if (forwardedFor) req.headers.set("x-forwarded-for", forwardedFor);
+        return fetch(req);
+      },
+    };
+    return register(target, agent, { providers: [{ provider_id: "mail", scopes: ["mail:read"] }] });
+  };
+
+  test("the listener's peer address is the key: the third registration from 127.0.0.1 is 429; X-Forwarded-For is ignored without --trust-proxy", async () => {
+    const gw = await startGateway({ providers: { mail: provider() }, extraArgs: ["--rate-limit-register", "2/h"] });
+    try {
+      expect((await registerFrom(gw)).status).toBe(201);
+      expect((await registerFrom(gw, "198.51.100.1")).status).toBe(201);
+      const third = await registerFrom(gw, "198.51.100.2");
+      expect(third.status).toBe(429);
+      expect(third.json).toMatchObject({ code: "RATE_LIMITED", details: { limit: "register" } });
+      expect({ limit: third.headers.get("ratelimit-limit"), remaining: third.headers.get("ratelimit-remaining") }).toEqual({ limit: "2", remaining: "0" });
+      expect(Number(third.headers.get("retry-after"))).toBeGreaterThan(0);
+    } finally {
+      await gw.cleanup();
+    }
+  });
+
+  test("with --trust-proxy the last X-Forwarded-For hop is the key", async () => {
+    const gw = await startGateway({ providers: { mail: provider() }, extraArgs: ["--rate-limit-register", "1/h", "--trust-proxy"] });
+    try {
+      expect((await registerFrom(gw, "203.0.113.5, 198.51.100.1")).status).toBe(201);
+      expect((await registerFrom(gw, "203.0.113.6, 198.51.100.1")).status).toBe(429);
+      expect((await registerFrom(gw, "203.0.113.5, 198.51.100.2")).status).toBe(201);
+    } finally {
+      await gw.cleanup();
+    }
+  });
+});
