@@ -105,3 +105,25 @@ describe("GET /ready", () => {
     expect((await g.fetch("/health")).status).toBe(200);
   });
 });
+
+describe("the exposition parser the scrape tests rely on", () => {
+  test("refuses what the text format does not allow", () => {
+    const ok = '# HELP a_total A.\n# TYPE a_total counter\na_total{x="1"} 2\n';
+    expect(parseExposition(ok).get("a_total")?.samples).toEqual([{ name: "a_total", labels: { x: "1" }, value: 2 }]);
+    for (const bad of [
+      '# TYPE a_total counter\na_total{x="1"} 2', // no final line feed
+      'a_total{x="1"} 2\n', // no TYPE
+      '# TYPE a_total counter\na_total{x=1} 2\n', // unquoted label value
+      '# TYPE a_total counter\na_total{x="a\\q"} 2\n', // invalid escape
+      '# TYPE a_total counter\na_total{1x="a"} 2\n', // invalid label name
+      '# TYPE a_total counter\na_total 2\na_total 3\n', // the same series twice
+      '# TYPE a_total counter\na_total two\n', // not a number
+      '# TYPE a_total counter\n\na_total 2\n', // empty line
+      "# a comment\n", // neither HELP nor TYPE
+      '# TYPE h histogram\nh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n', // not cumulative
+      '# TYPE h histogram\nh_bucket{le="1"} 1\nh_sum 1\nh_count 1\n', // no +Inf bucket
+    ]) {
+      expect(() => parseExposition(bad)).toThrow();
+    }
+  });
+});
