@@ -55,7 +55,7 @@ export interface AppDeps {
 
 export interface App {
   gateway: Gateway;
-  /** `peer`: the client's address as the listener saw it (rate limits per IP). */
+  /** `peer`: the client's IP address as the listener saw it (per-IP limits: registration, the console's sign-in). */
   fetch(req: Request, peer?: string): Promise<Response>;
   /** Set when this start generated the admin token: show it once, it is never shown again. */
   generatedAdminToken: string | null;

@@ -112,6 +112,8 @@ export interface Call {
   params: Record<string, string>;
   /** The raw query string, with its `?` (or ""). */
   search: string;
+  /** The client's IP address as the server saw it (null in process). */
+  peer: string | null;
   /** The request id (X-Request-Id): taken from the request when sane, else generated. */
   id: string;
   /** The client's IP address (the last X-Forwarded-For hop under --trust-proxy), or "unknown". */

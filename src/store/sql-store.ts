@@ -6,6 +6,7 @@
  */
 import { agentQueries } from "./sql/agents.ts";
 import { auditQueries } from "./sql/audit.ts";
+import { consoleQueries } from "./sql/console.ts";
 import type { Driver } from "./sql/driver.ts";
 import { grantQueries } from "./sql/grants.ts";
 import { metaQueries } from "./sql/meta.ts";
@@ -28,6 +29,7 @@ export function sqlStore(db: Driver, inTransaction = false): Store {
     ...tokenQueries(db),
     ...grantQueries(db),
     ...auditQueries(db),
+    ...consoleQueries(db),
     ...rateLimitQueries(db),
     ...sweepQueries(db),
     // Nested: already in one, the inner decision joins it.

@@ -47,6 +47,8 @@ export interface InProcessOptions {
   hosts?: Record<string, Host>;
   /** The store (default: in-memory SQLite); the gateway closes it. */
   store?: Store;
+  /** Mount the sandbox provider (default: yes, except in native mode with `providers`, where one of them is the app). */
+  demo?: boolean;
   /** Where the gateway logs (default: nowhere). */
   log?: Logger;
   /** Rate limits (default: none) and body limits (default: the gateway's). */
@@ -106,7 +108,7 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
       adminToken: ADMIN_TOKEN,
       introspectionToken: INTROSPECTION_TOKEN,
       masterKey: crypto.getRandomValues(new Uint8Array(32)),
-      demo: true,
+      demo: o.demo ?? !(o.mode === "native" && Object.keys(providers).length > 0),
       ...(o.auditDelayMs === undefined ? {} : { auditBatch: { delayMs: o.auditDelayMs } }),
       ...(o.rateLimits ? { rateLimits: o.rateLimits } : {}),
       ...(o.maxBody ? { maxBody: o.maxBody } : {}),

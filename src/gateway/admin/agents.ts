@@ -1,12 +1,13 @@
 /**
  * The admin API for agents: list, read, and change an agent's status. This is what makes `--approval manual`
- * usable: a pending agent waits until an admin sets it `approved`. Denying or suspending an agent revokes every
- * token it holds at once.
+ * usable: a pending agent waits until an admin sets it `approved`. Denying, suspending or removing an agent revokes
+ * every token it holds at once.
  */
 import { z } from "zod";
 import { AthError } from "../../protocol/index.ts";
 import type { AgentRecord } from "../../store/types.ts";
 import { audit } from "../domain/audit.ts";
+import { revokeTokens } from "../domain/tokens.ts";
 import type { Call, Gateway } from "../context.ts";
 import { readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
@@ -22,14 +23,31 @@ export async function get({ gw, params }: Call): Promise<Response> {
 }
 
 export async function patch(call: Call): Promise<Response> {
-  const { gw } = call;
-  const clientId = call.params.client_id!;
   const { status } = await readJson(call, AgentPatch);
+  return json(await setAgentStatus(call.gw, call.params.client_id!, status));
+}
+
+/** Approves, denies or suspends an agent (the API's PATCH and the console's buttons). */
+export async function setAgentStatus(gw: Gateway, clientId: string, status: "approved" | "denied" | "suspended") {
   const agent = await find(gw, clientId);
   await gw.store.updateAgent(clientId, { status });
-  const revoked = status === "approved" ? 0 : await gw.store.revokeTokensOfClient(clientId, gw.now());
+  // Denied or suspended: its tokens are revoked as /ath/revoke would, upstream grants included.
+  const revoked = status === "approved" ? 0 : (await revokeTokens(gw, { client_id: clientId }, "admin")).length;
   await audit(gw, `agent.${status}`, { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: revoked } });
-  return json({ ...view({ ...agent, status }), tokens_revoked: revoked });
+  return { ...view({ ...agent, status }), tokens_revoked: revoked };
+}
+
+export async function remove({ gw, params }: Call): Promise<Response> {
+  return json(await removeAgent(gw, params.client_id!));
+}
+
+/** DELETE: the agent's tokens are revoked first (upstream grants included), then it is gone with its sessions. */
+export async function removeAgent(gw: Gateway, clientId: string) {
+  const agent = await find(gw, clientId);
+  const revoked = await revokeTokens(gw, { client_id: clientId }, "admin");
+  await gw.store.deleteAgent(clientId);
+  await audit(gw, "agent.deleted", { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: revoked.length } });
+  return { client_id: clientId, deleted: true, tokens_revoked: revoked.length };
 }
 
 // internal
@@ -41,7 +59,7 @@ async function find(gw: Gateway, clientId: string): Promise<AgentRecord> {
 }
 
 /** Never the secret hash. */
-function view(a: AgentRecord) {
+export function view(a: AgentRecord) {
   return {
     client_id: a.client_id,
     agent_id: a.agent_id,

@@ -45,6 +45,7 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
         search,
         id,
         ip,
+        peer: peer ?? null,
         identify: async (w) => {
           const first = w.client_id !== undefined && who.client_id === undefined;
           Object.assign(who, w);

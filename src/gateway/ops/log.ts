@@ -1,6 +1,6 @@
 /**
  * The gateway's one log writer (DESIGN §10): records of `time, level, msg` and fields, as JSON lines or as text, at or
- * above a level. Secrets are kept out HERE, where every line is written, not by care at each call site: a field whose
+ * above a level — debug and info (the access records, the start-up line) on stdout, warn and error on stderr. Secrets are kept out HERE, where every line is written, not by care at each call site: a field whose
  * name says secret (token, secret, code, cookie, authorization, state, …) is replaced whole; every string — the message
  * included — loses URL query strings and fragments, the gateway's own secrets by their prefix (`ath_tk_…`), bearer
  * credentials and `name=value` / `"name": "value"` pairs whose name says secret; an error logs only its name and
@@ -13,8 +13,10 @@ export type LogFormat = "text" | "json";
 export interface LogOptions {
   format: LogFormat;
   level: LogLevel;
-  /** Where lines go (default: stdout). One call per line, with its "\n". */
+  /** Where debug and info lines go (default: stdout). One call per line, with its "\n". */
   write?: (line: string) => void;
+  /** Where warn and error lines go (default: stderr, or `write` when only that is given). */
+  writeError?: (line: string) => void;
   /** Epoch milliseconds (default Date.now). */
   now?: () => number;
 }
@@ -23,11 +25,13 @@ export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"
 
 export function createLogger(o: LogOptions): Logger {
   const write = o.write ?? ((line: string) => void process.stdout.write(line));
+  // Warnings and errors on stderr, as a supervisor expects; the start-up line stays the first line on stdout.
+  const writeError = o.writeError ?? o.write ?? ((line: string) => void process.stderr.write(line));
   const now = o.now ?? Date.now;
   const min = LOG_LEVELS.indexOf(o.level);
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (LOG_LEVELS.indexOf(level) < min) return;
-    write(format(o.format, now(), level, scrub(msg), fields ? redact(fields) : undefined));
+    (level === "warn" || level === "error" ? writeError : write)(format(o.format, now(), level, scrub(msg), fields ? redact(fields) : undefined));
   };
   return {
     enabled: (level) => LOG_LEVELS.indexOf(level) >= min,

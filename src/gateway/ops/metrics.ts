@@ -97,7 +97,7 @@ export function createMetrics(version: string): Metrics {
     proxy: new Counter("ath_proxy_requests_total", "Proxied requests, by provider and the status the agent got.", ["provider", "status"]),
     upstreamDuration: new Histogram("ath_proxy_upstream_duration_seconds", "Time to the provider API's response headers.", ["provider"]),
     tokensIssued: new Counter("ath_tokens_issued_total", "ATH tokens issued.", ["provider"]),
-    tokensRevoked: new Counter("ath_tokens_revoked_total", "ATH tokens revoked through /ath/revoke.", ["provider"]),
+    tokensRevoked: new Counter("ath_tokens_revoked_total", "ATH tokens revoked (by their client at /ath/revoke, or by an admin).", ["provider"]),
     upstreamRefresh: new Counter("ath_upstream_refresh_total", "Upstream token refreshes, by result (ok, refused, failed).", ["provider", "result"]),
     agentsRegistered: new Counter("ath_agents_registered_total", "Agents registered, by the status they got.", ["status"]),
     rateLimited: new Counter("ath_rate_limited_total", "Requests refused with 429, by limit.", ["limit"]),
@@ -106,9 +106,9 @@ export function createMetrics(version: string): Metrics {
   const EVENTS: Record<string, (e: { provider_id?: string | null | undefined; data?: LogFields | undefined }) => void> = {
     "token.issued": (e) => m.tokensIssued.inc([provider(e)]),
     "token.revoked": (e) => m.tokensRevoked.inc([provider(e)]),
-    "grant.refreshed": (e) => m.upstreamRefresh.inc([provider(e), "ok"]),
-    "grant.refresh_refused": (e) => m.upstreamRefresh.inc([provider(e), "refused"]),
-    "grant.refresh_failed": (e) => m.upstreamRefresh.inc([provider(e), "failed"]),
+    "upstream.refreshed": (e) => m.upstreamRefresh.inc([provider(e), "ok"]),
+    "upstream.refresh_refused": (e) => m.upstreamRefresh.inc([provider(e), "refused"]),
+    "upstream.refresh_failed": (e) => m.upstreamRefresh.inc([provider(e), "failed"]),
     "agent.registered": (e) => m.agentsRegistered.inc([String(e.data?.status ?? "unknown")]),
   };
   const build = `# HELP ath_build_info The running ath version.\n# TYPE ath_build_info gauge\nath_build_info${labelSet(["version"], [version])} 1\n`;
