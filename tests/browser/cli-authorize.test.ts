@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { tempDir } from "../helpers/net.ts";
-import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
+import { NATIVE_APP, startNativeWorld, startWorld, type World } from "../helpers/world.ts";
 import { freshPage, launchChromium, screenshots } from "../helpers/chromium.ts";
 import { consentInChromium, type ConsentSteps } from "../helpers/person.ts";
 import { ATH_BIN, AUTHORIZATION_URL, ath, run, start } from "../helpers/processes.ts";
@@ -92,28 +92,10 @@ for (const t of TARGETS) {
 }
 
 describe("ath -m native authorize --wait completed in Chromium against a native-mode gateway", () => {
-  const APP = "com.example.notes";
+  const APP = NATIVE_APP;
   let native: World;
   beforeAll(async () => {
-    native = await startWorld({
-      binary: true,
-      onlyProviders: true,
-      extraArgs: ["--mode", "native"],
-      providers: (auth, api) => ({
-        [APP]: {
-          display_name: "Example Notes",
-          available_scopes: MAIL_SCOPES,
-          authorize_endpoint: auth.authorizeEndpoint,
-          token_endpoint: auth.tokenEndpoint,
-          revocation_endpoint: auth.revocationEndpoint,
-          api_base_url: api.baseUrl,
-          client_id: auth.basicClient.client_id,
-          client_secret: auth.basicClient.client_secret,
-          token_endpoint_auth_method: "client_secret_basic",
-          scope_rules: { "mail:read": ["GET /v1/messages", "GET /v1/messages/**"] },
-        },
-      }),
-    });
+    native = await startNativeWorld({ scopeRules: { "mail:read": ["GET /v1/messages", "GET /v1/messages/**"] } });
   }, 120_000);
   afterAll(() => native?.stop());
 

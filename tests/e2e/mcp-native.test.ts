@@ -7,32 +7,15 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { consent } from "../helpers/agent.ts";
 import { athError, startHost, type Host } from "../helpers/mcp-host.ts";
 import { tempDir } from "../helpers/net.ts";
-import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
+import { MAIL_SCOPES, NATIVE_APP, startNativeWorld, type World } from "../helpers/world.ts";
 
-const APP = "com.example.notes";
+const APP = NATIVE_APP;
 let w: World;
 let h: Host;
 let home: { path: string; remove: () => Promise<void> };
 
 beforeAll(async () => {
-  w = await startWorld({
-    binary: true,
-    onlyProviders: true,
-    extraArgs: ["--mode", "native"],
-    providers: (auth, api) => ({
-      [APP]: {
-        display_name: "Example Notes",
-        available_scopes: MAIL_SCOPES,
-        authorize_endpoint: auth.authorizeEndpoint,
-        token_endpoint: auth.tokenEndpoint,
-        api_base_url: api.baseUrl,
-        client_id: auth.basicClient.client_id,
-        client_secret: auth.basicClient.client_secret,
-        token_endpoint_auth_method: "client_secret_basic",
-        scope_rules: { "mail:read": ["GET /v1/messages"], "mail:send": ["POST /v1/messages"] },
-      },
-    }),
-  });
+  w = await startNativeWorld({ scopeRules: { "mail:read": ["GET /v1/messages"], "mail:send": ["POST /v1/messages"] } });
   home = await tempDir("mcp-native");
   h = await startHost({ home: home.path, args: ["-m", "native", "-s", w.baseUrl] });
 }, 120_000);

@@ -14,9 +14,9 @@ import { expectError } from "../helpers/expect-error.ts";
 import { tempDir } from "../helpers/net.ts";
 import { officialSchemaErrors } from "../helpers/official-schema.ts";
 import { proxyWireSuite } from "../helpers/proxy-wire.ts";
-import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
+import { MAIL_SCOPES, NATIVE_APP, startNativeWorld, type World } from "../helpers/world.ts";
 
-const APP = "com.example.notes";
+const APP = NATIVE_APP;
 const INTROSPECTION_TOKEN = "introspection_e2e_token_0123456789";
 let w: World;
 let canary: ReturnType<typeof Bun.serve>;
@@ -26,24 +26,9 @@ let wireToken: string;
 beforeAll(async () => {
   ensureBinary();
   canary = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => (canaryHits.push(req.url), new Response("canary")) });
-  w = await startWorld({
-    binary: true,
-    onlyProviders: true,
-    extraArgs: ["--mode", "native", "--introspection-token", INTROSPECTION_TOKEN],
-    providers: (auth, api) => ({
-      [APP]: {
-        display_name: "Example Notes",
-        available_scopes: MAIL_SCOPES,
-        authorize_endpoint: auth.authorizeEndpoint,
-        token_endpoint: auth.tokenEndpoint,
-        revocation_endpoint: auth.revocationEndpoint,
-        api_base_url: api.baseUrl,
-        client_id: auth.basicClient.client_id,
-        client_secret: auth.basicClient.client_secret,
-        token_endpoint_auth_method: "client_secret_basic",
-        scope_rules: { "mail:read": ["GET /v1/messages", "GET /v1/messages/**"], "mail:send": ["POST /v1/messages"] },
-      },
-    }),
+  w = await startNativeWorld({
+    extraArgs: ["--introspection-token", INTROSPECTION_TOKEN],
+    scopeRules: { "mail:read": ["GET /v1/messages", "GET /v1/messages/**"], "mail:send": ["POST /v1/messages"] },
   });
 }, 120_000);
 afterAll(async () => {

@@ -97,3 +97,32 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
     },
   };
 }
+
+/** The app of the native-mode tests: oidc-provider as its OAuth server, the sample API as its API. */
+export const NATIVE_APP = "com.example.notes";
+
+/**
+ * A world of `ath serve --mode native` fronting NATIVE_APP (the binary), with `scope_rules` of the caller's choice
+ * and any extra serve flags.
+ */
+export function startNativeWorld(o: { scopeRules: Record<string, string[]>; extraArgs?: string[] }): Promise<World> {
+  return startWorld({
+    binary: true,
+    onlyProviders: true,
+    extraArgs: ["--mode", "native", ...(o.extraArgs ?? [])],
+    providers: (auth, api) => ({
+      [NATIVE_APP]: {
+        display_name: "Example Notes",
+        available_scopes: MAIL_SCOPES,
+        authorize_endpoint: auth.authorizeEndpoint,
+        token_endpoint: auth.tokenEndpoint,
+        revocation_endpoint: auth.revocationEndpoint,
+        api_base_url: api.baseUrl,
+        client_id: auth.basicClient.client_id,
+        client_secret: auth.basicClient.client_secret,
+        token_endpoint_auth_method: "client_secret_basic",
+        scope_rules: o.scopeRules,
+      },
+    }),
+  });
+}
