@@ -232,10 +232,12 @@ async function startAth(name: string, binary: string, port: number, upstream: st
     : [binary];
   const p = Bun.spawn(
     ["taskset", "-c", LOAD_CPU, ...command, "serve", "--port", String(port), "--base-url", baseUrl, "--providers", providers, "--data-dir", join(dir, "data"), "--admin-token", "bench-admin", "--dev", ...extra],
-    { env: { ...process.env, ATH_HOME: join(dir, "home"), NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" },
+    // Production-like: JSON access logs (drained), and a proxy rate limit no run reaches — its bucket is still charged
+    // per request. Given as variables, which a --compare binary predating them ignores.
+    { env: { ...process.env, ATH_HOME: join(dir, "home"), NO_COLOR: "1", ATH_LOG_FORMAT: "json", ATH_RATE_LIMIT_PROXY: "999999999/s" }, stdout: "pipe", stderr: "pipe" },
   );
   procs.push(p);
-  if (!(await firstLine(p.stdout)).startsWith("listening on")) throw new Error(`${name} did not start: ${await new Response(p.stderr).text()}`);
+  if (!(await readyLine(p.stdout)).includes("listening on")) throw new Error(`${name} did not start: ${await new Response(p.stderr).text()}`);
   const issuedBefore = auth!.issuedTokens.length;
   const flow = await fullFlow(baseUrl, { provider_id: "fast", scopes: ["mail:read", "mail:send"] });
   for (const t of auth!.issuedTokens.slice(issuedBefore)) {
@@ -276,6 +278,26 @@ async function peakRss(t: Target, during: () => Promise<unknown>): Promise<numbe
   running = false;
   await sample;
   return peak;
+}
+
+/**
+ * Reads until the start-up line (`listening on …`, text or JSON), then keeps reading what the gateway logs and drops
+ * it, as a log collector would: an undrained pipe would stall the gateway once full.
+ */
+async function readyLine(stream: ReadableStream<Uint8Array>): Promise<string> {
+  const reader = stream.getReader();
+  let text = "";
+  let found: string | undefined;
+  while (found === undefined) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+    found = text.split("\n").find((l) => l.includes("listening on "));
+  }
+  void (async () => {
+    while (!(await reader.read()).done);
+  })().catch(() => undefined);
+  return found ?? "";
 }
 
 async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {

@@ -20,15 +20,15 @@ export default defineCommand({
       if (e instanceof OptionsError) throw usageError(e.message);
       throw e;
     }
-    const [{ runServer }, { ConfigError }, { consoleLogger }, { consola }] = await Promise.all([
+    const [{ runServer }, { ConfigError }, { createLogger }] = await Promise.all([
       import("../gateway/serve.ts"),
       import("../gateway/providers/file.ts"),
       import("../gateway/ops/log.ts"),
-      import("consola"),
     ]);
-    if (options.dev) consola.warn("--dev: http:// and loopback agent identity documents are accepted. Never use this in production.");
+    const log = createLogger({ format: options.logFormat, level: options.logLevel });
+    if (options.dev) log.warn("--dev: http:// and loopback agent identity documents are accepted. Never use this in production.");
     try {
-      await runServer(options, { version: pkg.version, log: consoleLogger() });
+      await runServer(options, { version: pkg.version, log });
     } catch (e) {
       // one problem a line: an operator fixes a providers file from this list
       if (e instanceof ConfigError) throw new ClientError("usage", "USAGE", e.message, { multiline: true });

@@ -6,7 +6,7 @@
 import { ProviderConfig } from "../protocol/index.ts";
 import { cachedStore } from "../store/cached.ts";
 import type { Store } from "../store/types.ts";
-import { adminTokenHash, requireAdmin, requireIntrospector } from "./admin/auth.ts";
+import { adminTokenHash, requireAdmin, requireIntrospector, requireMetricsReader } from "./admin/auth.ts";
 import type { Fetch, Gateway, GatewayOptions, Logger } from "./context.ts";
 import { Sealer } from "./crypto/sealing.ts";
 import { hashSecret } from "./crypto/secrets.ts";
@@ -14,9 +14,14 @@ import { toRecord } from "./domain/providers.ts";
 import { createPipeline } from "./http/pipeline.ts";
 import { createKeyResolver } from "./identity/agent-keys.ts";
 import { auditQueue } from "./ops/audit-queue.ts";
+import { SILENT } from "./ops/log.ts";
+import { createMetrics, type Metrics } from "./ops/metrics.ts";
+import { createLimiter, type RateLimits } from "./ops/rate-limit.ts";
 import { routeTable } from "./routes.ts";
 
-export interface AppOptions extends Omit<GatewayOptions, "adminTokenHash" | "introspectionTokenHash" | "appId"> {
+export interface AppOptions
+  extends Omit<GatewayOptions, "adminTokenHash" | "introspectionTokenHash" | "appId" | "metricsTokenHash" | "trustProxy" | "metricsPublic" | "maxProxyBody">,
+    Partial<Pick<GatewayOptions, "trustProxy" | "metricsPublic" | "maxProxyBody">> {
   /** Providers to upsert at start (the `--providers` file: it wins for its ids). */
   providers: Record<string, ProviderConfig>;
   /** The operator's admin token; when absent one is generated at first start (only its hash is kept). */
@@ -29,6 +34,12 @@ export interface AppOptions extends Omit<GatewayOptions, "adminTokenHash" | "int
   demo: boolean;
   /** How audit events are batched (ops/audit-queue.ts); defaults suit production. */
   auditBatch?: { maxBatch?: number; delayMs?: number };
+  /** A token that may read GET /metrics (the admin token may too). */
+  metricsToken?: string;
+  /** Rate limits per budget (DESIGN §10); a budget left out is not limited. */
+  rateLimits?: RateLimits;
+  /** The largest protocol request body, in bytes (default LIMITS.maxBodyBytes). */
+  maxBody?: number;
 }
 
 export interface AppDeps {
@@ -38,11 +49,13 @@ export interface AppDeps {
   /** Epoch milliseconds; default Date.now. */
   clock?: () => number;
   log?: Logger;
+  /** Where metrics are kept (default: a new registry). */
+  metrics?: Metrics;
 }
 
 export interface App {
   gateway: Gateway;
-  /** `peer`: the client's IP address, when the server knows it. */
+  /** `peer`: the client's IP address as the listener saw it (per-IP limits: registration, the console's sign-in). */
   fetch(req: Request, peer?: string): Promise<Response>;
   /** Set when this start generated the admin token: show it once, it is never shown again. */
   generatedAdminToken: string | null;
@@ -51,7 +64,7 @@ export interface App {
 }
 
 export async function createGateway(options: AppOptions, deps: AppDeps): Promise<App> {
-  const { providers, adminToken, introspectionToken, masterKey, demo: withDemo, auditBatch, ...opts } = options;
+  const { providers, adminToken, introspectionToken, metricsToken, rateLimits, maxBody, masterKey, demo: withDemo, auditBatch, ...opts } = options;
   // Reads of tokens, providers, grants and agents come from memory, invalidated exactly (store/cached.ts).
   const store = await cachedStore(deps.store);
   const now = deps.clock ?? Date.now;
@@ -61,11 +74,17 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     throw new TypeError(`native mode fronts exactly one app: got ${ids.length} providers (${ids.join(", ") || "none"})`);
   }
   const admin = await adminTokenHash(store, adminToken);
+  const log = deps.log ?? SILENT;
+  const metrics = deps.metrics ?? createMetrics(opts.version);
   const gateway: Gateway = {
     opts: {
       ...opts,
+      trustProxy: opts.trustProxy ?? false,
+      metricsPublic: opts.metricsPublic ?? false,
+      maxProxyBody: opts.maxProxyBody ?? DEFAULT_MAX_PROXY_BODY,
       adminTokenHash: admin.hash,
       introspectionTokenHash: introspectionToken ? hashSecret(introspectionToken) : null,
+      metricsTokenHash: metricsToken ? hashSecret(metricsToken) : null,
       appId: opts.mode === "native" ? ids[0]! : null,
     },
     store,
@@ -73,8 +92,10 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     keys: createKeyResolver({ dev: opts.dev, fetch, now }),
     now,
     fetch,
-    log: deps.log ?? SILENT,
-    auditLog: auditQueue(store, deps.log ?? SILENT, auditBatch),
+    log,
+    auditLog: auditQueue(store, log, auditBatch),
+    metrics,
+    limiter: createLimiter(rateLimits ?? {}, { store, now, metrics, log }),
   };
   const all = { ...providers };
   if (withDemo) {
@@ -86,10 +107,11 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   for (const [id, config] of Object.entries(all)) {
     await store.upsertProvider(await toRecord(gateway, id, config, "file"));
   }
-  const handle = createPipeline(gateway, routeTable({ demo: withDemo, native: opts.mode === "native" }), {
+  const handle = createPipeline(gateway, routeTable({ demo: withDemo, native: opts.mode === "native", ...(maxBody ? { maxBody } : {}) }), {
     none: () => undefined,
     admin: requireAdmin,
     introspection: requireIntrospector,
+    metrics: requireMetricsReader,
   });
   return {
     gateway,
@@ -104,4 +126,5 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
 
 // internal
 
-const SILENT: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+/** DESIGN §10: proxied request bodies up to 32 MiB unless --max-proxy-body says otherwise. */
+const DEFAULT_MAX_PROXY_BODY = 32 * 1024 * 1024;

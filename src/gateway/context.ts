@@ -6,6 +6,8 @@ import type { Store } from "../store/types.ts";
 import type { Sealer } from "./crypto/sealing.ts";
 import type { KeyResolver } from "./identity/agent-keys.ts";
 import type { AuditQueue } from "./ops/audit-queue.ts";
+import type { Metrics } from "./ops/metrics.ts";
+import type { Limiter } from "./ops/rate-limit.ts";
 import type { ApprovalMode } from "./rules/policy.ts";
 
 export interface GatewayOptions {
@@ -31,12 +33,29 @@ export interface GatewayOptions {
   maxApprovalBody?: number;
   /** Native mode: the one provider's id (the app id); null in gateway mode. */
   appId: string | null;
+  /** A proxy in front terminates TLS: the client IP is the last hop of X-Forwarded-For. */
+  trustProxy: boolean;
+  /** SHA-256 of `--metrics-token`, if given (the admin token also opens /metrics). */
+  metricsTokenHash: string | null;
+  /** `--metrics-public`: /metrics needs no token. */
+  metricsPublic: boolean;
+  /** Largest proxied request body, in bytes (`--max-proxy-body`). */
+  maxProxyBody: number;
 }
 
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export type LogFields = Record<string, unknown>;
+
+/** The one log writer (ops/log.ts): it keeps secrets out of every line itself. */
 export interface Logger {
-  info(msg: string, data?: Record<string, unknown>): void;
-  warn(msg: string, data?: Record<string, unknown>): void;
-  error(msg: string, err?: unknown): void;
+  enabled(level: LogLevel): boolean;
+  debug(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  /** Logs the error's name and message only. */
+  error(msg: string, err?: unknown, fields?: LogFields): void;
+  /** The start-up line: `msg` alone in text, a record in JSON. */
+  announce(msg: string): void;
 }
 
 /** Outbound HTTP: providers' OAuth and API endpoints, agent identity documents. Injected so tests can serve them. */
@@ -53,6 +72,8 @@ export interface Gateway {
   log: Logger;
   /** Audit events on their way to the store, in batches (domain/audit.ts writes here). */
   auditLog: AuditQueue;
+  metrics: Metrics;
+  limiter: Limiter;
   /** Routes `/demo/…` when `ath serve --demo` is on. */
   demo?: { fetch(req: Request): Promise<Response> };
 }
@@ -61,7 +82,7 @@ export interface Gateway {
 export type RouteKind = "api" | "page" | "proxy";
 
 /** A route's caller check, applied by the pipeline before the handler runs (app.ts supplies the implementations). */
-export type RouteAuth = "none" | "admin" | "introspection";
+export type RouteAuth = "none" | "admin" | "introspection" | "metrics";
 
 /** The budget a route's requests count against (DESIGN §10). */
 export type RouteLimit = "register" | "auth" | "proxy";
@@ -95,4 +116,13 @@ export interface Call {
   search: string;
   /** The client's IP address as the server saw it (null in process). */
   peer: string | null;
+  /** The request id (X-Request-Id): taken from the request when sane, else generated. */
+  id: string;
+  /** The client's IP address (the last X-Forwarded-For hop under --trust-proxy), or "unknown". */
+  ip: string;
+  /**
+   * Tells the pipeline who the request is for, once the handler knows: the access record names them, and the first
+   * time a `client_id` is given the route's rate budget (`limit`: auth, proxy) is charged to it — 429 when spent.
+   */
+  identify(who: { client_id?: string; provider_id?: string }): Promise<void>;
 }

@@ -7,6 +7,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { LIMITS } from "../protocol/index.ts";
+import { parseRate, type Rate } from "./ops/rate-limit.ts";
 
 /** The flags of `ath serve` (citty's argument shape, plus the environment variable each falls back to). */
 export const SERVE_FLAGS = {
@@ -33,7 +34,16 @@ export const SERVE_FLAGS = {
   dev: { type: "boolean", description: "Development: allow http:// and loopback agent identity documents" },
   demo: { type: "boolean", description: "Mount the sandbox provider `demo` under /demo" },
   insecure: { type: "boolean", description: "Allow plain http on a non-loopback address" },
-  "trust-proxy": { type: "boolean", description: "TLS is terminated by a proxy in front (allows plain http)" },
+  "trust-proxy": { type: "boolean", description: "TLS is terminated by a proxy in front (allows plain http; the client IP is the last X-Forwarded-For hop)" },
+  "log-format": { type: "enum", env: "ATH_LOG_FORMAT", options: ["text", "json"] as string[], description: "Log lines as text or JSON (env ATH_LOG_FORMAT; default text on a terminal, else json)" },
+  "log-level": { type: "enum", env: "ATH_LOG_LEVEL", options: ["debug", "info", "warn", "error"] as string[], description: "Least severe level logged (env ATH_LOG_LEVEL; default info)" },
+  "metrics-token": { type: "string", env: "ATH_METRICS_TOKEN", description: "Bearer token for GET /metrics (env ATH_METRICS_TOKEN; the admin token works too)", valueHint: "token" },
+  "metrics-public": { type: "boolean", description: "GET /metrics without a token" },
+  "rate-limit-register": { type: "string", env: "ATH_RATE_LIMIT_REGISTER", description: "Registrations per client IP, N/s|m|h or 0 = off (env ATH_RATE_LIMIT_REGISTER; default 20/m)", valueHint: "N/unit" },
+  "rate-limit-auth": { type: "string", env: "ATH_RATE_LIMIT_AUTH", description: "authorize + token calls per client_id, N/s|m|h or 0 = off (env ATH_RATE_LIMIT_AUTH; default 60/m)", valueHint: "N/unit" },
+  "rate-limit-proxy": { type: "string", env: "ATH_RATE_LIMIT_PROXY", description: "Proxied requests per client_id, N/s|m|h or 0 = off (env ATH_RATE_LIMIT_PROXY; default 100/s)", valueHint: "N/unit" },
+  "max-body": { type: "string", env: "ATH_MAX_BODY", description: "Largest protocol request body, bytes (env ATH_MAX_BODY; default 65536)", valueHint: "bytes" },
+  "max-proxy-body": { type: "string", env: "ATH_MAX_PROXY_BODY", description: "Largest proxied request body, bytes (env ATH_MAX_PROXY_BODY; default 33554432)", valueHint: "bytes" },
 } as const satisfies Record<string, FlagSpec>;
 
 export type ServeOptions = z.output<typeof ServeOptions>;
@@ -100,6 +110,21 @@ function enumOf<T extends string>(flag: string, env: string, values: readonly [T
     });
 }
 
+/** A rate flag: `N/unit` (s, m, h) or `0` (off); null when off. */
+function rate(flag: string, fallback: string) {
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx): Rate | null => {
+      const r = parseRate(v ?? fallback);
+      if (r === undefined) {
+        ctx.addIssue({ code: "custom", message: `--${flag} must be N/s, N/m, N/h (N from 1 to 999999999) or 0 (off), got "${v}"` });
+        return z.NEVER;
+      }
+      return r;
+    });
+}
+
 const flag = z.boolean().optional().transform((v) => v === true);
 const text = z.string().optional();
 
@@ -131,6 +156,24 @@ const ServeOptions = z
     demo: flag,
     insecure: flag,
     "trust-proxy": flag,
+    "log-format": z
+      .string()
+      .optional()
+      .transform((v, ctx): "text" | "json" | undefined => {
+        if (v !== undefined && v !== "text" && v !== "json") {
+          ctx.addIssue({ code: "custom", message: `--log-format (or ATH_LOG_FORMAT) must be text or json, got "${v}"` });
+          return z.NEVER;
+        }
+        return v;
+      }),
+    "log-level": enumOf("log-level", "ATH_LOG_LEVEL", ["debug", "info", "warn", "error"], "info"),
+    "metrics-token": text,
+    "metrics-public": flag,
+    "rate-limit-register": rate("rate-limit-register", "20/m"),
+    "rate-limit-auth": rate("rate-limit-auth", "60/m"),
+    "rate-limit-proxy": rate("rate-limit-proxy", "100/s"),
+    "max-body": integer("max-body", 1024, 64 * 1024 * 1024, LIMITS.maxBodyBytes),
+    "max-proxy-body": integer("max-proxy-body", 1024, 1024 ** 4, 32 * 1024 * 1024),
     home: z.string(),
     "master-key": text,
   })
@@ -172,4 +215,17 @@ const ServeOptions = z
     strictScopes: o["strict-scopes"],
     dev: o.dev,
     demo: o.demo,
+    trustProxy: o["trust-proxy"],
+    /** DESIGN §10: text on a terminal, JSON otherwise (a log collector). */
+    logFormat: o["log-format"] ?? (process.stdout.isTTY ? "text" : "json"),
+    logLevel: o["log-level"],
+    metricsToken: o["metrics-token"],
+    metricsPublic: o["metrics-public"],
+    rateLimits: {
+      ...(o["rate-limit-register"] ? { register: o["rate-limit-register"] } : {}),
+      ...(o["rate-limit-auth"] ? { auth: o["rate-limit-auth"] } : {}),
+      ...(o["rate-limit-proxy"] ? { proxy: o["rate-limit-proxy"] } : {}),
+    },
+    maxBody: o["max-body"],
+    maxProxyBody: o["max-proxy-body"],
   }));

@@ -16,6 +16,7 @@ import { callback } from "./endpoints/callback.ts";
 import { showConsent, submitConsent } from "./endpoints/consent.ts";
 import { discovery, health, landing } from "./endpoints/discovery.ts";
 import { introspect } from "./endpoints/introspect.ts";
+import { metrics, ready } from "./endpoints/ops.ts";
 import { appDiscovery } from "./endpoints/native.ts";
 import { agentStatus } from "./endpoints/agent-status.ts";
 import { showApproval, submitApproval } from "./endpoints/approvals.ts";
@@ -25,6 +26,8 @@ import { token } from "./endpoints/token.ts";
 import { proxy } from "./proxy/handler.ts";
 
 export interface RouteFeatures {
+  /** `--max-body`: the largest protocol request body, in bytes. */
+  maxBody?: number;
   /** `ath serve --demo`: the sandbox provider under /demo/. */
   demo: boolean;
   /** `ath serve --mode native`: the app's discovery document and its API under /api (DESIGN §7). */
@@ -33,10 +36,16 @@ export interface RouteFeatures {
 
 /** The gateway's routes; optional features add their rows. */
 export function routeTable(features: RouteFeatures): Route[] {
+  const maxBody = features.maxBody ?? LIMITS.maxBodyBytes;
+  const row = (name: string, method: string, path: string, kind: RouteKind, handler: Handler, o: RowOptions = {}) =>
+    makeRow(name, method, path, kind, handler, { maxBody, ...o });
   return [
     row("discovery", "GET", PATHS.discovery, "api", discovery),
     row("health", "GET", PATHS.health, "api", health),
     row("landing", "GET", "/", "page", landing),
+    // Operating (DESIGN §10)
+    row("ready", "GET", PATHS.ready, "api", ready),
+    row("metrics", "GET", PATHS.metrics, "api", metrics, { auth: "metrics" }),
 
     // Phase A and B (DESIGN §3)
     row("register", "POST", PATHS.register, "api", register, { limit: "register" }),
@@ -101,14 +110,13 @@ export function routeTable(features: RouteFeatures): Route[] {
 
 // internal
 
-function row(
-  name: string,
-  method: string,
-  path: string,
-  kind: RouteKind,
-  handler: Handler,
-  o: { auth?: RouteAuth; limit?: RouteLimit; maxBody?: number } = {},
-): Route {
+interface RowOptions {
+  auth?: RouteAuth;
+  limit?: RouteLimit;
+  maxBody?: number;
+}
+
+function makeRow(name: string, method: string, path: string, kind: RouteKind, handler: Handler, o: RowOptions = {}): Route {
   return {
     name,
     method,

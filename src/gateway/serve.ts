@@ -75,6 +75,12 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         strictScopes: o.strictScopes,
         upstreamTimeoutMs: o.upstreamTimeoutMs,
         maxApprovalBody: o.maxApprovalBody,
+        trustProxy: o.trustProxy,
+        metricsPublic: o.metricsPublic,
+        ...(o.metricsToken ? { metricsToken: o.metricsToken } : {}),
+        rateLimits: o.rateLimits,
+        maxBody: o.maxBody,
+        maxProxyBody: o.maxProxyBody,
         providers,
         ...(o.adminToken ? { adminToken: o.adminToken } : {}),
         ...(o.introspectionToken ? { introspectionToken: o.introspectionToken } : {}),
@@ -129,7 +135,7 @@ export async function runServer(o: ServeOptions, meta: { version: string; log: L
     process.on("SIGINT", stop);
   });
   await Bun.sleep(0); // let the runtime install the signal handlers
-  process.stdout.write(`listening on ${running.url}\n`);
+  meta.log.announce(`listening on ${running.url}`);
   await stopped;
 }
 

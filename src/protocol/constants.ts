@@ -7,6 +7,8 @@ export const PATHS = {
   discovery: "/.well-known/ath.json",
   appDiscovery: "/.well-known/ath-app.json",
   health: "/health",
+  ready: "/ready",
+  metrics: "/metrics",
   register: "/ath/agents/register",
   agentStatus: "/ath/agents/status", // ath's extension: an agent reads its own registration (HTTP Basic)
   authorize: "/ath/authorize",

@@ -152,7 +152,7 @@ const NEUTRAL = new Set([
   "listAgents", "recordJti", "createSession", "getSession", "getSessionByHandle", "getSessionByUpstreamState",
   "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "listTokens", "countTokens", "createConsoleSession", "getConsoleSession",
   "deleteConsoleSession", "createGrant",
-  "getGrant", "appendAudit", "listAudit", "transaction", "changes", "close",
+  "getGrant", "appendAudit", "listAudit", "leaseRateCapacity", "transaction", "changes", "close",
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
   "createApproval", "getApproval", "listApprovals", "decideApproval", "consumeApproval",
 ]);

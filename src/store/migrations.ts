@@ -133,7 +133,17 @@ CREATE TABLE console_sessions (
   expires_at ${int} NOT NULL
 );
 CREATE INDEX console_sessions_expires ON console_sessions (expires_at);`,
-    // 5: per-request approvals (DESIGN §15), and an agent's own approval rules
+    // 5: rate-limit capacity leased by instances, per limit key and window (DESIGN §10)
+    `CREATE TABLE rate_leases (
+  rkey TEXT NOT NULL,
+  window_start ${int} NOT NULL,
+  used INTEGER NOT NULL,
+  granted INTEGER NOT NULL,
+  expires_at ${int} NOT NULL,
+  PRIMARY KEY (rkey, window_start)
+);
+CREATE INDEX rate_leases_expires ON rate_leases (expires_at);`,
+    // 6: per-request approvals (DESIGN §15), and an agent's own approval rules
     `CREATE TABLE approvals (
   approval_id TEXT PRIMARY KEY,
   client_id TEXT NOT NULL,

@@ -12,6 +12,7 @@ import type { Driver } from "./sql/driver.ts";
 import { grantQueries } from "./sql/grants.ts";
 import { metaQueries } from "./sql/meta.ts";
 import { providerQueries } from "./sql/providers.ts";
+import { rateLimitQueries } from "./sql/rate-limits.ts";
 import { sessionQueries } from "./sql/sessions.ts";
 import { sweepQueries } from "./sql/sweep.ts";
 import { tokenQueries } from "./sql/tokens.ts";
@@ -31,6 +32,7 @@ export function sqlStore(db: Driver, inTransaction = false): Store {
     ...auditQueries(db),
     ...consoleQueries(db),
     ...approvalQueries(db),
+    ...rateLimitQueries(db),
     ...sweepQueries(db),
     // Nested: already in one, the inner decision joins it.
     transaction: (fn) => (inTransaction ? fn(sqlStore(db, true)) : db.transaction((tx) => fn(sqlStore(tx, true)))),

@@ -190,6 +190,7 @@ export interface SweepResult {
   tokens: number;
   grants: number;
   audit: number;
+  rate_leases: number;
 }
 
 export interface Store {
@@ -288,6 +289,14 @@ export interface Store {
   appendAudit(...events: AuditEvent[]): Promise<void>;
   /** Events matching the filter, newest first, with their ids. */
   listAudit(opts?: AuditFilter): Promise<AuditEvent[]>;
+
+  // rate limits (DESIGN §10)
+  /**
+   * Adds up to `want` to what was handed out for `key` in the window starting at `windowStart`, never past `limit`;
+   * returns how much was added (0: the limit is spent). One atomic statement: instances sharing the database never
+   * hand out more than `limit` together. The row may be swept after `expiresAt`.
+   */
+  leaseRateCapacity(key: string, windowStart: number, want: number, limit: number, expiresAt: number): Promise<number>;
 
   /**
    * Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, dead/orphan grants, and (when

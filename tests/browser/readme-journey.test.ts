@@ -30,7 +30,8 @@ test("the README quick start, run as written against dist/ath with Chromium clic
   const port = await freePort();
   const home = await tempDir("readme");
   cleanups.push(home.remove);
-  const env = { ATH_HOME: home.path };
+  // the ready line is waited for as text (piped, `ath serve` would log JSON)
+  const env = { ATH_HOME: home.path, ATH_LOG_FORMAT: "text" };
   const local = (command: string) => command.replaceAll(`:${qs.servePort}`, `:${port}`);
   const sh = (command: string) => ["sh", "-c", command];
   const ran: string[] = [];

@@ -60,7 +60,7 @@ async function serveFails(args: string[], env: Record<string, string> = {}) {
 /** Starts `ath serve` and resolves once it printed `listening on`. */
 async function serve(args: string[], env: Record<string, string> = {}) {
   const p = Bun.spawn([BIN, "serve", "--port", String(await freePort()), ...args], {
-    env: { ...process.env, NO_COLOR: "1", ...env },
+    env: { ...process.env, NO_COLOR: "1", ATH_LOG_FORMAT: "text", ...env },
     stdout: "pipe",
     stderr: "pipe",
   });

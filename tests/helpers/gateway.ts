@@ -9,6 +9,9 @@ import { freePort, randomString, tempDir } from "./net.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
 
+/** Rate limits off: e2e tests register and call far faster than a person would. */
+export const QUIET_LIMITS = { ATH_RATE_LIMIT_REGISTER: "0", ATH_RATE_LIMIT_AUTH: "0", ATH_RATE_LIMIT_PROXY: "0" };
+
 export interface GatewayOptions {
   /** The providers file content (keyed by provider id); `${ENV}` references are resolved from `env`. */
   providers: Record<string, Partial<ProviderConfigInput> & Record<string, unknown>>;
@@ -30,6 +33,8 @@ export interface Gateway {
   providersFile: string;
   /** Everything the process wrote to stdout and stderr so far (for failure messages). */
   output(): string;
+  /** The running process's id (undefined when stopped). */
+  pid(): number | undefined;
   stop(signal?: NodeJS.Signals): Promise<number>;
   /** SIGKILL: no graceful shutdown. */
   kill(): Promise<void>;
@@ -67,7 +72,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   function spawn() {
     return Bun.spawn(args, {
       cwd: home.path,
-      env: { ...process.env, ATH_HOME: join(home.path, "home"), NO_COLOR: "1", ...options.env },
+      // Text logs (the ready line is waited for as text) and no rate limits, unless a test asks for them.
+      env: { ...process.env, ATH_HOME: join(home.path, "home"), NO_COLOR: "1", ...QUIET_LIMITS, ATH_LOG_FORMAT: "text", ...options.env },
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",
@@ -84,7 +90,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       p.kill("SIGKILL");
       throw new Error(`ath serve did not start (exit ${code ?? "?"}):\n${log}`);
     }
-    if (ready.trim() !== `listening on ${baseUrl}`) throw new Error(`unexpected ready line: ${ready}`);
+    // --log-format json: the ready line is a record whose msg is the text line
+    const line = ready.trim().startsWith("{") ? String((JSON.parse(ready) as { msg?: unknown }).msg) : ready.trim();
+    if (line !== `listening on ${baseUrl}`) throw new Error(`unexpected ready line: ${ready}`);
   }
 
   await start();
@@ -95,6 +103,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     adminToken,
     providersFile,
     output: () => log,
+    pid: () => proc?.pid,
     async stop(signal = "SIGTERM") {
       const p = proc;
       if (p === undefined) return 0;

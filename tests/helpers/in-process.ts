@@ -5,7 +5,8 @@
  * test gives (a scripted provider, an identity-document host): no port, no process, no sleeping for expiry.
  */
 import { createGateway, type App } from "../../src/gateway/app.ts";
-import type { Gateway } from "../../src/gateway/context.ts";
+import type { Gateway, Logger } from "../../src/gateway/context.ts";
+import type { RateLimits } from "../../src/gateway/ops/rate-limit.ts";
 import type { ApprovalMode } from "../../src/gateway/rules/policy.ts";
 import { PATHS, ProviderConfig, type ProviderConfigInput } from "../../src/protocol/index.ts";
 import { openSqliteStore } from "../../src/store/index.ts";
@@ -48,6 +49,15 @@ export interface InProcessOptions {
   store?: Store;
   /** Mount the sandbox provider (default: yes, except in native mode with `providers`, where one of them is the app). */
   demo?: boolean;
+  /** Where the gateway logs (default: nowhere). */
+  log?: Logger;
+  /** Rate limits (default: none) and body limits (default: the gateway's). */
+  rateLimits?: RateLimits;
+  maxBody?: number;
+  maxProxyBody?: number;
+  trustProxy?: boolean;
+  metricsToken?: string;
+  metricsPublic?: boolean;
 }
 
 export interface InProcess {
@@ -100,6 +110,12 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
       masterKey: crypto.getRandomValues(new Uint8Array(32)),
       demo: o.demo ?? !(o.mode === "native" && Object.keys(providers).length > 0),
       ...(o.auditDelayMs === undefined ? {} : { auditBatch: { delayMs: o.auditDelayMs } }),
+      ...(o.rateLimits ? { rateLimits: o.rateLimits } : {}),
+      ...(o.maxBody ? { maxBody: o.maxBody } : {}),
+      ...(o.maxProxyBody ? { maxProxyBody: o.maxProxyBody } : {}),
+      ...(o.trustProxy ? { trustProxy: true } : {}),
+      ...(o.metricsToken ? { metricsToken: o.metricsToken } : {}),
+      ...(o.metricsPublic ? { metricsPublic: true } : {}),
     },
     {
       store: o.store ?? openSqliteStore(":memory:"),
@@ -109,6 +125,7 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
         return route(req);
       },
       clock: clock.now,
+      ...(o.log ? { log: o.log } : {}),
     },
   );
   const running = app;

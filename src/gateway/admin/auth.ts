@@ -37,6 +37,20 @@ export function requireIntrospector({ gw, req }: Call): void {
 }
 
 /**
+ * The guard of GET /metrics (`auth: "metrics"`, DESIGN §10): nothing under --metrics-public; else the admin token or
+ * `--metrics-token` as a bearer (or the admin token as `X-ATH-User-Token`).
+ */
+export function requireMetricsReader({ gw, req }: Call): void {
+  if (gw.opts.metricsPublic) return;
+  const bearer = bearerToken(req);
+  const ok =
+    isAdmin(gw, req) ||
+    matches(bearer, gw.opts.adminTokenHash) ||
+    (gw.opts.metricsTokenHash !== null && matches(bearer, gw.opts.metricsTokenHash));
+  if (!ok) throw new AthError("UNAUTHORIZED", "A valid metrics or admin token is required", undefined, { headers: { "www-authenticate": 'Bearer realm="ath"' } });
+}
+
+/**
  * The admin token's hash: the operator's token when given (its hash is stored, so giving one once resets a lost
  * token for later starts too); else the one stored at an earlier start; else a new token, whose hash is stored and
  * which is returned once (`generated`) to be shown — it is never shown again. Called only once the gateway listens,

@@ -16,6 +16,7 @@ export async function authorize(call: Call): Promise<Response> {
   const { gw } = call;
   const body = parseWith(AuthorizationRequest, withAppDefaults(gw, await readObject(call, { form: false })));
   const agent = await requireAgent(gw, body.client_id);
+  await call.identify({ client_id: agent.client_id });
   requireApproved(gw, agent);
   await attest(gw, body.agent_attestation, agent, gw.opts.baseUrl);
 
@@ -24,6 +25,7 @@ export async function authorize(call: Call): Promise<Response> {
   if (!approval || !provider) {
     throw new AthError("PROVIDER_NOT_APPROVED", undefined, { provider_id: body.provider_id });
   }
+  await call.identify({ provider_id: provider.provider_id });
   const unapproved = unapprovedScopes(approval.approved_scopes, body.scopes);
   if (unapproved.length > 0) {
     throw new AthError("SCOPE_NOT_APPROVED", undefined, { provider_id: body.provider_id, unapproved_scopes: unapproved });

@@ -46,6 +46,7 @@ export async function register(call: Call): Promise<Response> {
     await audit(gw, "agent.registration_refused", { agent_id: body.agent_id, data: { reason: "already registered" } });
     throw new AthError("AGENT_ALREADY_REGISTERED", undefined, { agent_id: body.agent_id });
   }
+  await call.identify({ client_id: clientId });
   await audit(gw, "agent.registered", { client_id: clientId, agent_id: body.agent_id, data: { status, approvals } });
 
   const res: AgentRegistrationResponse = {

@@ -8,7 +8,7 @@ import { authenticateClient } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
 import type { Call } from "../context.ts";
 import { findToken, revokeToken } from "../domain/tokens.ts";
-import { readObject } from "../http/request.ts";
+import { isLimitError, readObject } from "../http/request.ts";
 import { json } from "../http/response.ts";
 
 export async function revoke(call: Call): Promise<Response> {
@@ -17,6 +17,7 @@ export async function revoke(call: Call): Promise<Response> {
   try {
     outcome = await tryRevoke(call);
   } catch (err) {
+    if (isLimitError(err)) throw err;
     outcome = `refused: ${err instanceof Error ? err.message : String(err)}`;
   }
   if (outcome !== "revoked") await audit(gw, "token.revocation_ignored", { data: { reason: outcome } });

@@ -16,6 +16,7 @@ export async function token(call: Call): Promise<Response> {
   const { gw } = call;
   const body = await readJson(call, TokenExchangeRequest, { form: true });
   const agent = await authenticateClient(gw, body.client_id, body.client_secret);
+  await call.identify({ client_id: agent.client_id });
   requireApproved(gw, agent);
   await attest(gw, body.agent_attestation, agent, gw.opts.baseUrl + PATHS.token);
 
@@ -31,6 +32,7 @@ export async function token(call: Call): Promise<Response> {
 
   const consumed = await gw.store.consumeSession(session.session_id, agent.client_id, gw.now());
   if (!consumed) throw new AthError("SESSION_NOT_FOUND");
+  await call.identify({ provider_id: consumed.provider_id });
 
   const approved = approvalFor(agent, consumed.provider_id)?.approved_scopes ?? [];
   const consented = consumed.consented_scopes ?? [];

@@ -1,9 +1,10 @@
 /**
- * The request pipeline: route → the row's caller check → handler, with the one error boundary. Everything that
- * applies to requests by route row (request ids, access log, metrics, rate and body limits) is applied here, once,
- * from the row's fields — never inside handlers.
+ * The request pipeline: request id → route → rate budget → the row's caller check → handler, with the one error
+ * boundary, then the access record and the metrics of the answer. Everything that applies to requests by route row
+ * (request ids, access log, metrics, rate and body limits) is applied here, once, from the row's fields — never inside
+ * handlers; a handler only says who the request is for (`call.identify`) once it knows.
  */
-import type { Call, Gateway, Route, RouteAuth, RouteKind } from "../context.ts";
+import type { Call, Gateway, LogFields, Route, RouteAuth, RouteKind } from "../context.ts";
 import { errorPage } from "../pages/errors.ts";
 import { errorResponse, exposed } from "./response.ts";
 import { createRouter, splitTarget } from "./router.ts";
@@ -11,10 +12,20 @@ import { createRouter, splitTarget } from "./router.ts";
 /** The caller checks named by the table's `auth` column; they throw an AthError to refuse. */
 export type Guards = Record<RouteAuth, (call: Call) => void>;
 
-export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards): (req: Request, peer?: string) => Promise<Response> {
+/** Who sent the request, as the listener saw it (Bun's `server.requestIP`); absent in process. */
+export type Peer = string | undefined;
+
+export const REQUEST_ID_HEADER = "x-request-id";
+
+export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards): (req: Request, peer?: Peer) => Promise<Response> {
   const router = createRouter(table);
   return async (req, peer) => {
+    const started = performance.now();
+    const id = requestId(req.headers.get(REQUEST_ID_HEADER));
+    const who: { client_id?: string; provider_id?: string } = {};
+    let route: Route | undefined;
     let kind: RouteKind = "api";
+    let res: Response;
     try {
       const { path, search } = splitTarget(req.url);
       const m = router.match(req.method, path);
@@ -22,19 +33,94 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
         kind = m.kind;
         throw m.error;
       }
-      kind = m.route.kind;
-      const call: Call = { gw, req, route: m.route, params: m.params, search, peer: peer ?? null };
-      guards[m.route.auth](call);
-      return await m.route.handler(call);
+      route = m.route;
+      kind = route.kind;
+      const ip = clientIp(gw, req, peer);
+      const budget = route.limit;
+      const call: Call = {
+        gw,
+        req,
+        route,
+        params: m.params,
+        search,
+        id,
+        ip,
+        peer: peer ?? null,
+        identify: async (w) => {
+          const first = w.client_id !== undefined && who.client_id === undefined;
+          Object.assign(who, w);
+          if (first && (budget === "auth" || budget === "proxy")) await gw.limiter.take(budget, w.client_id!);
+        },
+      };
+      if (budget === "register") await gw.limiter.take("register", ip);
+      guards[route.auth](call);
+      res = await route.handler(call);
     } catch (err) {
-      return boundary(gw, kind, err);
+      res = boundary(gw, kind, err, id);
     }
+    res = withHeader(res, REQUEST_ID_HEADER, id);
+    record(gw, req.method, route, res.status, performance.now() - started, id, who);
+    return res;
   };
 }
 
 /** The error boundary: handlers throw; browsers get an HTML page, API and proxy clients the JSON error body. */
-export function boundary(gw: Gateway, kind: RouteKind, err: unknown): Response {
-  const log = (msg: string, e: unknown) => gw.log.error(msg, e);
+export function boundary(gw: Gateway, kind: RouteKind, err: unknown, requestId?: string): Response {
+  const log = (msg: string, e: unknown) => gw.log.error(msg, e, requestId === undefined ? undefined : { request_id: requestId });
   if (kind === "page") return errorPage(exposed(err, log));
   return errorResponse(err, log);
+}
+
+/** DESIGN §10: 1–128 characters of `[A-Za-z0-9._-]`, else a new one. */
+export function requestId(given: string | null): string {
+  return given !== null && SANE_ID.test(given) ? given : crypto.randomUUID();
+}
+
+// internal
+
+const SANE_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** Methods named in metrics as themselves; any other is `OTHER` (a client must not mint label values). */
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PROPFIND", "MKCOL", "REPORT", "SEARCH", "QUERY"]);
+
+/** The route label of a request no row matched (404, or 405 on a known path). */
+const UNMATCHED = "unmatched";
+
+/** The metrics and the access record of one answered request. */
+function record(gw: Gateway, method: string, route: Route | undefined, status: number, ms: number, id: string, who: { client_id?: string; provider_id?: string }) {
+  const template = route?.path ?? UNMATCHED;
+  const m = gw.metrics;
+  m.http.inc([template, METHODS.has(method) ? method : "OTHER", String(status)]);
+  m.httpDuration.observe([template], ms / 1000);
+  // A provider is named once the token matched it (a configured provider), never from the raw path.
+  if (route?.kind === "proxy") m.proxy.inc([who.provider_id ?? "none", String(status)]);
+  if (!gw.log.enabled("info")) return;
+  const fields: LogFields = { request_id: id, method: METHODS.has(method) ? method : "OTHER", route: template, status, duration_ms: Math.round(ms * 1000) / 1000 };
+  if (who.client_id !== undefined) fields.client_id = who.client_id;
+  if (who.provider_id !== undefined) fields.provider_id = who.provider_id;
+  gw.log.info("request", fields);
+}
+
+/** The client IP: the listener's peer, or under --trust-proxy the last X-Forwarded-For hop (what our proxy saw). */
+function clientIp(gw: Gateway, req: Request, peer: Peer): string {
+  if (gw.opts.trustProxy) {
+    const xff = req.headers.get("x-forwarded-for");
+    if (xff) {
+      const last = xff.slice(xff.lastIndexOf(",") + 1).trim();
+      if (last !== "") return last.slice(0, 64);
+    }
+  }
+  return peer ?? "unknown";
+}
+
+/** Sets a header on the response; a response whose headers are frozen is copied first. */
+function withHeader(res: Response, name: string, value: string): Response {
+  try {
+    res.headers.set(name, value);
+    return res;
+  } catch {
+    const headers = new Headers(res.headers);
+    headers.set(name, value);
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  }
 }

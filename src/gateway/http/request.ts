@@ -14,6 +14,14 @@ export async function readText(call: Call): Promise<string> {
   return new TextDecoder().decode(await readBounded(req.body, req.headers.get("content-length"), route.maxBody, tooLarge));
 }
 
+/**
+ * Whether `err` is a size limit of DESIGN §10 (413, or nesting over 32): refused on every endpoint, even by those that
+ * otherwise answer malformed requests quietly (/ath/revoke).
+ */
+export function isLimitError(err: unknown): boolean {
+  return err instanceof AthError && (err.code === "PAYLOAD_TOO_LARGE" || (err.code === "INVALID_REQUEST" && err.details?.reason === "nesting"));
+}
+
 /** Parses a body that is either JSON or `application/x-www-form-urlencoded` (RFC 6749 §4.1.3) into an object. */
 export async function readObject(call: Call, opts: { form: boolean }): Promise<Record<string, unknown>> {
   const type = (call.req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
@@ -24,6 +32,9 @@ export async function readObject(call: Call, opts: { form: boolean }): Promise<R
   if (type !== "application/json" && type !== "" && !type.endsWith("+json")) {
     const accepted = opts.form ? "application/json or application/x-www-form-urlencoded" : "application/json";
     throw new AthError("INVALID_REQUEST", `Content-Type must be ${accepted}`, { field: "content-type" });
+  }
+  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new AthError("INVALID_REQUEST", `The request body is nested deeper than ${MAX_JSON_DEPTH} levels`, { field: "body", reason: "nesting" });
   }
   let value: unknown;
   try {
@@ -67,6 +78,24 @@ export function bearerToken(req: Request): string | null {
 }
 
 // internal
+
+/** DESIGN §10: objects and arrays nest at most 32 deep in a protocol body. */
+const MAX_JSON_DEPTH = 32;
+
+/** Whether JSON text opens more than `max` objects/arrays at once (strings skipped) — checked before parsing it. */
+function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // skip the string, escapes included
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
 
 /**
  * No string of a protocol body may contain U+0000: nothing legitimate needs it, and PostgreSQL text cannot store it

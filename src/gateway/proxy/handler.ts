@@ -34,6 +34,7 @@ export async function proxy(call: Call): Promise<Response> {
   if (token.provider_id !== providerId) {
     throw new AthError("PROVIDER_MISMATCH", `This token is for '${token.provider_id}', not '${providerId}'`, { token_provider_id: token.provider_id });
   }
+  await call.identify({ client_id: token.client_id, provider_id: providerId });
   const claimedAgent = req.headers.get(HEADERS.agentId);
   if (claimedAgent !== null && claimedAgent !== token.agent_id) throw new AthError("AGENT_IDENTITY_MISMATCH");
 
@@ -69,14 +70,14 @@ export async function proxy(call: Call): Promise<Response> {
     });
     body = { data: bytes.byteLength ? (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer) : null, replayable: true };
   } else {
-    body = await prepareBody(req);
+    body = await prepareBody(req, gw.opts.maxProxyBody);
   }
   let access = await currentAccess(gw, token.grant_id);
-  let res = await send(gw, req.method, target, headers, body, access);
+  let res = await send(gw, req.method, target, headers, body, access, providerId);
   if (res.status === 401 && access.canRefresh && body.replayable) {
     await res.body?.cancel();
     access = await refreshAfterRejection(gw, token.grant_id, access.version);
-    res = await send(gw, req.method, target, headers, body, access);
+    res = await send(gw, req.method, target, headers, body, access, providerId);
   }
   if (res.status >= 400) {
     await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method } });

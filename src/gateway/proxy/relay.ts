@@ -10,23 +10,58 @@ const REPLAYABLE_BODY_BYTES = 1024 * 1024;
 export interface PreparedBody {
   data: ArrayBuffer | ReadableStream<Uint8Array> | null;
   replayable: boolean;
+  /** Set when a streamed body crossed `--max-proxy-body` on its way upstream. */
+  cut?: () => boolean;
 }
 
-export async function prepareBody(req: Request): Promise<PreparedBody> {
+/**
+ * The body to send upstream: none, buffered when small enough to replay, else streamed — never more than `max` bytes
+ * (`--max-proxy-body`): a larger Content-Length is refused before anything is sent, and a chunked body is cut at the
+ * first chunk that crosses it (413 PAYLOAD_TOO_LARGE).
+ */
+export async function prepareBody(req: Request, max: number): Promise<PreparedBody> {
   if (!req.body || req.method === "GET" || req.method === "HEAD") return { data: null, replayable: true };
   const length = req.headers.get("content-length");
+  if (length !== null && Number(length) > max) {
+    await req.body.cancel();
+    throw tooLarge(max);
+  }
   if (length !== null && Number(length) <= REPLAYABLE_BODY_BYTES) return { data: await req.arrayBuffer(), replayable: true };
-  return { data: req.body, replayable: false };
+  // A declared length is held to by the server; only a chunked body needs counting.
+  if (length !== null) return { data: req.body, replayable: false };
+  let seen = 0;
+  let cut = false;
+  const counted = req.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > max) {
+          cut = true;
+          controller.error(tooLarge(max));
+        } else controller.enqueue(chunk);
+      },
+    }),
+  );
+  return { data: counted, replayable: false, cut: () => cut };
 }
 
 /** One upstream call with the upstream token; 504 UPSTREAM_TIMEOUT / 502 UPSTREAM_UNAVAILABLE when it cannot be had. */
-export async function send(gw: Gateway, method: string, target: URL, headers: HeaderFields, body: PreparedBody, access: LiveAccess): Promise<Response> {
+export async function send(
+  gw: Gateway,
+  method: string,
+  target: URL,
+  headers: HeaderFields,
+  body: PreparedBody,
+  access: LiveAccess,
+  providerId: string,
+): Promise<Response> {
   // `headers` are the relay's own (upstreamRequestHeaders made them): set in place, no copy per request.
   headers.authorization = `Bearer ${access.accessToken}`;
   // A timer cleared once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
   // long streamed body must not be cut when it fires.
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), gw.opts.upstreamTimeoutMs);
+  const started = performance.now();
   try {
     // decompress: false — Bun's fetch would otherwise inflate the body yet keep Content-Encoding (DESIGN §3).
     const init: RequestInit & { decompress: boolean; duplex?: "half" } = {
@@ -38,8 +73,11 @@ export async function send(gw: Gateway, method: string, target: URL, headers: He
       decompress: false,
     };
     if (body.data instanceof ReadableStream) init.duplex = "half";
-    return await gw.fetch(target, init);
+    const res = await gw.fetch(target, init);
+    gw.metrics.upstreamDuration.observe([providerId], (performance.now() - started) / 1000);
+    return res;
   } catch (cause) {
+    if (body.cut?.()) throw tooLarge(gw.opts.maxProxyBody);
     if (controller.signal.aborted) {
       throw new AthError("UPSTREAM_TIMEOUT", `The provider API did not answer within ${gw.opts.upstreamTimeoutMs} ms`, { url_origin: target.origin });
     }
@@ -47,4 +85,10 @@ export async function send(gw: Gateway, method: string, target: URL, headers: He
   } finally {
     clearTimeout(timer);
   }
+}
+
+// internal
+
+function tooLarge(max: number): AthError {
+  return new AthError("PAYLOAD_TOO_LARGE", `The request body exceeds ${max} bytes (--max-proxy-body)`, { limit: max });
 }

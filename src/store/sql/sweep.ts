@@ -53,7 +53,8 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
           [cutoff],
         ));
       const audit = auditRetainMs === undefined ? 0 : await inBatches("audit", "id", "SELECT id FROM audit WHERE at <= ?", [now - auditRetainMs]);
-      return { sessions, jti, tokens, grants, audit };
+      const rateLeases = await inBatches("rate_leases", "(rkey, window_start)", "SELECT rkey, window_start FROM rate_leases WHERE expires_at <= ?", [now]);
+      return { sessions, jti, tokens, grants, audit, rate_leases: rateLeases };
     },
   };
 }

@@ -583,7 +583,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.markSessionConsented(consented.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: pendingGrant.grant_id, expires_at: now + 1 });
 
       const before = { sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") };
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, audit: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, audit: 0, rate_leases: 0 });
       expect({ sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") })
         .toEqual({ sessions: before.sessions - 1, jti: before.jti - 1, tokens: before.tokens - 2, grants: before.grants - 2 });
       expect(await store.getGrant(dead.grant_id)).toBeNull();
@@ -592,7 +592,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       for (const t of kept) expect(await store.getToken(t.token_hash)).toEqual(t);
       expect(await store.getSession(live.session_id)).toEqual(live);
       expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, audit: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, audit: 0, rate_leases: 0 });
     });
 
     test("sweep deletes in batches: 2,500 expired tokens all go, live ones and another agent's same jti stay", async () => {

@@ -113,6 +113,12 @@ describe("the person decides", () => {
     expect(again.previous).toEqual({ approval_id: d.approval_id, reason: "used" });
     expect(again.approval_id).not.toBe(d.approval_id);
     expect(apiCalls("POST")).toHaveLength(1);
+
+    // ath_approvals_total{provider,result} at /metrics
+    const metrics = await (await g.fetch("/metrics", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+    expect(metrics).toContain('ath_approvals_total{provider="mail",result="requested"} 2');
+    expect(metrics).toContain('ath_approvals_total{provider="mail",result="approved"} 1');
+    expect(metrics).toContain('ath_approvals_total{provider="mail",result="used"} 1');
   });
 
   test("a resend with a changed body, query or method is refused and does not spend the approval", async () => {

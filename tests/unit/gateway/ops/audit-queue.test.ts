@@ -2,6 +2,7 @@
  * The audit queue (DESIGN §13): events leave the request path and reach the store in batches — in order, one
  * statement a batch — and every queued event is written when the gateway closes.
  */
+import { SILENT } from "../../../../src/gateway/ops/log.ts";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { auditQueue } from "../../../../src/gateway/ops/audit-queue.ts";
 import { openSqliteStore } from "../../../../src/store/index.ts";
@@ -9,7 +10,6 @@ import type { AuditEvent, Store } from "../../../../src/store/types.ts";
 import { makeAgent } from "../../../helpers/attestations.ts";
 import { inProcessGateway, tokenFor } from "../../../helpers/in-process.ts";
 
-const SILENT = { info() {}, warn() {}, error() {} };
 
 describe("the audit queue", () => {
   let store: Store;

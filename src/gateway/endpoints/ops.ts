@@ -1,0 +1,33 @@
+/**
+ * GET /metrics (Prometheus text format 0.0.4, behind the `metrics` guard) and GET /ready (200 when the store answers,
+ * else 503) — DESIGN §10. `/health` (discovery.ts) stays a liveness check that touches nothing.
+ */
+import { AthError } from "../../protocol/index.ts";
+import type { Call } from "../context.ts";
+import { json } from "../http/response.ts";
+
+/** How long /ready waits for the store. */
+const READY_TIMEOUT_MS = 2_000;
+
+export function metrics({ gw }: Call): Response {
+  return new Response(gw.metrics.render(), {
+    headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" },
+  });
+}
+
+export async function ready({ gw }: Call): Promise<Response> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+  });
+  try {
+    // getMeta is never cached (store/cached.ts): this reads the database.
+    await Promise.race([gw.store.getMeta("schema_version"), timeout]);
+  } catch (err) {
+    gw.log.warn("not ready: the store does not answer", { error: err instanceof Error ? err.message : String(err) });
+    throw new AthError("NOT_READY");
+  } finally {
+    clearTimeout(timer);
+  }
+  return json({ status: "ready" });
+}

@@ -1,0 +1,145 @@
+/**
+ * The metrics registry (DESIGN §10): counters and histograms kept in plain Maps keyed by their label values — an
+ * increment on the proxy's path is one string join and one Map update — rendered on demand in the Prometheus text
+ * format 0.0.4. Label values come from bounded sets only (route templates, methods, statuses, configured providers,
+ * limit names): never a raw path or anything a client can vary at will.
+ */
+import type { LogFields } from "../context.ts";
+
+export class Counter {
+  private readonly values = new Map<string, { labels: readonly string[]; value: number }>();
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[],
+  ) {}
+
+  inc(labels: readonly string[], by = 1): void {
+    const key = labels.join("\u0000");
+    const v = this.values.get(key);
+    if (v) v.value += by;
+    else this.values.set(key, { labels, value: by });
+  }
+
+  /** The current value (0 when never incremented), for tests. */
+  get(labels: readonly string[]): number {
+    return this.values.get(labels.join("\u0000"))?.value ?? 0;
+  }
+
+  render(): string {
+    let out = header(this.name, this.help, "counter");
+    for (const v of this.values.values()) out += `${this.name}${labelSet(this.labelNames, v.labels)} ${v.value}\n`;
+    return out;
+  }
+}
+
+/** Upper bounds in seconds: 1 ms to 30 s (the upstream timeout's default). */
+export const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export class Histogram {
+  private readonly series = new Map<string, { labels: readonly string[]; counts: number[]; sum: number; count: number }>();
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[],
+    readonly buckets: readonly number[] = DURATION_BUCKETS,
+  ) {}
+
+  observe(labels: readonly string[], value: number): void {
+    const key = labels.join("\u0000");
+    let s = this.series.get(key);
+    if (!s) this.series.set(key, (s = { labels, counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 }));
+    // counts[i]: observations in (buckets[i-1], buckets[i]]; cumulated when rendered
+    let i = 0;
+    while (i < this.buckets.length && value > this.buckets[i]!) i++;
+    if (i < this.buckets.length) s.counts[i]!++;
+    s.sum += value;
+    s.count++;
+  }
+
+  render(): string {
+    let out = header(this.name, this.help, "histogram");
+    for (const s of this.series.values()) {
+      let cumulated = 0;
+      for (let i = 0; i < this.buckets.length; i++) {
+        cumulated += s.counts[i]!;
+        out += `${this.name}_bucket${labelSet([...this.labelNames, "le"], [...s.labels, String(this.buckets[i])])} ${cumulated}\n`;
+      }
+      out += `${this.name}_bucket${labelSet([...this.labelNames, "le"], [...s.labels, "+Inf"])} ${s.count}\n`;
+      out += `${this.name}_sum${labelSet(this.labelNames, s.labels)} ${s.sum}\n`;
+      out += `${this.name}_count${labelSet(this.labelNames, s.labels)} ${s.count}\n`;
+    }
+    return out;
+  }
+}
+
+/** Every metric of DESIGN §10, with its labels pinned. */
+export interface Metrics {
+  http: Counter;
+  httpDuration: Histogram;
+  proxy: Counter;
+  upstreamDuration: Histogram;
+  tokensIssued: Counter;
+  tokensRevoked: Counter;
+  upstreamRefresh: Counter;
+  agentsRegistered: Counter;
+  rateLimited: Counter;
+  /** Per-request approvals (DESIGN §15): requested, approved, denied, used. */
+  approvals: Counter;
+  /** Counts what an audit event says happened (domain/audit.ts calls it for every event). */
+  event(type: string, e: { provider_id?: string | null | undefined; data?: LogFields | undefined }): void;
+  /** The exposition, process metrics included. */
+  render(): string;
+}
+
+export function createMetrics(version: string): Metrics {
+  const m = {
+    http: new Counter("ath_http_requests_total", "HTTP requests answered, by route template, method and status.", ["route", "method", "status"]),
+    httpDuration: new Histogram("ath_http_request_duration_seconds", "Time to the response headers, by route template.", ["route"]),
+    proxy: new Counter("ath_proxy_requests_total", "Proxied requests, by provider and the status the agent got.", ["provider", "status"]),
+    upstreamDuration: new Histogram("ath_proxy_upstream_duration_seconds", "Time to the provider API's response headers.", ["provider"]),
+    tokensIssued: new Counter("ath_tokens_issued_total", "ATH tokens issued.", ["provider"]),
+    tokensRevoked: new Counter("ath_tokens_revoked_total", "ATH tokens revoked (by their client at /ath/revoke, or by an admin).", ["provider"]),
+    upstreamRefresh: new Counter("ath_upstream_refresh_total", "Upstream token refreshes, by result (ok, refused, failed).", ["provider", "result"]),
+    agentsRegistered: new Counter("ath_agents_registered_total", "Agents registered, by the status they got.", ["status"]),
+    rateLimited: new Counter("ath_rate_limited_total", "Requests refused with 429, by limit.", ["limit"]),
+    approvals: new Counter("ath_approvals_total", "Per-request approvals, by provider and what happened (requested, approved, denied, used).", ["provider", "result"]),
+  };
+  const provider = (e: { provider_id?: string | null | undefined }) => e.provider_id ?? "none";
+  const EVENTS: Record<string, (e: { provider_id?: string | null | undefined; data?: LogFields | undefined }) => void> = {
+    "token.issued": (e) => m.tokensIssued.inc([provider(e)]),
+    "token.revoked": (e) => m.tokensRevoked.inc([provider(e)]),
+    "upstream.refreshed": (e) => m.upstreamRefresh.inc([provider(e), "ok"]),
+    "upstream.refresh_refused": (e) => m.upstreamRefresh.inc([provider(e), "refused"]),
+    "upstream.refresh_failed": (e) => m.upstreamRefresh.inc([provider(e), "failed"]),
+    "approval.requested": (e) => m.approvals.inc([provider(e), "requested"]),
+    "approval.approved": (e) => m.approvals.inc([provider(e), "approved"]),
+    "approval.denied": (e) => m.approvals.inc([provider(e), "denied"]),
+    "approval.used": (e) => m.approvals.inc([provider(e), "used"]),
+    "agent.registered": (e) => m.agentsRegistered.inc([String(e.data?.status ?? "unknown")]),
+  };
+  const build = `# HELP ath_build_info The running ath version.\n# TYPE ath_build_info gauge\nath_build_info${labelSet(["version"], [version])} 1\n`;
+  return {
+    ...m,
+    event: (type, e) => EVENTS[type]?.(e),
+    render: () =>
+      build +
+      Object.values(m).map((metric) => metric.render()).join("") +
+      header("process_resident_memory_bytes", "Resident memory size in bytes.", "gauge") +
+      `process_resident_memory_bytes ${process.memoryUsage.rss()}\n` +
+      header("process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.", "gauge") +
+      `process_start_time_seconds ${Math.floor(performance.timeOrigin / 1000)}\n`,
+  };
+}
+
+// internal
+
+function header(name: string, help: string, type: string): string {
+  return `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n`;
+}
+
+/** `{a="x",b="y"}` with the exposition format's escapes (backslash, double quote, line feed). */
+function labelSet(names: readonly string[], values: readonly string[]): string {
+  if (names.length === 0) return "";
+  return `{${names.map((n, i) => `${n}="${values[i]!.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`).join(",")}}`;
+}

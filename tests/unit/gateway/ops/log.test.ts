@@ -1,0 +1,81 @@
+/**
+ * The one log writer (ops/log.ts, DESIGN §10): JSON lines or text at or above a level, and secrets kept out where
+ * lines are written — by field name, and in every string by shape — whatever a call site hands it.
+ */
+import { describe, expect, test } from "bun:test";
+import { createLogger } from "../../../../src/gateway/ops/log.ts";
+
+function capture(format: "json" | "text", level: "debug" | "info" | "warn" | "error" = "debug") {
+  const lines: string[] = [];
+  const log = createLogger({ format, level, write: (l) => void lines.push(l), now: () => Date.UTC(2026, 10, 26, 6, 0, 0) });
+  return { log, lines };
+}
+
+describe("log lines", () => {
+  test("JSON: one object a line with time, level, msg and the fields", () => {
+    const { log, lines } = capture("json");
+    log.info("request", { request_id: "r1", status: 200 });
+    expect(lines).toEqual(['{"time":"2026-11-26T06:00:00.000Z","level":"info","msg":"request","request_id":"r1","status":200}\n']);
+  });
+
+  test("text: time, level, message and key=value pairs, quoted when needed, on one line", () => {
+    const { log, lines } = capture("text");
+    log.warn("two\nlines", { route: "/ath/token", note: "has space" });
+    expect(lines).toEqual(['2026-11-26T06:00:00.000Z WARN  two lines route=/ath/token note="has space"\n']);
+  });
+
+  test("lines below the level are not written; the start-up line is bare in text and a record in JSON", () => {
+    const text = capture("text", "warn");
+    text.log.info("request");
+    text.log.debug("detail");
+    text.log.announce("listening on http://127.0.0.1:8787");
+    expect(text.lines).toEqual(["listening on http://127.0.0.1:8787\n"]);
+    const json = capture("json", "error");
+    json.log.announce("listening on http://127.0.0.1:8787");
+    expect(JSON.parse(json.lines[0]!)).toEqual({ time: "2026-11-26T06:00:00.000Z", level: "info", msg: "listening on http://127.0.0.1:8787" });
+  });
+});
+
+describe("secrets never reach a line (DESIGN §10)", () => {
+  const SECRET = "s3cr3t-value-0123456789";
+
+  test("fields named like secrets are replaced whole, at any depth", () => {
+    const { log, lines } = capture("json");
+    const named = ["token", "access_token", "refreshToken", "client_secret", "code", "agent_code", "state", "cookie", "Set-Cookie", "authorization", "password", "code_verifier", "agent_attestation", "api_key", "master_key"];
+    log.info("fields", Object.fromEntries(named.map((k) => [k, SECRET])));
+    log.info("nested", { data: { inner: { access_token: SECRET }, list: [{ refresh_token: SECRET }] } });
+    expect(lines.join("")).not.toContain(SECRET);
+    expect(JSON.parse(lines[0]!).client_secret).toBe("[redacted]");
+  });
+
+  test("strings lose query strings, fragments, our secrets by prefix, bearer credentials and secret pairs", () => {
+    const { log, lines } = capture("json");
+    const leaks = [
+      `GET https://api.example/v1?access_token=${SECRET}`,
+      `/ath/callback?code=${SECRET}&state=x`,
+      `https://app.example/cb#access_token=${SECRET}`,
+      `ath_tk_${SECRET}`,
+      `ath_secret_${SECRET}`,
+      `ath_code_${SECRET}`,
+      `ath_sess_${SECRET}`,
+      `ath_admin_${SECRET}`,
+      `Authorization: Bearer ${SECRET}`,
+      `basic ${SECRET}`,
+      `{"refresh_token":"${SECRET}"}`,
+      `client_secret=${SECRET}&grant_type=refresh_token`,
+      `cookie: ath_binding=${SECRET}`,
+    ];
+    for (const leak of leaks) log.warn(`upstream said: ${leak}`, { error: leak, detail: [leak] });
+    log.error("internal error", new Error(`failed with ${leaks[0]}`));
+    expect(lines).toHaveLength(leaks.length + 1);
+    for (const line of lines) expect(line).not.toContain(SECRET);
+  });
+
+  test("what is not secret stays readable: client ids, routes, statuses, messages", () => {
+    const { log, lines } = capture("json");
+    log.info("request", { client_id: "ath_XXo6--WfAqvxyjepN179AA", route: "/ath/proxy/{provider_id}/*", status: 401, provider_id: "mail" });
+    log.error("sweep failed", new TypeError("database is locked"));
+    expect(JSON.parse(lines[0]!)).toMatchObject({ client_id: "ath_XXo6--WfAqvxyjepN179AA", route: "/ath/proxy/{provider_id}/*", status: 401, provider_id: "mail" });
+    expect(JSON.parse(lines[1]!).error).toBe("TypeError: database is locked");
+  });
+});
