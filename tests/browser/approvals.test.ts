@@ -11,6 +11,7 @@ import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
 import { freshPage, launchChromium, recordDialogs, screenshots } from "../helpers/chromium.ts";
 import { clickAndWait, openConsent } from "../helpers/person.ts";
 import { ATH_BIN, AUTHORIZATION_URL, ath, run, start } from "../helpers/processes.ts";
+import { athError, startHost } from "../helpers/mcp-host.ts";
 
 const SCOPES = ["openid", "mail:read", "mail:send"];
 const MAIL = { to: "boss@example.com", subject: "Resignation", text: "I quit." };
@@ -296,5 +297,54 @@ describe("ath proxy --wait-approval", () => {
     expect(done.exitCode).toBe(4);
     expect(JSON.parse(done.stdout)).toMatchObject({ error: { code: "APPROVAL_DENIED" } });
     expect(posts().length).toBe(before);
+  }, 60_000);
+});
+
+describe("ath mcp: ath_request on a request that needs an approval", () => {
+  test("a host without elicitation gets APPROVAL_REQUIRED with the URL; after the person approves, the same call with approval_id goes", async () => {
+    const host = await startHost({ home: env.ATH_HOME!, args: ["-g", w.baseUrl] });
+    try {
+      const args = { provider: "approvals", method: "POST", path: "/v1/messages", body: { ...MAIL, subject: "via mcp" } };
+      const before = posts().length;
+      const first = athError(await host.call("ath_request", args));
+      expect(first.code).toBe("APPROVAL_REQUIRED");
+      const details = first.details as { approval_id: string; approval_url: string };
+      expect(details.approval_url).toBe(`${w.baseUrl}/ath/approvals/${details.approval_id}`);
+      await decide(alice.page, details.approval_url, "Approve");
+      const sent = await host.call("ath_request", { ...args, approval_id: details.approval_id });
+      expect(sent.isError).toBeUndefined();
+      expect(sent.structuredContent).toMatchObject({ status: 201, body: { received: { subject: "via mcp" } } });
+      expect(posts().length).toBe(before + 1);
+    } finally {
+      await host.close();
+    }
+  }, 60_000);
+
+  test("a host with URL elicitation sends the person to the approval page; ath_request itself answers with the API's answer", async () => {
+    const asked: { url: string; elicitationId: string }[] = [];
+    const host = await startHost({
+      home: env.ATH_HOME!,
+      args: ["-g", w.baseUrl],
+      elicit: async (params) => {
+        const p = params as unknown as { url: string; elicitationId: string };
+        asked.push(p);
+        // the host opens the page; the person approves there while the tool waits
+        void decide(alice.page, p.url, "Approve");
+        return { action: "accept" };
+      },
+    });
+    try {
+      const before = posts().length;
+      const r = await host.call("ath_request", { provider: "approvals", method: "POST", path: "/v1/messages", body: { ...MAIL, subject: "elicited" } });
+      expect(r.isError).toBeUndefined();
+      expect(r.structuredContent).toMatchObject({ status: 201, body: { received: { subject: "elicited" } } });
+      expect(asked).toHaveLength(1);
+      expect(asked[0]!.elicitationId).toStartWith("ath_apr_");
+      expect(asked[0]!.url).toBe(`${w.baseUrl}/ath/approvals/${asked[0]!.elicitationId}`);
+      expect(host.completed).toEqual([asked[0]!.elicitationId]);
+      expect(posts().length).toBe(before + 1);
+    } finally {
+      await host.close();
+    }
   }, 60_000);
 });
