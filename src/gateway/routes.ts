@@ -19,7 +19,7 @@ import { introspect } from "./endpoints/introspect.ts";
 import { metrics, ready } from "./endpoints/ops.ts";
 import { appDiscovery } from "./endpoints/native.ts";
 import { agentStatus } from "./endpoints/agent-status.ts";
-import { showApproval, submitApproval } from "./endpoints/approvals.ts";
+import { showApproval, startSignin, submitApproval } from "./endpoints/approvals.ts";
 import { register } from "./endpoints/register.ts";
 import { revoke } from "./endpoints/revoke.ts";
 import { token } from "./endpoints/token.ts";
@@ -61,6 +61,7 @@ export function routeTable(features: RouteFeatures): Route[] {
     // Per-request approvals (DESIGN §15): the agent polls (JSON with its bearer), a person decides (the page)
     row("approval", "GET", `${PATHS.approvals}/{approval_id}`, "page", showApproval),
     row("approval.decide", "POST", `${PATHS.approvals}/{approval_id}`, "page", submitApproval, { maxBody: 4096 }),
+    row("approval.signin", "POST", `${PATHS.approvals}/{approval_id}/signin`, "page", startSignin, { maxBody: 4096 }),
 
     // The proxy streams its bodies: maxBody does not apply to them.
     row("proxy", "*", `${PATHS.proxy}/{provider_id}/*`, "proxy", proxy, { limit: "proxy" }),

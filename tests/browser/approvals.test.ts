@@ -246,6 +246,36 @@ describe("who may decide", () => {
     }
   }, 60_000);
 
+  test("another browser: signing in at the provider as the right user lets the person decide; as anyone else, 403", async () => {
+    const body = JSON.stringify({ ...MAIL, subject: "from my phone" });
+    const pending = await ask(["POST", "/v1/messages", "--body", body]);
+    for (const [login, allowed] of [["mallory", false], ["alice", true]] as const) {
+      const other = await freshPage(chromium);
+      try {
+        const first = await other.page.goto(pending.approval_url);
+        expect(first?.status()).toBe(403);
+        expect(String(await other.page.textContent("body"))).not.toContain("from my phone");
+        if (login === "alice") await screenshots(other.page, "approval-signin");
+        await clickAndWait(other.page, "Sign in at Sample Mail (approvals)");
+        expect(new URL(other.page.url()).pathname).toStartWith("/interaction/");
+        await other.page.fill('input[name="login"]', login);
+        const back = await clickAndWait(other.page, "Approve");
+        if (!allowed) {
+          expect(back?.status()).toBe(403);
+          expect(String(await other.page.textContent("body"))).toContain("You signed in as someone other than the person");
+          continue;
+        }
+        expect(other.page.url()).toBe(pending.approval_url);
+        expect(String(await other.page.textContent("body"))).toContain("from my phone");
+        await clickAndWait(other.page, "Approve");
+        expect(String(await other.page.textContent("body"))).toContain("Request approved");
+      } finally {
+        await other.context.close();
+      }
+    }
+    expect((await proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id])).exit).toBe(0);
+  }, 60_000);
+
   test("approver admin: the person cannot decide it; an admin approves in the console; the resend goes", async () => {
     const pending = await ask(["DELETE", "/v1/messages/m1"]);
     expect(pending.approver).toBe("admin");

@@ -3,20 +3,29 @@
  * application/json`) and gets the JSON status — only for its own approvals (another client: 404). A browser gets the
  * approval page; the person may decide it only if they are its approver: for `approver: "user"`, the browser that
  * holds the signed `ath_user` cookie of the user whose grant the request would use; `admin` approvals are decided in
- * the admin console. Anyone else gets a 403 page. The form carries a CSRF token derived from the (HttpOnly) cookie.
+ * the admin console. Anyone else gets a 403 page — offering, when the provider names its users (an id_token, userinfo
+ * or a token-response path), to sign in at the provider through the gateway's own OAuth client (PKCE, the gateway's
+ * callback): the signed-in user id is compared with the approval's, and on a match the browser gets the cookie. The
+ * forms carry CSRF tokens derived from HttpOnly cookies (`ath_user`; the browser-binding cookie for the sign-in).
  */
-import { AthError, PATHS } from "../../protocol/index.ts";
+import { AthError, PATHS, type ProviderConfig } from "../../protocol/index.ts";
 import type { ApprovalRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
 import { approvalStatus, decide, shownBody, SHOWN_BODY_BYTES, statusDocument } from "../domain/approvals.ts";
-import { readApprover, type ApproverIdentity } from "../domain/approver-cookie.ts";
-import { findProvider } from "../domain/providers.ts";
+import { approverCookieAfterConsent, readApprover, type ApproverIdentity } from "../domain/approver-cookie.ts";
+import { audit } from "../domain/audit.ts";
+import { bindingHash, ensureBinding, readBinding } from "../domain/browser-binding.ts";
+import { findProvider, openProvider, outbound, requireProvider } from "../domain/providers.ts";
+import { redirect } from "../http/response.ts";
+import { authorizeUrl, exchangeCode, upstreamUserId } from "../oauth/client.ts";
+import { createPkce } from "../oauth/pkce.ts";
+import { userIdSource } from "../oauth/quirks.ts";
 import { requireLiveToken } from "../domain/tokens.ts";
 import { bearerToken, readText } from "../http/request.ts";
 import { errorResponse, json } from "../http/response.ts";
-import { htmlResponse } from "../pages/index.ts";
-import { renderApprovalDecidedPage, renderApprovalPage } from "../pages/approval.ts";
+import { formActionSources, htmlResponse } from "../pages/index.ts";
+import { renderApprovalDecidedPage, renderApprovalPage, renderApprovalSigninPage } from "../pages/approval.ts";
 
 const NOT_YOURS =
   "Only the person who gave this agent access can approve its requests, and only from the browser where they gave that consent.";
@@ -33,8 +42,80 @@ export async function showApproval(call: Call): Promise<Response> {
   const a = await find(gw, call.params.approval_id!);
   const approver = await readApprover(gw, req);
   const allowed = a.approver === "user" && mayDecide(a, approver);
-  if (a.approver === "user" && !allowed) throw forbidden(NOT_YOURS);
+  if (a.approver === "user" && !allowed) return signinPage(gw, req, a);
   return htmlResponse(await page(gw, a, allowed ? approver! : null), { status: 200 });
+}
+
+/** POST /ath/approvals/{id}/signin: off to the provider's sign-in, to prove who this browser's person is. */
+export async function startSignin(call: Call): Promise<Response> {
+  const { gw, req } = call;
+  const a = await find(gw, call.params.approval_id!);
+  if (a.approver !== "user") throw forbidden("An admin decides this request, in the gateway's admin console.");
+  const binding = readBinding(gw, req);
+  let form: URLSearchParams;
+  try {
+    form = new URLSearchParams(await readText(call));
+  } catch {
+    throw new AthError("INVALID_REQUEST", "The form could not be read.");
+  }
+  if (!binding || !constantTimeEqual(form.get("csrf") ?? "", signinCsrf(a.approval_id, binding))) {
+    throw new AthError("STATE_MISMATCH", "The form expired or did not come from this page. Reload the approval link and try again.");
+  }
+  const record = await requireProvider(gw, a.provider_id);
+  if (!namesItsUsers(record.config)) throw forbidden(NO_USER_IDS);
+  const pkce = createPkce();
+  const state: SigninState = { a: a.approval_id, v: pkce.verifier, b: bindingHash(binding), e: gw.now() + SIGNIN_TTL_MS };
+  const sealed = SIGNIN_PREFIX + (await gw.sealer.seal(JSON.stringify(state), SIGNIN_AAD));
+  const url = authorizeUrl(await openProvider(gw, record), {
+    redirectUri: gw.opts.baseUrl + PATHS.callback,
+    scopes: signinScopes(record.config),
+    state: sealed,
+    codeChallenge: pkce.challenge,
+    resource: null,
+  });
+  return redirect(url);
+}
+
+/** Whether the provider's callback `state` is an approval sign-in's (the callback hands those here). */
+export function isSigninState(state: string): boolean {
+  return state.startsWith(SIGNIN_PREFIX);
+}
+
+/**
+ * GET /ath/callback for an approval sign-in: the same browser (binding cookie), in time, signed in as the user the
+ * approval belongs to → the `ath_user` cookie and back to the page; anyone else → the 403 page. The provider tokens
+ * of this sign-in are not kept.
+ */
+export async function finishSignin(call: Call, state: string): Promise<Response> {
+  const { gw, req } = call;
+  let s: SigninState;
+  try {
+    s = JSON.parse(await gw.sealer.open(state.slice(SIGNIN_PREFIX.length), SIGNIN_AAD)) as SigninState;
+  } catch {
+    throw new AthError("STATE_MISMATCH", "The provider's response carries no valid state.");
+  }
+  const binding = readBinding(gw, req);
+  if (!binding || !constantTimeEqual(bindingHash(binding), s.b)) throw new AthError("STATE_MISMATCH");
+  if (s.e <= gw.now()) throw new AthError("SESSION_EXPIRED", "The sign-in took too long. Open the approval link again.");
+  const a = await find(gw, s.a);
+  const q = new URLSearchParams(call.search);
+  const code = q.get("code");
+  if (q.get("error") || !code) throw forbidden("The sign-in at the provider was cancelled; nothing was decided.");
+  const record = await requireProvider(gw, a.provider_id);
+  const provider = await openProvider(gw, record);
+  let userId: string | null;
+  try {
+    const tokens = await exchangeCode(provider, { code, verifier: s.v, redirectUri: gw.opts.baseUrl + PATHS.callback, resource: null }, outbound(gw));
+    userId = await upstreamUserId(provider, tokens, outbound(gw));
+  } catch (err) {
+    throw new AthError("OAUTH_ERROR", err instanceof AthError ? err.message : undefined);
+  }
+  if (userId === null || !constantTimeEqual(userId, a.user_id)) {
+    await audit(gw, "approval.signin_refused", { client_id: a.client_id, provider_id: a.provider_id, data: { approval_id: a.approval_id } });
+    throw forbidden("You signed in as someone other than the person who gave this agent access. Only they can decide its requests.");
+  }
+  await audit(gw, "approval.signin", { client_id: a.client_id, provider_id: a.provider_id, user_id: userId, data: { approval_id: a.approval_id } });
+  return redirect(`${PATHS.approvals}/${a.approval_id}`, 303, { "set-cookie": await approverCookieAfterConsent(gw, req, a.provider_id, userId) });
 }
 
 export async function submitApproval(call: Call): Promise<Response> {
@@ -60,6 +141,56 @@ export async function submitApproval(call: Call): Promise<Response> {
 }
 
 // internal
+
+const SIGNIN_PREFIX = "apr.";
+const SIGNIN_AAD = "state:approval-signin";
+const SIGNIN_TTL_MS = 10 * 60 * 1000;
+const NO_USER_IDS =
+  "This provider does not tell the gateway who signs in, so only the browser where the person gave consent can decide this request. Open the link there.";
+
+/** The sealed `state` of an approval sign-in: approval, PKCE verifier, the browser's binding hash, expiry. */
+interface SigninState {
+  a: string;
+  v: string;
+  b: string;
+  e: number;
+}
+
+/** The provider says who signed in: an id_token (it offers `openid`), userinfo, or a token-response path. */
+function namesItsUsers(c: ProviderConfig): boolean {
+  const source = userIdSource(c);
+  if (source === "token_response" || source === "userinfo") return true;
+  return Boolean(c.userinfo_endpoint) || offersOpenid(c);
+}
+
+function offersOpenid(c: ProviderConfig): boolean {
+  return c.available_scopes.includes("openid") || (c.extra_scopes ?? []).includes("openid");
+}
+
+/** The least to ask: `openid` for the id_token when offered (extra_scopes are added by the OAuth client). */
+function signinScopes(c: ProviderConfig): string[] {
+  return c.available_scopes.includes("openid") ? ["openid"] : [];
+}
+
+function signinCsrf(approvalId: string, binding: string): string {
+  return hashSecret(`approval-signin:${approvalId}:${binding}`);
+}
+
+/** The 403 page for a browser that has not proven it is the approver, with the sign-in when the provider allows it. */
+async function signinPage(gw: Gateway, req: Request, a: ApprovalRecord): Promise<Response> {
+  const record = await findProvider(gw, a.provider_id);
+  const binding = ensureBinding(gw, req);
+  const canSignIn = record !== null && namesItsUsers(record.config);
+  const html = renderApprovalSigninPage({
+    providerName: record?.config.display_name ?? a.provider_id,
+    ...(canSignIn ? { signin: { actionUrl: `${PATHS.approvals}/${a.approval_id}/signin`, csrfToken: signinCsrf(a.approval_id, binding.value) } } : {}),
+  });
+  return htmlResponse(html, {
+    status: 403,
+    headers: binding.setCookie ? { "set-cookie": binding.setCookie } : {},
+    ...(canSignIn ? { formAction: formActionSources([record!.config.authorize_endpoint]) } : {}),
+  });
+}
 
 /** The agent's poll: its bearer token, and an approval it asked for (any other: 404, never a hint it exists). */
 async function agentsOwn(call: Call): Promise<ApprovalRecord> {

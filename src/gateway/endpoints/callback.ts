@@ -14,6 +14,7 @@ import { recordConsent, requirePending } from "../domain/sessions.ts";
 import { redirect } from "../http/response.ts";
 import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "../oauth/client.ts";
 import { htmlResponse, renderCodeResultPage } from "../pages/index.ts";
+import { finishSignin, isSigninState } from "./approvals.ts";
 import { denied } from "./consent.ts";
 
 export async function callback(call: Call): Promise<Response> {
@@ -22,6 +23,8 @@ export async function callback(call: Call): Promise<Response> {
   const state = q.get("state");
   // a state with NUL cannot be one the gateway issued (nor be looked up in PostgreSQL)
   if (!state || state.includes("\0")) throw new AthError("STATE_MISMATCH", "The provider's response carries no valid state.");
+  // A person proving, at the provider, that they may decide an approval (DESIGN §15)
+  if (isSigninState(state)) return finishSignin(call, state);
   const session = requirePending(gw, await gw.store.getSessionByUpstreamState(state));
   const binding = readBinding(gw, req);
   if (!binding || !session.binding_hash || !constantTimeEqual(bindingHash(binding), session.binding_hash)) {

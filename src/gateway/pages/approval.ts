@@ -88,6 +88,28 @@ export function renderApprovalDecidedPage(v: { decision: "approve" | "deny"; pro
   return renderPage({ title: v.decision === "approve" ? "Request approved" : "Request denied", body });
 }
 
+/**
+ * The 403 page for a browser that has not proven it belongs to the approver: sign in at the provider (when it names
+ * its users), or use the browser that gave consent.
+ */
+export function renderApprovalSigninPage(v: { providerName: string; signin?: { actionUrl: string; csrfToken: string } }): string {
+  const provider = escapeHtml(v.providerName);
+  const body = v.signin
+    ? `<h1 class="status-bad">You cannot decide this request yet</h1>
+<p>Only the person who gave this agent access to their ${provider} account can approve its requests. This browser has not shown that it is theirs.</p>
+<p class="hint">If that is you, sign in at ${provider}: the gateway checks it is the same account, then shows you the request. Anyone else cannot decide it.</p>
+<form method="post" action="${escapeHtml(v.signin.actionUrl)}">
+<input type="hidden" name="csrf" value="${escapeHtml(v.signin.csrfToken)}">
+<div class="actions"><button type="submit" class="primary">Sign in at ${provider}</button></div>
+</form>
+<p class="error-code">HTTP 403 · APPROVAL_REQUIRED</p>`
+    : `<h1 class="status-bad">You cannot decide this request</h1>
+<p>Only the person who gave this agent access to their ${provider} account can approve its requests, and ${provider} does not tell the gateway who signs in.</p>
+<p class="hint">Open the link in the browser where you approved the agent's access.</p>
+<p class="error-code">HTTP 403 · APPROVAL_REQUIRED</p>`;
+  return renderPage({ title: "You cannot decide this request", body });
+}
+
 // internal
 
 function bodyHtml(b: ApprovalPageView["body"]): string {

@@ -184,6 +184,9 @@ describe("the person decides", () => {
     expect(anon.status).toBe(403);
     expect(anon.body).toContain("You cannot decide this request");
     expect(anon.body).not.toContain("Resignation");
+    // this provider names no users (no id_token, no userinfo): no sign-in is offered, only the consenting browser
+    expect(parseForms(anon.body)).toEqual([]);
+    expect(anon.body).toContain("does not tell the gateway who signs in");
     // another person consents to the same agent: their browser holds their own user id
     const other = new Browser((req) => g.fetch(req));
     await fullFlow(g, { provider_id: "mail", scopes: ["mail:read"], agent: flow.agent, client: flow.client, consent: { browser: other } });
