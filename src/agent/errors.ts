@@ -8,7 +8,7 @@ import type { ErrorDetails } from "../protocol/errors.ts";
  * - `usage`: a bad flag or value (exit 2)
  * - `config`: no gateway, not registered, no or expired token (exit 3)
  * - `refused`: the gateway answered with an ATH error body (exit 4)
- * - `network`: refused, timeout, DNS (exit 5)
+ * - `network`: refused, timeout, DNS, or the gateway answering 503 SERVICE_UNAVAILABLE (exit 5)
  * - `failure`: anything else, including an upstream answer ≥ 400 (exit 1)
  */
 export type ErrorKind = "usage" | "config" | "refused" | "network" | "failure";

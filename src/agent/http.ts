@@ -102,7 +102,10 @@ export function httpError(req: Pick<HttpRequest, "method" | "url">, status: numb
   const ath = ATHError.safeParse(body);
   if (ath.success) {
     const { code, message, details } = ath.data;
-    return new ClientError("refused", code, `${label(req)}: ${status} ${code} — ${oneLine(message)}`, {
+    // The gateway is up but cannot record anything (its store fails): nothing was refused and nothing happened —
+    // like an unreachable gateway, try again later (exit 5), and keep what is saved.
+    const kind = code === "SERVICE_UNAVAILABLE" ? "network" : "refused";
+    return new ClientError(kind, code, `${label(req)}: ${status} ${code} — ${oneLine(message)}`, {
       status,
       ...(details === undefined ? {} : { details }),
     });

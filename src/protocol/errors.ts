@@ -33,6 +33,7 @@ export const ERRORS = {
   RATE_LIMITED: { status: 429, message: "Too many requests" },
   UPSTREAM_UNAVAILABLE: { status: 502, message: "The provider API could not be reached" },
   UPSTREAM_TIMEOUT: { status: 504, message: "The provider API did not answer in time" },
+  SERVICE_UNAVAILABLE: { status: 503, message: "The gateway cannot record this right now; nothing was changed — retry shortly" },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

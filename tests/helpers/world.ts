@@ -23,7 +23,8 @@ export interface World {
 export interface WorldOptions {
   accessTokenTtl?: number;
   extraArgs?: string[];
-  binary?: boolean;
+  binary?: boolean | string;
+  launcher?: string[];
   dataDir?: string;
   /** Extra or replacement providers, given the upstream (auth, api). */
   providers?: (auth: UpstreamAuth, api: UpstreamApi) => GatewayOptions["providers"];
@@ -78,6 +79,7 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
       env: { E2E_MAIL_SECRET: auth.postClient.client_secret },
       extraArgs: o.extraArgs,
       binary: o.binary,
+      launcher: o.launcher,
       dataDir: o.dataDir,
     });
   } catch (error) {
