@@ -142,7 +142,7 @@ const WRITES: Record<string, (...args: never[]) => ChangeKey[]> = {
 
 /** Methods that change nothing cached. */
 const NEUTRAL = new Set([
-  "kind", "getMeta", "setMeta", "getProvider", "listProviders", "createAgent", "getAgentByClientId", "getAgentByAgentId",
+  "kind", "getMeta", "setMeta", "getProvider", "listProviders", "createAgent", "getAgentByClientId", "getAgentByAgentId", "lockAgent",
   "listAgents", "recordJti", "createSession", "getSession", "getSessionByHandle", "getSessionByUpstreamState",
   "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "createGrant",
   "getGrant", "appendAudit", "listAudit", "transaction", "changes", "close",

@@ -133,6 +133,12 @@ export interface Store {
   createAgent(a: AgentRecord): Promise<boolean>;
   getAgentByClientId(clientId: string): Promise<AgentRecord | null>;
   getAgentByAgentId(agentId: string): Promise<AgentRecord | null>;
+  /**
+   * The agent, read to decide on it inside `transaction`: its row stays locked until the transaction ends
+   * (PostgreSQL `SELECT … FOR UPDATE`; SQLite's `BEGIN IMMEDIATE` already holds the only write lock), so a status
+   * change and a decision that depends on the status (issuing a token) happen one after the other, never interleaved.
+   */
+  lockAgent(clientId: string): Promise<AgentRecord | null>;
   updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires">>): Promise<boolean>;
   listAgents(): Promise<AgentRecord[]>;
 

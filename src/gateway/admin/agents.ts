@@ -25,9 +25,15 @@ export async function patch(call: Call): Promise<Response> {
   const { gw } = call;
   const clientId = call.params.client_id!;
   const { status } = await readJson(call, AgentPatch);
-  const agent = await find(gw, clientId);
-  await gw.store.updateAgent(clientId, { status });
-  const revoked = status === "approved" ? 0 : await gw.store.revokeTokensOfClient(clientId, gw.now());
+  // One transaction (DESIGN §14): the agent row locked, its status changed and its tokens revoked together, so a
+  // token being issued meanwhile (which locks the same row) is either refused or revoked here.
+  const { agent, revoked } = await gw.store.transaction(async (tx) => {
+    const agent = await tx.lockAgent(clientId);
+    if (!agent) throw notFound(clientId);
+    await tx.updateAgent(clientId, { status });
+    const revoked = status === "approved" ? 0 : await tx.revokeTokensOfClient(clientId, gw.now());
+    return { agent, revoked };
+  });
   await audit(gw, `agent.${status}`, { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: revoked } });
   return json({ ...view({ ...agent, status }), tokens_revoked: revoked });
 }
@@ -36,8 +42,12 @@ export async function patch(call: Call): Promise<Response> {
 
 async function find(gw: Gateway, clientId: string): Promise<AgentRecord> {
   const agent = await gw.store.getAgentByClientId(clientId);
-  if (!agent) throw new AthError("NOT_FOUND", `No agent with client_id '${clientId}'`, { client_id: clientId });
+  if (!agent) throw notFound(clientId);
   return agent;
+}
+
+function notFound(clientId: string): AthError {
+  return new AthError("NOT_FOUND", `No agent with client_id '${clientId}'`, { client_id: clientId });
 }
 
 /** Never the secret hash. */

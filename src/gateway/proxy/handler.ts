@@ -7,7 +7,7 @@ import type { Call } from "../context.ts";
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
-import { requireLiveToken } from "../domain/tokens.ts";
+import { requireUsableToken } from "../domain/tokens.ts";
 import { bearerToken } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
@@ -32,7 +32,7 @@ export async function proxy(call: Call): Promise<Response> {
   // /api/{path} in native mode is /ath/proxy/{app_id}/{path}.
   const providerId = call.params.provider_id ?? gw.opts.appId!;
   const rawPath = call.params["*"]!;
-  const token = await requireLiveToken(gw, bearerToken(req));
+  const token = await requireUsableToken(gw, bearerToken(req));
   if (token.provider_id !== providerId) {
     throw new AthError("PROVIDER_MISMATCH", `This token is for '${token.provider_id}', not '${providerId}'`, { token_provider_id: token.provider_id });
   }
