@@ -3,6 +3,7 @@
  * applies to requests by route row (request ids, access log, metrics, rate and body limits) is applied here, once,
  * from the row's fields — never inside handlers.
  */
+import { AthError } from "../../protocol/index.ts";
 import type { Call, Gateway, Route, RouteAuth, RouteKind } from "../context.ts";
 import { errorPage } from "../pages/errors.ts";
 import { errorResponse, exposed } from "./response.ts";
@@ -13,9 +14,17 @@ export type Guards = Record<RouteAuth, (call: Call) => void>;
 
 export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards): (req: Request) => Promise<Response> {
   const router = createRouter(table);
-  return async (req) => {
+  return async (incoming) => {
     let kind: RouteKind = "api";
+    let req = incoming;
     try {
+      // Bun builds req.url from the Host header and the request target: a Host no URL can hold, or an authority-form
+      // target (CONNECT host:port), would make every later URL parse throw — 400 here, never a 500 later. An HTTP/1.0
+      // request without Host (a plain health probe) gets the gateway's own origin.
+      if (!URL.canParse(req.url)) {
+        if (req.url.startsWith("/") && !req.headers.has("host")) req = new Request(gw.opts.baseUrl + req.url, req);
+        else throw new AthError("INVALID_REQUEST", "The Host header or the request target is malformed", { field: "host" });
+      }
       const { path, search } = splitTarget(req.url);
       const m = router.match(req.method, path);
       if (!m.ok) {

@@ -60,6 +60,11 @@ export async function proxy(call: Call): Promise<Response> {
     access = await refreshAfterRejection(gw, token.grant_id, access.version);
     res = await send(gw, req.method, target, headers, body, access);
   }
+  if (res.status < 200 || res.status > 599) {
+    // Not an HTTP status a Response can carry (Bun's fetch passes 0–999 through): the upstream is broken, not the agent.
+    await res.body?.cancel();
+    throw new AthError("UPSTREAM_UNAVAILABLE", `The provider API answered with an invalid HTTP status (${res.status})`, { reason: "invalid_status", status: res.status });
+  }
   if (res.status >= 400) {
     await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method } });
   }
