@@ -24,7 +24,7 @@ export const SERVE_FLAGS = {
   "token-ttl": { type: "string", description: "ATH token lifetime, seconds (default 3600)", valueHint: "s" },
   "upstream-timeout": { type: "string", description: "Provider API timeout, seconds (default 30)", valueHint: "s" },
   "sweep-interval": { type: "string", description: "Seconds between sweeps of expired rows (default 60)", valueHint: "s" },
-  "sweep-retention": { type: "string", description: "Seconds revoked/expired tokens and dead grants are kept (default 86400)", valueHint: "s" },
+  "sweep-retention": { type: "string", description: "Seconds revoked/expired tokens, dead grants and agents without any approved scope are kept (default 86400)", valueHint: "s" },
   "audit-retention": { type: "string", description: "Days audit events are kept (default 90)", valueHint: "days" },
   "strict-scopes": { type: "boolean", description: "Refuse proxy calls to providers without scope_rules" },
   "tls-cert": { type: "string", description: "TLS certificate (PEM)", valueHint: "file" },

@@ -117,5 +117,7 @@ CREATE INDEX audit_type ON audit (type, id);
     `CREATE INDEX tokens_revoked ON tokens (revoked_at);
 CREATE INDEX grants_dead ON grants (status, updated_at);
 CREATE INDEX grants_created ON grants (created_at);`,
+    // 4: the sweeper deletes agents that never got an approved scope, by age (DESIGN §14)
+    `CREATE INDEX agents_created ON agents (created_at);`,
   ];
 }

@@ -112,6 +112,8 @@ export interface SweepResult {
   jti: number;
   tokens: number;
   grants: number;
+  /** Agents that never got an approved scope and hold no token, registered over `retainMs` ago. */
+  agents: number;
   audit: number;
 }
 
@@ -199,7 +201,9 @@ export interface Store {
   listAudit(opts?: { limit?: number; type?: string }): Promise<AuditEvent[]>;
 
   /**
-   * Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, dead/orphan grants, and (when
+   * Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, dead/orphan grants, agents
+   * registered over `retainMs` ago that never got an approved scope and hold no token (not those pending an admin's
+   * decision), and (when
    * `auditRetainMs` is given) audit events older than that.
    */
   sweep(now: number, retainMs: number, auditRetainMs?: number): Promise<SweepResult>;

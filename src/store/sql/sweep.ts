@@ -52,8 +52,18 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
              AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.grant_id = grants.grant_id)`,
           [cutoff],
         ));
+      // Registration is open to anyone: an agent that was never given a scope and holds no token is only weight.
+      // (The store writes `approvals` with JSON.stringify, so an approved scope always reads `"approved_scopes":["`.)
+      const agents = await inBatches(
+        "agents",
+        "client_id",
+        `SELECT client_id FROM agents WHERE created_at <= ? AND status <> 'pending'
+           AND approvals NOT LIKE '%"approved_scopes":["%'
+           AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.client_id = agents.client_id)`,
+        [cutoff],
+      );
       const audit = auditRetainMs === undefined ? 0 : await inBatches("audit", "id", "SELECT id FROM audit WHERE at <= ?", [now - auditRetainMs]);
-      return { sessions, jti, tokens, grants, audit };
+      return { sessions, jti, tokens, grants, agents, audit };
     },
   };
 }
