@@ -22,6 +22,9 @@ import { relativePath, upstreamUrl } from "./url.ts";
  */
 const FORWARDED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PROPFIND", "MKCOL", "REPORT", "SEARCH", "QUERY"];
 
+/** How long an authenticated proxied request may stay idle (Bun's maximum idle timeout). */
+const AUTHENTICATED_PROXY_TIMEOUT_S = 255;
+
 export async function proxy(call: Call): Promise<Response> {
   const { gw, req } = call;
   if (!FORWARDED_METHODS.includes(req.method)) {
@@ -51,14 +54,17 @@ export async function proxy(call: Call): Promise<Response> {
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
 
+  // An authenticated, allowed request may wait on its upstream (and stream long bodies) past the listener's 10 s idle
+  // timeout, which is for everyone else (DESIGN §14); Bun's longest.
+  gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
   const headers = upstreamRequestHeaders(req.headers, apiHeaders(record.config));
   const body = await prepareBody(req);
   let access = await currentAccess(gw, token.grant_id);
-  let res = await send(gw, req.method, target, headers, body, access);
+  let res = await send(gw, providerId, req.method, target, headers, body, access);
   if (res.status === 401 && access.canRefresh && body.replayable) {
     await res.body?.cancel();
     access = await refreshAfterRejection(gw, token.grant_id, access.version);
-    res = await send(gw, req.method, target, headers, body, access);
+    res = await send(gw, providerId, req.method, target, headers, body, access);
   }
   if (res.status < 200 || res.status > 599) {
     // Not an HTTP status a Response can carry (Bun's fetch passes 0–999 through): the upstream is broken, not the agent.
