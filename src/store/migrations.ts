@@ -117,7 +117,10 @@ CREATE INDEX audit_type ON audit (type, id);
     `CREATE INDEX tokens_revoked ON tokens (revoked_at);
 CREATE INDEX grants_dead ON grants (status, updated_at);
 CREATE INDEX grants_created ON grants (created_at);`,
-    // 4: the sweeper deletes agents that never got an approved scope, by age (DESIGN §14)
-    `CREATE INDEX agents_created ON agents (created_at);`,
+    // 4: the sweeper deletes agents that never got an approved scope, by age (DESIGN §14): a partial index holds only
+    // those, so a sweep never walks the approved ones (its predicate is UNSCOPED_AGENT in sql/sweep.ts, verbatim)
+    // — and deleting an agent cascades to its sessions, found by client_id
+    `CREATE INDEX agents_unscoped ON agents (created_at) WHERE status <> 'pending' AND approvals NOT LIKE '%"approved_scopes":["%';
+CREATE INDEX sessions_client ON sessions (client_id);`,
   ];
 }

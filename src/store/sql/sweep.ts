@@ -8,6 +8,9 @@
 import type { Store } from "../types.ts";
 import type { Driver } from "./driver.ts";
 
+/** The predicate of the partial index agents_unscoped (migration 4), word for word, so both databases use it. */
+export const UNSCOPED_AGENT = `status <> 'pending' AND approvals NOT LIKE '%"approved_scopes":["%'`;
+
 /** Rows per DELETE statement, at most. */
 export const SWEEP_BATCH = 1_000;
 /** What one statement should take: well under the 20 ms stall budget. */
@@ -57,8 +60,7 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
       const agents = await inBatches(
         "agents",
         "client_id",
-        `SELECT client_id FROM agents WHERE created_at <= ? AND status <> 'pending'
-           AND approvals NOT LIKE '%"approved_scopes":["%'
+        `SELECT client_id FROM agents WHERE ${UNSCOPED_AGENT} AND created_at <= ?
            AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.client_id = agents.client_id)`,
         [cutoff],
       );

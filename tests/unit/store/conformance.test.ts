@@ -70,6 +70,29 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       expect(await store.getProvider("github")).toBeNull();
     });
 
+    test("lockAgent holds the agent row until its transaction ends: a status change made meanwhile waits for it", async () => {
+      const a = agentFixture();
+      await store.createAgent(a);
+      expect(await store.lockAgent("ath_cl_nobody")).toBeNull();
+      const order: string[] = [];
+      let locked: () => void = () => undefined;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      const decision = store.transaction(async (tx) => {
+        expect((await tx.lockAgent(a.client_id))?.status).toBe("approved");
+        locked();
+        await Bun.sleep(100);
+        order.push("token issued");
+      });
+      await isLocked;
+      const suspension = store.transaction(async (tx) => {
+        await tx.lockAgent(a.client_id);
+        await tx.updateAgent(a.client_id, { status: "suspended" });
+        order.push("suspended");
+      });
+      await Promise.all([decision, suspension]);
+      expect(order).toEqual(["token issued", "suspended"]);
+    });
+
     test("an agent_id can be registered once", async () => {
       const first = agentFixture();
       expect(await store.createAgent(first)).toBe(true);
