@@ -53,6 +53,7 @@ beforeAll(async () => {
   weird = await weirdUpstream(() => weirdStatus);
   w = await startWorld({
     binary: ATH_BIN,
+    extraArgs: ["--demo"],
     providers: (auth) => ({
       weird: {
         display_name: "Weird API",
@@ -84,7 +85,8 @@ const CASES: [string, string][] = [
   ["Host with userinfo", "GET /.well-known/ath.json HTTP/1.1\r\nHost: a@b\r\n\r\n"],
   ["Host port out of range", "POST /ath/agents/register HTTP/1.1\r\nHost: 127.0.0.1:99999\r\nContent-Length: 2\r\n\r\n{}"],
   ["Host with a slash, to a page", "GET /ath/consent/abc HTTP/1.1\r\nHost: a/b\r\n\r\n"],
-  ["Host: ::::, to the sandbox-less proxy", "GET /ath/proxy/mail/v1/messages HTTP/1.1\r\nHost: ::::\r\n\r\n"],
+  ["Host: unclosed IPv6, to the sandbox provider (was a 500)", "GET /demo/oauth/authorize HTTP/1.1\r\nHost: [::1\r\n\r\n"],
+  ["Host: ::::, to the proxy", "GET /ath/proxy/mail/v1/messages HTTP/1.1\r\nHost: ::::\r\n\r\n"],
   ["Host with a control character", "GET /health HTTP/1.1\r\nHost: \x01\r\n\r\n"],
   ["two Host headers", "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"],
   ["no Host, HTTP/1.1", "GET /health HTTP/1.1\r\n\r\n"],
