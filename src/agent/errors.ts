@@ -38,6 +38,15 @@ export class ClientError extends Error {
   }
 }
 
+/**
+ * The kind of an ATH error the gateway answered with: a refusal (exit 4) — except SERVICE_UNAVAILABLE, where the
+ * gateway is up but cannot record anything (its store fails): nothing was refused and nothing happened, so like an
+ * unreachable gateway it is `network` (exit 5: try again later, keep what is saved).
+ */
+export function athErrorKind(code: string): ErrorKind {
+  return code === "SERVICE_UNAVAILABLE" ? "network" : "refused";
+}
+
 /** A usage error (exit 2). */
 export function usageError(message: string, details?: ErrorDetails): ClientError {
   return new ClientError("usage", "USAGE", message, details === undefined ? {} : { details });

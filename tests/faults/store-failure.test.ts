@@ -171,6 +171,8 @@ describe("PostgreSQL gone", () => {
       const r = await proxied(w, p.victim.accessToken);
       expect({ status: r.status, code: r.json.code }).toEqual({ status: 503, code: "SERVICE_UNAVAILABLE" });
       expect((await call(`${w.baseUrl}/health`)).status).toBe(200);
+      const cliProxy = await ath(p.home, ["proxy", "-g", w.baseUrl, "mail", "GET", "/v1/messages"]);
+      expect({ code: cliProxy.code, stderr: cliProxy.stderr }).toMatchObject({ code: 5, stderr: expect.stringContaining("SERVICE_UNAVAILABLE") });
       await cliRevokeWhileFailing(w, p);
     } finally {
       await fwd.restore();
