@@ -5,6 +5,7 @@
 import { PATHS } from "../protocol/constants.ts";
 import {
   AgentRegistrationResponse,
+  AgentStatusResponse,
   AuthorizationResponse,
   DiscoveryDocument,
   ServiceDiscoveryDocument,
@@ -30,22 +31,28 @@ export function registerAgent(base: string, body: AgentRegistrationRequest, http
   return requestJson(AgentRegistrationResponse, { method: "POST", url: base + PATHS.register, json: body }, http);
 }
 
+/** GET /ath/agents/status (ath's extension): the registration as the gateway holds it now. */
+export function fetchAgentStatus(base: string, client: { client_id: string; client_secret: string }, http: HttpOptions) {
+  const basic = btoa(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`);
+  return requestJson(AgentStatusResponse, { method: "GET", url: base + PATHS.agentStatus, headers: { authorization: `Basic ${basic}` } }, http);
+}
+
 export function startAuthorization(base: string, body: AuthorizationRequest, http: HttpOptions) {
   return requestJson(AuthorizationResponse, { method: "POST", url: base + PATHS.authorize, json: body }, http);
 }
 
-/** POST /ath/token, form-encoded as RFC 6749 §4.1.3 requires. */
+/** POST /ath/token as JSON: every known ATH server parses JSON (the official SDK's gateway does not parse forms); `ath serve` takes both (DESIGN §8). */
 export function exchangeCode(base: string, body: TokenExchangeRequest, http: HttpOptions) {
-  return requestJson(TokenResponse, { method: "POST", url: base + PATHS.token, form: new URLSearchParams(body) }, http);
+  return requestJson(TokenResponse, { method: "POST", url: base + PATHS.token, json: body }, http);
 }
 
-/** POST /ath/revoke, form-encoded (RFC 7009 style); the gateway answers 200 `{}` whatever happened. */
+/** POST /ath/revoke as JSON (as /ath/token: DESIGN §8); the gateway answers 200 `{}` whatever happened. */
 export function revokeToken(
   base: string,
   body: { token: string; client_id: string; client_secret: string },
   http: HttpOptions,
 ): Promise<Record<string, unknown>> {
-  return requestJson(z.record(z.string(), z.unknown()), { method: "POST", url: base + PATHS.revoke, form: new URLSearchParams(body) }, http);
+  return requestJson(z.record(z.string(), z.unknown()), { method: "POST", url: base + PATHS.revoke, json: body }, http);
 }
 
 /** The attestation audience of an endpoint: the base URL, or `${base}/ath/token` for the token endpoint. */

@@ -22,12 +22,14 @@ export class ClientError extends Error {
   readonly details?: ErrorDetails;
   /** True when the command already wrote its JSON document to stdout (e.g. proxy with an upstream 404). */
   readonly reported: boolean;
+  /** The message is several problems of the user's own files, one a line: printed line by line (each made safe). */
+  readonly multiline: boolean;
 
   constructor(
     kind: ErrorKind,
     code: string,
     message: string,
-    options: { status?: number; details?: ErrorDetails; cause?: unknown; reported?: boolean } = {},
+    options: { status?: number; details?: ErrorDetails; cause?: unknown; reported?: boolean; multiline?: boolean } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = kind;
@@ -35,6 +37,7 @@ export class ClientError extends Error {
     if (options.status !== undefined) this.status = options.status;
     if (options.details !== undefined) this.details = options.details;
     this.reported = options.reported ?? false;
+    this.multiline = options.multiline ?? false;
   }
 }
 

@@ -53,10 +53,13 @@ export type ExchangedCode = z.infer<typeof ExchangedCode>;
 export const Registration = z.object({
   client_id: z.string(),
   client_secret: z.string(),
-  agent_status: AgentStatus,
+  /** As registered, or as `ath status --refresh` last read it (an admin may suspend an agent: `suspended`). */
+  agent_status: z.union([AgentStatus, z.literal("suspended")]),
   approved_providers: z.array(ProviderApproval),
   approval_expires: z.string(),
   registered_at: z.string(),
+  /** The identity's loopback port, registered as http://127.0.0.1:<port>/callback (see agent/loopback.ts). */
+  loopback_port: z.optional(z.number()),
   tokens: z._default(z.record(z.string(), SavedToken), {}),
   /** Authorization sessions started but not yet exchanged, by ath_session_id. */
   pending: z._default(z.record(z.string(), PendingSession), {}),
@@ -67,7 +70,17 @@ export type Registration = z.infer<typeof Registration>;
 
 export const CredentialsFile = z.object({
   /** Gateway (or native service) base URL → agent_id → registration. */
-  gateways: z._default(z.record(z.string(), z.object({ agents: z._default(z.record(z.string(), Registration), {}) })), {}),
+  gateways: z._default(
+    z.record(
+      z.string(),
+      z.object({
+        agents: z._default(z.record(z.string(), Registration), {}),
+        /** `ath admin login`: this gateway's admin token (DESIGN §9), for the operator's `ath admin` commands. */
+        admin_token: z.optional(z.string()),
+      }),
+    ),
+    {},
+  ),
 });
 export type CredentialsFile = z.infer<typeof CredentialsFile>;
 

@@ -182,6 +182,9 @@ async function readAnswer(req: HttpRequest, res: Response, opts: HttpOptions): P
   return Buffer.from(bytes).toString("utf8");
 }
 
+/** Certificate errors of a server whose certificate (or CA) this machine does not trust. */
+const UNTRUSTED_CERT = /SELF_SIGNED|UNABLE_TO_GET_ISSUER|UNABLE_TO_VERIFY_LEAF|CERT_UNTRUSTED/;
+
 /** Error codes of a connection that failed or broke: errno-style names (ECONNRESET…), Bun's own, TLS and certificates. */
 function isNetworkCode(code: string): boolean {
   return /^E[A-Z]+$/.test(code) || /^(Connection|FailedToOpenSocket|ERR_TLS|ERR_SSL)|CERT|SSL|TLS/.test(code);
@@ -208,6 +211,8 @@ function networkError(req: Pick<HttpRequest, "method" | "url">, cause: unknown, 
   } else if (typeof e?.code === "string" && isNetworkCode(e.code)) {
     const message = e.message ?? "";
     reason = message.startsWith(e.code) ? message : `${e.code}: ${message}`.trim();
+    // a gateway with its own (self-signed or private CA) certificate: say how to trust it
+    if (UNTRUSTED_CERT.test(e.code)) reason += "; if the gateway's certificate is your own, trust it with NODE_EXTRA_CA_CERTS=<ca.pem> (or SSL_CERT_FILE)";
   } else if (status === undefined) {
     const message = String(e?.message ?? cause);
     return new ClientError("failure", "REQUEST_ERROR", `${label(req)}: the request could not be sent: ${message}`, options);

@@ -3,7 +3,8 @@
  * an ephemeral port that waits for `/callback?code&state&ath_session_id` (or `error=`), checks `state` in constant
  * time and answers the browser with a small page.
  */
-import { timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
+import { STYLESHEET } from "../protocol/style.ts";
 import { ClientError } from "./errors.ts";
 
 export interface CallbackResult {
@@ -25,6 +26,17 @@ export interface LoopbackOptions {
   retry?: string;
   /** Ends the wait early (Ctrl-C, a cancelled MCP call): `result` rejects with CANCELLED. */
   signal?: AbortSignal;
+  /** The port to listen on (the identity's own, registered exactly); a port in use falls back to any free one. */
+  port?: number;
+}
+
+/**
+ * The identity's own loopback port, 49152–65535 from a hash of its agent_id: registered as
+ * `http://127.0.0.1:<port>/callback` besides the port-less URI, so a server that matches redirect URIs exactly (not
+ * by RFC 8252's any-port rule) accepts the redirect of `authorize --wait`.
+ */
+export function loopbackPortFor(agentId: string): number {
+  return 49152 + (createHash("sha256").update(agentId).digest().readUInt16BE(0) % (65536 - 49152));
 }
 
 /** Starts the receiver; `state` is the value sent to /ath/authorize. */
@@ -51,10 +63,10 @@ export function startLoopback(state: string, o: LoopbackOptions): LoopbackReceiv
           : new ClientError("failure", "CANCELLED", "the wait for the approval was cancelled"),
       ),
     );
-  const server = Bun.serve({
+  const listen = (port: number) => Bun.serve({
     hostname: "127.0.0.1",
-    port: 0,
-    fetch(req) {
+    port,
+    fetch(req: Request) {
       const url = new URL(req.url);
       if (url.pathname !== "/callback" || done) return page(404, "Not found", "Nothing is waiting here.");
       const q = url.searchParams;
@@ -74,6 +86,13 @@ export function startLoopback(state: string, o: LoopbackOptions): LoopbackReceiv
       return page(200, "Authorization complete", "The agent received the approval. You can close this tab.");
     },
   });
+  let server: ReturnType<typeof listen>;
+  try {
+    server = listen(o.port ?? 0);
+  } catch (e) {
+    if (o.port === undefined || (e as NodeJS.ErrnoException).code !== "EADDRINUSE") throw e;
+    server = listen(0); // the identity's port is taken (another wait, another program): any port, the port-less URI
+  }
   ended.addEventListener("abort", onEnded);
   if (ended.aborted) onEnded();
   return {
@@ -100,11 +119,8 @@ function page(status: number, title: string, text: string): Response {
   const ok = status === 200 && !title.includes("denied");
   const html = `<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>ath — ${title}</title>
-<style>body{margin:0;padding:0 12px;background:#f3f4f6;color:#111827;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif}
-main{max-width:32rem;margin:3rem auto;background:#fff;border:1px solid #e5e7eb;border-radius:14px;padding:24px}
-small{letter-spacing:.08em;font-weight:700;color:#4b5563}h1{margin:.4rem 0;font-size:1.5rem;color:${ok ? "#047857" : "#b91c1c"}}
-@media (prefers-color-scheme:dark){body{background:#111827;color:#f9fafb}main{background:#1f2937;border-color:#374151}small{color:#9ca3af}}</style>
-<main><small>ATH AGENT</small><h1>${title}</h1><p>${text}</p></main></html>`;
+<style>${STYLESHEET}</style>
+<main class="card"><p class="brand">ath agent</p><h1 class="${ok ? "status-ok" : "status-bad"}">${title}</h1><p>${text}</p></main></html>`;
   return new Response(html, {
     status,
     headers: {

@@ -49,6 +49,16 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
 /** The URL is shown, the browser opened and Ctrl-C armed; `stop` ends the spinner and disarms Ctrl-C. */
 function started(ctx: Context, opts: AuthorizeOptions, a: Authorization & { user_redirect_uri: string }): { stop(): void } {
   const { out, deps } = ctx;
+  const until = deps.now() + opts.timeoutSeconds * 1000;
+  let spin: { stop(): void } | undefined;
+  // Ctrl-C ends the wait like a timeout: nothing else could exchange this session's code. Armed before the URL is
+  // shown: a person (or a harness) may interrupt as soon as they see it.
+  const offInterrupt = deps.onInterrupt(async (signal) => {
+    spin?.stop();
+    // --format json promises one document on stdout, also when the wait is interrupted
+    if (out.json) deps.stdout(`${JSON.stringify({ error: { code: "CANCELLED", message: `${signal} while waiting for approval; the session was abandoned` } })}\n`);
+    await abandon(a, ctx.agent);
+  });
   const say = out.json ? out.info : out.line;
   say(`Open this URL to approve ${a.provider_id} (${a.scopes.join(", ")}):\n  ${a.authorization_url}`);
   out.info(`waiting for the redirect on ${a.user_redirect_uri}`);
@@ -56,16 +66,15 @@ function started(ctx: Context, opts: AuthorizeOptions, a: Authorization & { user
     // stdout keeps its one document (the token); a harness that must show the URL can parse this stderr line.
     deps.stderr(`${JSON.stringify({ authorization_url: a.authorization_url, ath_session_id: a.ath_session_id, redirect_uri: a.user_redirect_uri })}\n`);
   }
+  spin = deps.stderrTTY && !out.json ? spinner(() => `waiting for approval in the browser… ${timeLeft(until - deps.now())} left`, deps.stderr) : undefined;
   if (opts.open) {
-    // Not awaited: an opener that never exits must not stop the wait.
-    deps.openUrl(a.authorization_url).catch((e: unknown) => out.info(`could not open a browser (${(e as Error).message}): open the URL yourself`));
+    // Not awaited: an opener that never exits must not stop the wait. One that fails is said loudly, with the URL
+    // again: the person must open it themselves (no display over SSH, no browser installed, a broken $BROWSER).
+    deps.openUrl(a.authorization_url).catch((e: unknown) => {
+      if (spin) deps.stderr("\r\u001b[2K");
+      out.info(`could not open a browser (${(e as Error).message}). Open this URL yourself, within ${timeLeft(until - deps.now())}:\n\n  ${a.authorization_url}\n`);
+    });
   }
-  const spin = deps.stderrTTY && !out.json ? spinner("waiting for approval in the browser…", deps.stderr) : undefined;
-  // Ctrl-C ends the wait like a timeout: nothing else could exchange this session's code.
-  const offInterrupt = deps.onInterrupt(async () => {
-    spin?.stop();
-    await abandon(a, ctx.agent);
-  });
   let stopped = false;
   return {
     stop() {
@@ -75,6 +84,12 @@ function started(ctx: Context, opts: AuthorizeOptions, a: Authorization & { user
       offInterrupt();
     },
   };
+}
+
+/** `4:05` — minutes and seconds. */
+function timeLeft(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 
 /** The longest `--timeout`: the gateway keeps an authorization session for at most 600 s (LIMITS.sessionTtlMaxSeconds). */

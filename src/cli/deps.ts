@@ -13,6 +13,8 @@ export interface Deps {
   stderr: (s: string) => void;
   now: () => number;
   stdinTTY: boolean;
+  /** All of stdin as text (`proxy --body -`; `admin login` reads the token from it, `admin providers add -` the entry). */
+  readStdin: () => Promise<string>;
   stdoutTTY: boolean;
   stderrTTY: boolean;
   /**
@@ -24,7 +26,7 @@ export interface Deps {
    * Runs `cleanup` when the user interrupts (Ctrl-C, SIGTERM), then exits 130 / 143; returns the function that
    * removes the handler. `authorize --wait` uses it to drop its pending session.
    */
-  onInterrupt: (cleanup: () => Promise<void>) => () => void;
+  onInterrupt: (cleanup: (signal: "SIGINT" | "SIGTERM") => Promise<void>) => () => void;
 }
 
 let current: Deps | undefined;
@@ -65,6 +67,7 @@ function processDeps(): Deps {
     get stderrTTY() {
       return terminal(2);
     },
+    readStdin: () => Bun.stdin.text(),
     openUrl: openInBrowser,
     onInterrupt,
   };
@@ -112,16 +115,52 @@ function writeAll(fd: number, s: string | Uint8Array): void {
   }
 }
 
+/**
+ * Opens `url` in the user's browser: `$BROWSER` first (a `:`-separated list as in Debian's sensible-browser; `%s`
+ * stands for the URL, else it is appended), else the platform's opener. A Linux session without a display (over SSH,
+ * on a console) has no browser to open: that is reported at once, so the person is told to open the URL themselves
+ * instead of watching a spinner. An opener that fails exits at once (xdg-open without a browser: 3); one still
+ * running after 3 s is taken as a browser that opened.
+ */
 async function openInBrowser(url: string): Promise<void> {
-  const cmd = process.platform === "darwin" ? ["open", url] : process.platform === "win32" ? ["cmd", "/c", "start", "", url] : ["xdg-open", url];
-  // Not awaited: xdg-open can run until the browser it started exits. Bun.spawn throws when it cannot start.
-  const proc = Bun.spawn(cmd, { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+  let proc: ReturnType<typeof Bun.spawn> | undefined;
+  let cmd: string[] = [];
+  let failure: unknown;
+  // the first of the candidates that starts (Bun.spawn throws when a command cannot start)
+  for (cmd of browserCommands(url, process.env, process.platform)) {
+    try {
+      proc = Bun.spawn(cmd, { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+      break;
+    } catch (e) {
+      failure = e;
+    }
+  }
+  if (proc === undefined) throw new Error(`cannot start ${cmd[0]}: ${(failure as Error).message}`);
   proc.unref();
+  const code = await Promise.race([proc.exited, new Promise<undefined>((resolve) => (setTimeout(resolve, 3000) as unknown as { unref(): void }).unref())]);
+  if (code !== undefined && code !== 0) throw new Error(`${cmd[0]} exited with status ${code}`);
 }
 
-function onInterrupt(cleanup: () => Promise<void>): () => void {
+/** The commands that may open `url`, in order; throws when the session has no display to open a browser on. */
+export function browserCommands(url: string, env: Record<string, string | undefined>, platform: string): string[][] {
+  const fromEnv = (env.BROWSER ?? "").split(":").filter((b) => b.trim() !== "");
+  if (fromEnv.length > 0) {
+    return fromEnv.map((browser) => {
+      const words = browser.trim().split(/\s+/);
+      return words.some((w) => w.includes("%s")) ? words.map((w) => w.replaceAll("%s", url)) : [...words, url];
+    });
+  }
+  if (platform === "darwin") return [["open", url]];
+  if (platform === "win32") return [["cmd", "/c", "start", "", url]];
+  if (!env.DISPLAY && !env.WAYLAND_DISPLAY) {
+    throw new Error(env.SSH_CONNECTION || env.SSH_TTY ? "this is an SSH session without a display" : "no display (DISPLAY is not set)");
+  }
+  return [["xdg-open", url]];
+}
+
+function onInterrupt(cleanup: (signal: "SIGINT" | "SIGTERM") => Promise<void>): () => void {
   const handler = (signal: NodeJS.Signals) => {
-    void cleanup()
+    void cleanup(signal === "SIGINT" ? "SIGINT" : "SIGTERM")
       .catch(() => undefined)
       .finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
   };

@@ -5,6 +5,8 @@
  * stderr and exit 1 (exit 4 when the gateway itself refused: X-ATH-Error). `-H` names are case-insensitive and
  * cannot replace the two headers ath sets (Authorization, X-ATH-Agent-ID); no Accept is sent unless `-H` gives one.
  */
+import { PROXY_METHODS } from "../protocol/constants.ts";
+import { didYouMean } from "../protocol/suggest.ts";
 import { OWN_HEADERS, parseMaybeJson, request, utf8 } from "../agent/flows/request.ts";
 import { commonOptions, context, type CommonOptions } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
@@ -25,18 +27,26 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
   const [provider, rawMethod, path] = target.native && opts.words.length === 2 ? [undefined, ...opts.words] : opts.words;
   if ((provider === undefined && !target.native) || rawMethod === undefined || path === undefined) throw usageError("usage: ath proxy <provider> <method> <path>");
   const method = rawMethod.toUpperCase();
-  if (!/^[A-Z]+$/.test(method)) throw usageError(`invalid HTTP method "${rawMethod}"`);
+  // Bun's fetch would send an unknown method as GET: `ath proxy demo GTE /notes` must not read the notes.
+  if (!PROXY_METHODS.includes(method)) {
+    throw usageError(`unknown HTTP method "${oneLine(rawMethod)}"${didYouMean(method, PROXY_METHODS)}; the proxy forwards ${PROXY_METHODS.join(", ")}`);
+  }
   const headers = parseHeaders(opts.headers);
-  if (opts.body !== undefined) {
+  const body = opts.body === undefined ? undefined : await readBodyArg(opts.body, deps);
+  if (body !== undefined) {
     // RFC 9110 §9.3.1-2: a body on GET/HEAD has no defined meaning, and fetch refuses to send one.
     if (method === "GET" || method === "HEAD") throw usageError(`--body cannot be sent with ${method}: use POST, PUT or PATCH, or put the parameters in the path's query`);
-    try {
-      JSON.parse(opts.body);
-    } catch {
-      throw usageError("--body must be valid JSON");
+    if (headers["content-type"] === undefined) {
+      try {
+        JSON.parse(body);
+      } catch {
+        throw usageError("--body must be valid JSON, or give its type with -H 'Content-Type: …'");
+      }
+      headers["content-type"] = "application/json";
     }
-    headers["content-type"] ??= "application/json";
   }
+  // On a terminal a person reads the answer: JSON pretty-printed, and a final newline (gh api does the same).
+  const forPerson = !ctx.out.json && deps.stdoutTTY;
   const r = await request(
     {
       target,
@@ -44,12 +54,13 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
       method,
       path,
       headers,
-      body: opts.body,
-      // Text: as received, chunk by chunk — binary-safe, no newline added, never all in memory (`ath proxy … > file`).
-      ...(ctx.out.json ? {} : { onChunk: (chunk: Uint8Array) => deps.stdout(chunk) }),
+      body,
+      // Piped text: as received, chunk by chunk — binary-safe, no newline added, never all in memory (`ath proxy … > file`).
+      ...(ctx.out.json || forPerson ? {} : { onChunk: (chunk: Uint8Array) => deps.stdout(chunk) }),
     },
     ctx.agent,
   );
+  if (forPerson) deps.stdout(forTerminal(r.body));
   if (ctx.out.json) {
     const text = utf8(r.body);
     const body = text === undefined ? { body: r.body.toBase64(), body_encoding: "base64" } : { body: parseMaybeJson(text) };
@@ -65,6 +76,28 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
 }
 
 // internal
+
+/** `--body` as given: inline text, `@path` a file's contents, `-` all of stdin. */
+async function readBodyArg(arg: string, deps: Deps): Promise<string> {
+  if (arg === "-") return deps.readStdin();
+  if (!arg.startsWith("@")) return arg;
+  const path = arg.slice(1);
+  try {
+    const { readFile } = await import("node:fs/promises");
+    return await readFile(path, "utf8");
+  } catch (e) {
+    throw usageError(`--body ${oneLine(arg)}: cannot read ${oneLine(path)} (${(e as NodeJS.ErrnoException).code ?? "error"})`);
+  }
+}
+
+/** A body for a person's terminal: JSON pretty-printed; other text with a final newline; binary as it is. */
+function forTerminal(bytes: Uint8Array): string | Uint8Array {
+  const text = utf8(bytes);
+  if (text === undefined) return bytes;
+  const value = parseMaybeJson(text);
+  if (typeof value === "object" && value !== null) return `${JSON.stringify(value, null, 2)}\n`;
+  return text === "" || text.endsWith("\n") ? text : `${text}\n`;
+}
 
 /** `-H "Name: value"` list → lower-cased names (HTTP names are case-insensitive); a repeated name joins with ", ". */
 function parseHeaders(list: readonly string[]): Record<string, string> {
@@ -88,7 +121,7 @@ const args = {
   provider: { type: "positional", description: "Provider id (native mode: may be omitted)", required: true },
   method: { type: "positional", description: "HTTP method", required: true },
   path: { type: "positional", description: "API path, query included (e.g. /v1/items?limit=5)", required: false },
-  body: { type: "string", description: "JSON body for POST/PUT/PATCH", valueHint: "json" },
+  body: { type: "string", description: "Body for POST/PUT/PATCH: JSON, @file, or - for stdin (JSON unless -H Content-Type)", valueHint: "json|@file|-" },
   header: { type: "string", alias: "H", description: "Extra request header \"Name: value\"; repeatable", valueHint: "K:V" },
 } as const;
 

@@ -40,7 +40,7 @@ function render(ctx: Context, r: Registered, show: boolean): void {
     if (out.json) return out.doc({ already_registered: true, scopes_changed: false, gateway: r.gateway, agent_id: r.agent_id, ...summary });
     return out.info(
       `already registered at ${r.gateway} as ${r.agent_id} (client ${reg.client_id}); requested scopes were not changed — ` +
-        "register with a new agent identity (--agent-id/--key) to change them",
+        "to ask for other scopes, make a new identity with `ath identity new` and register it",
     );
   }
   if (out.json) return out.doc({ gateway: r.gateway, agent_id: r.agent_id, ...summary });

@@ -7,7 +7,8 @@ import type { ArgsDef, CommandDef } from "citty";
 import pkg from "../../package.json" with { type: "json" };
 import { getDeps } from "./deps.ts";
 import { oneLine, usageError } from "./errors.ts";
-import { checkFlags, defineCommand, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags, parseArgs } from "./flags.ts";
+import { didYouMean } from "../protocol/suggest.ts";
+import { checkFlags, commonArgs, defineCommand, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags, parseArgs } from "./flags.ts";
 import { stripAnsi } from "./render.ts";
 
 export const root = defineCommand({
@@ -24,6 +25,8 @@ export const root = defineCommand({
     identity: () => import("./identity.ts").then((m) => m.default),
     serve: () => import("./serve.ts").then((m) => m.default),
     templates: () => import("./templates.ts").then((m) => m.default),
+    admin: () => import("./admin.ts").then((m) => m.default),
+    completion: () => import("./completion.ts").then((m) => m.default),
   },
 });
 
@@ -38,6 +41,8 @@ export async function run(argv: string[], cmd: CommandDef = root): Promise<numbe
       deps.stdout(json ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
       return EXIT.ok;
     }
+    // `ath help proxy` is `ath proxy --help`; bare `ath` shows the usage (as gh does)
+    if (argv.length === 0 || argv[0] === "help") argv = [...argv.slice(1), "--help"];
     const { leaf, path, rest, parents } = await resolveCommand(cmd, argv);
     json = formatOf(rest) === "json";
     if (hasHelp(rest)) {
@@ -55,7 +60,10 @@ export async function run(argv: string[], cmd: CommandDef = root): Promise<numbe
     const { exit, error, reported } = classify(e);
     if (json) {
       if (!reported) deps.stdout(`${JSON.stringify({ error })}\n`);
-    } else deps.stderr(`ath: ${oneLine(error.message)}\n`);
+    } else {
+      const lines = (e as { multiline?: boolean }).multiline ? error.message.split("\n") : [error.message];
+      deps.stderr(`ath: ${lines.map(oneLine).join("\n  ")}\n`);
+    }
     return exit;
   }
 }
@@ -90,6 +98,9 @@ async function resolveCommand(cmd: CommandDef, argv: string[]) {
   for (;;) {
     const subs = await resolve(leaf.subCommands);
     if (subs === undefined || Object.keys(subs).length === 0) break;
+    // a command that runs on its own and also has subcommands (`ath identity`, `ath identity new`): the subcommand
+    // word must come first
+    if (leaf.run !== undefined && (rest[0] === undefined || !Object.hasOwn(subs, rest[0]))) break;
     const lead = leadingFlags(rest, path.join(" "));
     globals.push(...lead.flags);
     rest = lead.rest;
@@ -99,7 +110,10 @@ async function resolveCommand(cmd: CommandDef, argv: string[]) {
       throw usageError(`missing command: one of ${Object.keys(subs).join(", ")} (see \`${path.join(" ")} --help\`)`);
     }
     const sub = Object.hasOwn(subs, name) ? subs[name] : undefined;
-    if (sub === undefined) throw usageError(`unknown command "${name}" for \`${path.join(" ")}\`: one of ${Object.keys(subs).join(", ")}`);
+    if (sub === undefined) {
+      const names = Object.keys(subs);
+      throw usageError(`unknown command "${name}" for \`${path.join(" ")}\`${didYouMean(name, names)}; one of ${names.join(", ")}`);
+    }
     parents.push(leaf);
     leaf = (await resolve(sub)) as CommandDef;
     rest = rest.slice(1);
@@ -112,11 +126,38 @@ async function helpText(leaf: CommandDef, path: string[], parents: CommandDef[])
   const parentName = path.slice(0, -1).join(" ");
   const parent = parents.length > 0 ? { meta: { name: parentName, version: pkg.version } } : undefined;
   const { renderUsage } = await import("citty");
-  const usageText = await renderUsage(leaf, parent as CommandDef | undefined);
+  // The global flags are described once, in their own section, not repeated among each command's own (as gh does).
+  const args = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
+  // (the same definition object, not the same name: serve's own --mode is another flag)
+  const isGlobal = (name: string) => (commonArgs as ArgsDef)[name] !== undefined && args[name] === (commonArgs as ArgsDef)[name];
+  const own = Object.fromEntries(Object.entries(args).filter(([name]) => !isGlobal(name)));
+  const usageText = (await renderUsage({ ...leaf, args: own }, parent as CommandDef | undefined)) + inheritedSection(Object.keys(args).filter(isGlobal));
   const { EXAMPLES } = await import("./examples.ts");
   const examples = EXAMPLES[path.slice(1).join(" ") || "ath"] ?? [];
   const text = examples.length === 0 ? usageText : `${usageText}\n\nEXAMPLES\n\n${examples.map((e) => `  ${e}`).join("\n")}\n`;
   return getDeps().stdoutTTY ? text : stripAnsi(text);
+}
+
+/** The global flags, described once (gh's "inherited flags"): each command shows those it takes. */
+const INHERITED: Record<string, string> = {
+  gateway: "  -g, --gateway <url|name>   Gateway URL or a name saved with `ath config set-gateway`",
+  mode: "  -m, --mode gateway|native  Talk to a gateway, or straight to one native ATH service (default: gateway)",
+  service: "  -s, --service <url>        The native service's base URL (with -m native)",
+  "agent-id": "  --agent-id <uri>           Act as this agent identity",
+  key: "  --key <path>               ES256 (P-256) private key, PEM",
+  format: "  --format text|json         Output format (json: one document on stdout; errors too) (default: text)",
+};
+
+const EXIT_CODES = `
+
+EXIT CODES
+
+  0 ok, 1 failure (an upstream answer >= 400), 2 usage, 3 not configured (no gateway, registration or token),
+  4 refused by the gateway, 5 network (unreachable, timeout)`;
+
+function inheritedSection(names: string[]): string {
+  const lines = names.filter((n) => Object.hasOwn(INHERITED, n)).map((n) => INHERITED[n]!);
+  return lines.length === 0 ? "" : `\n\nINHERITED FLAGS\n\n${[...lines, "  -h, --help                 This help"].join("\n")}${EXIT_CODES}`;
 }
 
 async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>) | undefined): Promise<T | undefined> {

@@ -5,7 +5,7 @@
  * the agent commands must not carry the server (tests/unit/cli/startup.test.ts).
  */
 import pkg from "../../package.json" with { type: "json" };
-import { usageError } from "./errors.ts";
+import { ClientError, usageError } from "./errors.ts";
 import { defineCommand } from "./flags.ts";
 
 export default defineCommand({
@@ -31,7 +31,8 @@ export default defineCommand({
     try {
       await runServer(options, { version: pkg.version, log: consoleLogger() });
     } catch (e) {
-      if (e instanceof ConfigError) throw usageError(e.message);
+      // one problem a line: an operator fixes a providers file from this list
+      if (e instanceof ConfigError) throw new ClientError("usage", "USAGE", e.message, { multiline: true });
       throw e;
     }
   },

@@ -2,9 +2,10 @@
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
-export function spinner(text: string, write: (s: string) => void): { stop(): void } {
+/** `text` is read at every frame, so it may change (a countdown). */
+export function spinner(text: string | (() => string), write: (s: string) => void): { stop(): void } {
   let i = 0;
-  const draw = () => write(`\r${FRAMES[i++ % FRAMES.length]} ${text}`);
+  const draw = () => write(`\r\u001b[2K${FRAMES[i++ % FRAMES.length]} ${typeof text === "string" ? text : text()}`);
   draw();
   const timer = setInterval(draw, 80);
   return {

@@ -42,7 +42,8 @@ export interface AppDeps {
 
 export interface App {
   gateway: Gateway;
-  fetch(req: Request): Promise<Response>;
+  /** `peer`: the client's IP address, when the server knows it. */
+  fetch(req: Request, peer?: string): Promise<Response>;
   /** Set when this start generated the admin token: show it once, it is never shown again. */
   generatedAdminToken: string | null;
   /** Writes the queued audit events, then closes the store. */

@@ -101,4 +101,6 @@ export interface Call {
   params: Record<string, string>;
   /** The raw query string, with its `?` (or ""). */
   search: string;
+  /** The client's IP address as the server saw it (null in process). */
+  peer: string | null;
 }

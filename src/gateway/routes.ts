@@ -5,14 +5,18 @@
  */
 import { LIMITS, PATHS } from "../protocol/index.ts";
 import * as adminAgents from "./admin/agents.ts";
+import * as adminAudit from "./admin/audit.ts";
 import * as adminProviders from "./admin/providers.ts";
+import * as adminTokens from "./admin/tokens.ts";
+import * as adminConsole from "./console/handlers.ts";
 import type { Handler, Route, RouteAuth, RouteKind, RouteLimit } from "./context.ts";
 import { authorize } from "./endpoints/authorize.ts";
 import { callback } from "./endpoints/callback.ts";
 import { showConsent, submitConsent } from "./endpoints/consent.ts";
-import { discovery, health } from "./endpoints/discovery.ts";
+import { discovery, health, landing } from "./endpoints/discovery.ts";
 import { introspect } from "./endpoints/introspect.ts";
 import { appDiscovery } from "./endpoints/native.ts";
+import { agentStatus } from "./endpoints/agent-status.ts";
 import { register } from "./endpoints/register.ts";
 import { revoke } from "./endpoints/revoke.ts";
 import { token } from "./endpoints/token.ts";
@@ -30,9 +34,11 @@ export function routeTable(features: RouteFeatures): Route[] {
   return [
     row("discovery", "GET", PATHS.discovery, "api", discovery),
     row("health", "GET", PATHS.health, "api", health),
+    row("landing", "GET", "/", "page", landing),
 
     // Phase A and B (DESIGN §3)
     row("register", "POST", PATHS.register, "api", register, { limit: "register" }),
+    row("agent-status", "GET", PATHS.agentStatus, "api", agentStatus, { limit: "auth" }),
     row("authorize", "POST", PATHS.authorize, "api", authorize, { limit: "auth" }),
     row("consent", "GET", `${PATHS.consent}/{handle}`, "page", showConsent),
     row("consent.decide", "POST", `${PATHS.consent}/{handle}`, "page", submitConsent),
@@ -60,6 +66,24 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("admin.agents.list", "GET", PATHS.adminAgents, "api", adminAgents.list, { auth: "admin" }),
     row("admin.agents.get", "GET", `${PATHS.adminAgents}/{client_id}`, "api", adminAgents.get, { auth: "admin" }),
     row("admin.agents.patch", "PATCH", `${PATHS.adminAgents}/{client_id}`, "api", adminAgents.patch, { auth: "admin" }),
+    row("admin.agents.delete", "DELETE", `${PATHS.adminAgents}/{client_id}`, "api", adminAgents.remove, { auth: "admin" }),
+    row("admin.tokens.list", "GET", PATHS.adminTokens, "api", adminTokens.list, { auth: "admin" }),
+    row("admin.tokens.revoke", "POST", PATHS.adminTokensRevoke, "api", adminTokens.revoke, { auth: "admin" }),
+    row("admin.audit.list", "GET", PATHS.adminAudit, "api", adminAudit.list, { auth: "admin" }),
+
+    // Admin console (DESIGN §9): pages; the session cookie is checked by the handlers (sign-in is one of them)
+    row("console", "GET", PATHS.adminConsole, "page", adminConsole.overview),
+    row("console.slash", "GET", `${PATHS.adminConsole}/`, "page", adminConsole.overview),
+    row("console.signin", "GET", `${PATHS.adminConsole}/signin`, "page", adminConsole.showSignin),
+    row("console.signin.submit", "POST", `${PATHS.adminConsole}/signin`, "page", adminConsole.submitSignin, { maxBody: 4096 }),
+    row("console.signout", "POST", `${PATHS.adminConsole}/signout`, "page", adminConsole.submitSignout, { maxBody: 4096 }),
+    row("console.agents", "GET", `${PATHS.adminConsole}/agents`, "page", adminConsole.agents),
+    row("console.agents.act", "POST", `${PATHS.adminConsole}/agents/{client_id}`, "page", adminConsole.agentAction, { maxBody: 4096 }),
+    row("console.tokens", "GET", `${PATHS.adminConsole}/tokens`, "page", adminConsole.tokens),
+    row("console.tokens.revoke", "POST", `${PATHS.adminConsole}/tokens/revoke`, "page", adminConsole.revokeAction, { maxBody: 8192 }),
+    row("console.providers", "GET", `${PATHS.adminConsole}/providers`, "page", adminConsole.providers),
+    row("console.providers.remove", "POST", `${PATHS.adminConsole}/providers/{provider_id}/remove`, "page", adminConsole.providerRemove, { maxBody: 4096 }),
+    row("console.audit", "GET", `${PATHS.adminConsole}/audit`, "page", adminConsole.auditLog),
 
     ...(features.demo ? [row("demo", "*", "/demo/*", "page", (call) => call.gw.demo!.fetch(call.req))] : []),
   ];

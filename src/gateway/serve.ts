@@ -3,6 +3,7 @@
  * Bun.serve (TLS when configured), the sweeper, the ready line, and a graceful stop on SIGTERM/SIGINT (stop
  * accepting, finish in-flight requests, close the store).
  */
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { AthError } from "../protocol/index.ts";
 import { openStore } from "../store/index.ts";
@@ -26,7 +27,21 @@ export interface RunningServer {
 export async function startServer(o: ServeOptions, meta: { version: string; log: Logger }): Promise<RunningServer> {
   const providers = o.providersFile ? loadProvidersFile(o.providersFile) : {};
   if (o.mode === "native") requireOneApp(o, Object.keys(providers).length);
-  const store = await openStore(o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`);
+  if (!o.strictScopes) {
+    for (const [id, c] of Object.entries(providers)) {
+      if (!c.scope_rules) meta.log.warn(`provider ${id} has no scope_rules: its tokens reach every path of its API (declare scope_rules, or start with --strict-scopes to refuse such calls)`);
+    }
+  }
+  if (o.tls) {
+    for (const [flag, path] of [["--tls-cert", o.tls.cert], ["--tls-key", o.tls.key]] as const) {
+      try {
+        readFileSync(path, "utf8");
+      } catch (e) {
+        throw new ConfigError(`${flag} ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+      }
+    }
+  }
+  const store = await openStoreNamingFlag(o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`, o.db !== undefined);
   const masterKey = loadOrCreateMasterKey(o.dataDir, o.masterKey);
   // Requests that arrive before the gateway is configured — its providers file in the store — wait for it, so nothing
   // is answered before (a port of 0 is known only once bound, and the base URL may need it).
@@ -34,15 +49,19 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
   let configured: (a: App) => void = () => undefined;
   const ready = new Promise<App>((resolve) => (configured = resolve));
   const perIp = inFlightPerIp(o.maxConnectionsPerIp);
-  const server = Bun.serve({
+  const server = listen({
     hostname: o.host,
     port: o.port,
     // DESIGN §14: a request must be answered (or its body arrive) within 10 s of inactivity — a slow client cannot
     // hold a connection; an authenticated proxied request extends its own (gateway.extendTimeout). Bun's parser
-    // gives request headers about 10 s to arrive, bytes trickling or not (tests/faults/connections.test.ts).
+    // gives request headers about 10 s to arrive, bytes trickling or not (tests/faults/isolation.test.ts).
     idleTimeout: IDLE_TIMEOUT_S,
     ...(o.tls ? { tls: { cert: Bun.file(o.tls.cert), key: Bun.file(o.tls.key) } } : {}),
-    fetch: (req, srv) => perIp(srv.requestIP(req)?.address ?? "", () => (app ? app.fetch(req) : ready.then((a) => a.fetch(req)))),
+    // The peer's address rides along for what is limited per client (the admin console's sign-in, requests in flight).
+    fetch: (req, srv) => {
+      const peer = srv.requestIP(req)?.address;
+      return perIp(peer ?? "", () => (app ? app.fetch(req, peer) : ready.then((a) => a.fetch(req, peer))));
+    },
     // Only reached if the pipeline's own boundary failed; same exposure rule.
     error: (err) => errorResponse(err, (msg, e) => meta.log.error(msg, e)),
   });
@@ -162,4 +181,31 @@ function requireOneApp(o: ServeOptions, inFile: number): void {
   if (count === 1) return;
   const source = o.providersFile ? `${o.providersFile} has ${inFile} provider${inFile === 1 ? "" : "s"}${o.demo ? " and --demo adds one" : ""}` : "no --providers file was given";
   throw new ConfigError(`--mode native fronts exactly one app, the single provider of --providers (or --demo): ${source}`);
+}
+
+/** Opens the store; a bad `--db` is a usage error naming the flag, one that cannot be reached names it too (password hidden). */
+async function openStoreNamingFlag(spec: string, fromFlag: boolean): Promise<Awaited<ReturnType<typeof openStore>>> {
+  const flag = fromFlag ? "--db" : "--data-dir";
+  try {
+    return await openStore(spec);
+  } catch (e) {
+    const message = (e as Error).message ?? String(e);
+    if (message.startsWith("unsupported store")) throw new ConfigError(`--db: ${message}`);
+    throw new Error(`${flag} ${redactUrl(spec)}: cannot open the store: ${message}`, { cause: e });
+  }
+}
+
+/** `postgres://user:secret@host/db` → `postgres://user:***@host/db`. */
+function redactUrl(spec: string): string {
+  return spec.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, "$1:***@");
+}
+
+/** Bun.serve, with a TLS certificate or key it cannot use reported as a usage error naming the flags. */
+function listen(options: Parameters<typeof Bun.serve>[0]): ReturnType<typeof Bun.serve> {
+  try {
+    return Bun.serve(options);
+  } catch (e) {
+    if ((options as { tls?: unknown }).tls) throw new ConfigError(`--tls-cert/--tls-key: ${(e as Error).message}`);
+    throw e;
+  }
 }

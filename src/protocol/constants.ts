@@ -8,6 +8,7 @@ export const PATHS = {
   appDiscovery: "/.well-known/ath-app.json",
   health: "/health",
   register: "/ath/agents/register",
+  agentStatus: "/ath/agents/status", // ath's extension: an agent reads its own registration (HTTP Basic)
   authorize: "/ath/authorize",
   consent: "/ath/consent", // + /{handle}
   callback: "/ath/callback",
@@ -17,8 +18,19 @@ export const PATHS = {
   introspect: "/ath/introspect",
   adminProviders: "/ath/admin/providers",
   adminAgents: "/ath/admin/agents",
+  adminTokens: "/ath/admin/tokens",
+  adminTokensRevoke: "/ath/admin/tokens/revoke",
+  adminAudit: "/ath/admin/audit",
+  adminConsole: "/admin",
   nativeApi: "/api",
 } as const;
+
+/**
+ * Methods the proxy forwards, and so the methods `ath proxy` sends: those Bun's fetch sends as given (it turns
+ * unknown ones into GET, which would run a different request than the one scope_rules judged). Never TRACE — the
+ * upstream would echo the request, upstream token included, back to the agent — nor CONNECT.
+ */
+export const PROXY_METHODS: readonly string[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PROPFIND", "MKCOL", "REPORT", "SEARCH", "QUERY"];
 
 /** Prefixes of identifiers and secrets ath mints; they make leaked secrets recognisable. */
 export const PREFIX = {
@@ -26,6 +38,8 @@ export const PREFIX = {
   clientSecret: "ath_secret_",
   session: "ath_sess_",
   token: "ath_tk_",
+  /** A token's public id (DESIGN §9): not a secret, never a bearer. */
+  tokenId: "ath_tkid_",
   code: "ath_code_",
 } as const;
 

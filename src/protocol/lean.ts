@@ -35,8 +35,9 @@ export type ATHError = z.infer<typeof ATHError>;
 
 /** Formats zod issues as `path: message` lines, e.g. `requested_providers.0.scopes: Expected array`. */
 export function formatIssues(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }, prefix = ""): string[] {
-  return error.issues.map((i) => {
+  // a message of several lines is several problems at one path (each unknown field of an object)
+  return error.issues.flatMap((i) => {
     const path = [prefix, ...i.path.map(String)].filter(Boolean).join(".");
-    return path ? `${path}: ${i.message}` : i.message;
+    return i.message.split("\n").map((line) => (path ? `${path}: ${line}` : line));
   });
 }

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { LIMITS } from "./constants.ts";
 import { httpUrl } from "./schemas.ts";
+import { didYouMean } from "./suggest.ts";
 
 /** A `scope_rules` entry: "METHOD /path/glob", bounded in length and in `**` segments (DESIGN §14). */
 const scopeRule = z
@@ -36,8 +37,12 @@ const apiHeaderName = z
   });
 const apiHeaderValue = z.string().max(1024).regex(/^[\x20-\x7e\t]*$/, "expected a printable header value without line breaks");
 
+/**
+ * Every field of an entry is known: a misspelt optional field (`scope_rule` for `scope_rules`) would otherwise be
+ * dropped silently — and a provider without its scope_rules allows every path (issue 13, item 7).
+ */
 export const ProviderConfig = z
-  .object({
+  .strictObject({
     /** The built-in template this entry was filled from (`ath templates` lists them); the entry's fields override it. */
     template: z.string().min(1).max(64).optional(),
     display_name: z.string().min(1).max(200),
@@ -98,7 +103,7 @@ export const ProviderConfig = z
     revocation_method: z.enum(["POST", "DELETE"]).optional(),
     /** The body field holding the token to revoke: `token` (RFC 7009, default) or `access_token` (GitHub). */
     revocation_token_param: z.string().regex(/^[a-z_]{1,32}$/, "expected a parameter name such as token").optional(),
-  })
+  }, { error: (issue) => (issue.code === "unrecognized_keys" ? unknownFields(issue.keys) : undefined) })
   .superRefine((c, ctx) => {
     if (c.user_id_source === "userinfo" && !c.userinfo_endpoint) {
       ctx.addIssue({ code: "custom", path: ["userinfo_endpoint"], message: "required when user_id_source is userinfo" });
@@ -108,6 +113,13 @@ export const ProviderConfig = z
     }
   });
 export type ProviderConfig = z.infer<typeof ProviderConfig>;
+
+function unknownFields(keys: readonly string[]): string {
+  const fields = PROVIDER_FIELDS();
+  return keys.map((k) => `unknown field "${k}"${didYouMean(k, fields)}`).join("\n");
+}
+/** The known fields (read lazily: the schema is defined after the message function that names them). */
+const PROVIDER_FIELDS = (): string[] => Object.keys(ProviderConfig.shape);
 export type ProviderConfigInput = z.input<typeof ProviderConfig>;
 
 export const ProviderId = z

@@ -131,6 +131,21 @@ export const AgentRegistrationResponse = z.object({
 });
 export type AgentRegistrationResponse = z.infer<typeof AgentRegistrationResponse>;
 
+/**
+ * GET /ath/agents/status (ath's extension, DESIGN notes in README): the registration as the gateway holds it now,
+ * for its own client (HTTP Basic client_id:client_secret) — an admin may have approved, denied or suspended it since.
+ */
+export const AgentStatusResponse = z.object({
+  client_id: z.string().startsWith(PREFIX.clientId),
+  agent_id: z.string(),
+  agent_status: z.enum(["approved", "pending", "denied", "suspended"]),
+  approved_providers: z.array(ProviderApproval),
+  approval_expires: isoDateTime,
+  /** The approval's end has passed: the agent must register again (with a new identity). */
+  approval_expired: z.boolean(),
+});
+export type AgentStatusResponse = z.infer<typeof AgentStatusResponse>;
+
 // Phase B ---------------------------------------------------------------------------------------
 
 export const AuthorizationRequest = z.object({

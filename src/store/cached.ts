@@ -139,6 +139,7 @@ const WRITES: Record<string, (...args: never[]) => ChangeKey[]> = {
   revokeToken: (hash: string) => [`t:${hash}`],
   revokeTokensOfClient: (clientId: string) => [`c:${clientId}`],
   updateAgent: (clientId: string) => [`c:${clientId}`],
+  deleteAgent: (clientId: string) => [`c:${clientId}`],
   upsertProvider: (p: ProviderRecord) => [`p:${p.provider_id}`],
   deleteProvider: (id: string) => [`p:${id}`],
   claimGrantRefresh: (id: string) => [`g:${id}`],
@@ -150,11 +151,17 @@ const WRITES: Record<string, (...args: never[]) => ChangeKey[]> = {
   sweep: () => ["*"],
 };
 
+/** Writes whose keys are known from what they return: the rows they changed. */
+const RESULT_WRITES: Record<string, (result: never) => ChangeKey[]> = {
+  revokeTokensWhere: (revoked: TokenRecord[]) => revoked.map((t) => `t:${t.token_hash}` as ChangeKey),
+};
+
 /** Methods that change nothing cached. */
 const NEUTRAL = new Set([
   "kind", "getMeta", "setMeta", "getProvider", "listProviders", "createAgent", "getAgentByClientId", "getAgentByAgentId", "lockAgent",
   "listAgents", "recordJti", "createSession", "getSession", "getSessionByHandle", "getSessionByUpstreamState",
-  "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "createGrant",
+  "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "listTokens", "countTokens", "createConsoleSession", "getConsoleSession",
+  "deleteConsoleSession", "createGrant",
   "getGrant", "appendAudit", "listAudit", "transaction", "changes", "close",
 ]);
 
@@ -167,6 +174,7 @@ function wrapWrites(inner: Store, changed: (keys: ChangeKey[]) => Promise<void>,
   for (const name of methodNames(inner)) {
     const fn = (inner as unknown as Record<string, (...a: unknown[]) => unknown>)[name]!;
     const keys = WRITES[name];
+    const resultKeys = RESULT_WRITES[name];
     if (name === "transaction") {
       out[name] = <T>(f: (tx: Store) => Promise<T>) => inner.transaction((tx) => f(wrapWrites(tx, changed, forget)));
     } else if (keys) {
@@ -180,6 +188,18 @@ function wrapWrites(inner: Store, changed: (keys: ChangeKey[]) => Promise<void>,
           throw err;
         }
         await changed(touched);
+        return result;
+      };
+    } else if (resultKeys) {
+      out[name] = async (...args: unknown[]) => {
+        let result: unknown;
+        try {
+          result = await fn.apply(inner, args);
+        } catch (err) {
+          forget(["*"]); // which rows it may have changed is not known
+          throw err;
+        }
+        await changed((resultKeys as (r: unknown) => ChangeKey[])(result));
         return result;
       };
     } else if (NEUTRAL.has(name)) {

@@ -117,7 +117,23 @@ CREATE INDEX audit_type ON audit (type, id);
     `CREATE INDEX tokens_revoked ON tokens (revoked_at);
 CREATE INDEX grants_dead ON grants (status, updated_at);
 CREATE INDEX grants_created ON grants (created_at);`,
-    // 4: the sweeper deletes agents that never got an approved scope, by age (DESIGN §14): a partial index holds only
+    // 4: every token gets a public token_id (DESIGN §9), existing rows a random one; the admin API pages tokens newest
+    // first by (created_at, token_id) and audit events by id, with the filters it offers; the admin console's sign-in
+    // sessions (by the hash of their id)
+    `ALTER TABLE tokens ADD COLUMN token_id TEXT;
+UPDATE tokens SET token_id = 'ath_tkid_' || ${d === "sqlite" ? "lower(hex(randomblob(16)))" : "replace(gen_random_uuid()::text, '-', '')"} WHERE token_id IS NULL;
+CREATE UNIQUE INDEX tokens_id ON tokens (token_id);
+CREATE INDEX tokens_created ON tokens (created_at, token_id);
+CREATE INDEX tokens_user ON tokens (user_id);
+CREATE INDEX audit_client ON audit (client_id, id);
+CREATE INDEX audit_agent ON audit (agent_id, id);
+CREATE TABLE console_sessions (
+  id_hash TEXT PRIMARY KEY,
+  created_at ${int} NOT NULL,
+  expires_at ${int} NOT NULL
+);
+CREATE INDEX console_sessions_expires ON console_sessions (expires_at);`,
+    // 5: the sweeper deletes agents that never got an approved scope, by age (DESIGN §14): a partial index holds only
     // those, so a sweep never walks the approved ones (its predicate is UNSCOPED_AGENT in sql/sweep.ts, verbatim)
     // — and deleting an agent cascades to its sessions, found by client_id
     `CREATE INDEX agents_unscoped ON agents (created_at) WHERE status <> 'pending' AND approvals NOT LIKE '%"approved_scopes":["%';

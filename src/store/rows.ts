@@ -18,7 +18,7 @@ export const SESSION_COLUMNS = [
 ] as const satisfies readonly (keyof SessionRecord)[];
 
 export const TOKEN_COLUMNS = [
-  "token_hash", "client_id", "agent_id", "user_id", "provider_id", "scopes", "grant_id", "created_at", "expires_at",
+  "token_hash", "token_id", "client_id", "agent_id", "user_id", "provider_id", "scopes", "grant_id", "created_at", "expires_at",
   "revoked_at",
 ] as const satisfies readonly (keyof TokenRecord)[];
 
@@ -88,6 +88,7 @@ export function toSession(r: Row): SessionRecord {
 export function toToken(r: Row): TokenRecord {
   return {
     token_hash: str(r.token_hash),
+    token_id: str(r.token_id),
     client_id: str(r.client_id),
     agent_id: str(r.agent_id),
     user_id: str(r.user_id),
@@ -121,6 +122,7 @@ export function toGrant(r: Row): GrantRecord {
 
 export function toAudit(r: Row): AuditEvent {
   const e: AuditEvent = {
+    id: num(r.id),
     type: str(r.type),
     at: num(r.at),
     client_id: strOrNull(r.client_id),

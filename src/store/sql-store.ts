@@ -7,6 +7,7 @@
 import { storeFailure } from "./errors.ts";
 import { agentQueries } from "./sql/agents.ts";
 import { auditQueries } from "./sql/audit.ts";
+import { consoleQueries } from "./sql/console.ts";
 import type { Driver } from "./sql/driver.ts";
 import { grantQueries } from "./sql/grants.ts";
 import { metaQueries } from "./sql/meta.ts";
@@ -29,6 +30,7 @@ export function sqlStore(driver: Driver, inTransaction = false): Store {
     ...tokenQueries(db),
     ...grantQueries(db),
     ...auditQueries(db),
+    ...consoleQueries(db),
     ...sweepQueries(db),
     // Nested: already in one, the inner decision joins it.
     transaction: (fn) => (inTransaction ? fn(sqlStore(db, true)) : db.transaction((tx) => fn(sqlStore(tx, true)))),

@@ -63,6 +63,8 @@ export interface SessionRecord {
 
 export interface TokenRecord {
   token_hash: string;
+  /** Public id (`ath_tkid_…`): names the token to operators; never a secret, never accepted as a bearer. */
+  token_id: string;
   client_id: string;
   agent_id: string;
   user_id: string;
@@ -96,6 +98,8 @@ export interface GrantRecord {
 }
 
 export interface AuditEvent {
+  /** Set when read back: the event's position in the trail (ascending). */
+  id?: number;
   /** `noun.verb` in the past tense: agent.registered, token.issued, token.revoked … */
   type: string;
   at: number;
@@ -105,6 +109,44 @@ export interface AuditEvent {
   user_id?: string | null;
   /** Free-form reason/metadata; never a secret. */
   data?: Record<string, unknown>;
+}
+
+/** Which tokens an admin means (DESIGN §9): every given field must match (AND). */
+export interface TokenFilter {
+  token_id?: string;
+  client_id?: string;
+  agent_id?: string;
+  user_id?: string;
+  provider_id?: string;
+}
+
+export type TokenState = "active" | "revoked" | "expired";
+
+/** A keyset page position: the last row of the previous page (newest first). */
+export interface TokenPageAfter {
+  created_at: number;
+  token_id: string;
+}
+
+export interface AuditFilter {
+  type?: string;
+  client_id?: string;
+  agent_id?: string;
+  user_id?: string;
+  provider_id?: string;
+  /** `at` ≥ since, `at` < until (epoch ms). */
+  since?: number;
+  until?: number;
+  /** Only events with an id below this one (the keyset cursor; newest first). */
+  beforeId?: number;
+  limit?: number;
+}
+
+/** A signed-in admin console session; the browser holds its id, the store the id's hash. */
+export interface ConsoleSession {
+  id_hash: string;
+  created_at: number;
+  expires_at: number;
 }
 
 export interface SweepResult {
@@ -143,6 +185,8 @@ export interface Store {
   lockAgent(clientId: string): Promise<AgentRecord | null>;
   updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires">>): Promise<boolean>;
   listAgents(): Promise<AgentRecord[]>;
+  /** Deletes the agent with its sessions and tokens; false when there was none. */
+  deleteAgent(clientId: string): Promise<boolean>;
 
   // attestation replay cache
   /** Records (agentId, jti) until `expiresAt`; false when that pair was already recorded and is unexpired. */
@@ -175,6 +219,23 @@ export interface Store {
   revokeToken(tokenHash: string, now: number): Promise<TokenRecord | null>;
   /** Revokes every live token of a client (and provider, if given); returns how many. */
   revokeTokensOfClient(clientId: string, now: number, providerId?: string): Promise<number>;
+  /**
+   * Tokens matching `filter` (and `state` at `now`), newest first — (created_at, token_id) descending — after `after`,
+   * at most `limit`.
+   */
+  listTokens(filter: TokenFilter, o: { state?: TokenState; now: number; after?: TokenPageAfter; limit: number }): Promise<TokenRecord[]>;
+  /** Revokes every live token matching `filter` (at least one field); returns them as revoked. */
+  revokeTokensWhere(filter: TokenFilter, now: number): Promise<TokenRecord[]>;
+
+  /** How many tokens are active, revoked and expired at `now` (the admin console's overview). */
+  countTokens(now: number): Promise<{ active: number; revoked: number; expired: number }>;
+
+  // admin console sessions
+  /** Saves a new session, dropping the ones that expired by its creation. */
+  createConsoleSession(s: ConsoleSession): Promise<void>;
+  /** The session if it exists and is unexpired at `now`. */
+  getConsoleSession(idHash: string, now: number): Promise<ConsoleSession | null>;
+  deleteConsoleSession(idHash: string): Promise<void>;
 
   // upstream grants
   createGrant(g: GrantRecord): Promise<void>;
@@ -198,7 +259,8 @@ export interface Store {
   // audit
   /** Appends events in the order given, in one statement. */
   appendAudit(...events: AuditEvent[]): Promise<void>;
-  listAudit(opts?: { limit?: number; type?: string }): Promise<AuditEvent[]>;
+  /** Events matching the filter, newest first, with their ids. */
+  listAudit(opts?: AuditFilter): Promise<AuditEvent[]>;
 
   /**
    * Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, dead/orphan grants, agents

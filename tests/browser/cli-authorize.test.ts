@@ -2,12 +2,13 @@
  * `dist/ath authorize --wait` completed by a person in Chromium: the compiled CLI (own temporary ATH_HOME) prints
  * the consent URL, Chromium opens it and clicks Approve and the provider's Approve/Allow, the provider's redirect
  * reaches the CLI's loopback receiver, and the CLI exchanges the code, prints the token summary and can proxy.
- * Against oidc-provider (`mail`) and the --demo sandbox (`demo`) behind one `dist/ath serve --demo`.
+ * Against oidc-provider (`mail`) and the --demo sandbox (`demo`) behind one `dist/ath serve --demo`; and the same
+ * flow in native mode (`-m native -s <url>`, DESIGN §7) against `dist/ath serve --mode native` fronting oidc-provider.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { tempDir } from "../helpers/net.ts";
-import { startWorld, type World } from "../helpers/world.ts";
+import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
 import { freshPage, launchChromium, screenshots } from "../helpers/chromium.ts";
 import { consentInChromium, type ConsentSteps } from "../helpers/person.ts";
 import { ATH_BIN, AUTHORIZATION_URL, ath, run, start } from "../helpers/processes.ts";
@@ -89,3 +90,62 @@ for (const t of TARGETS) {
     });
   });
 }
+
+describe("ath -m native authorize --wait completed in Chromium against a native-mode gateway", () => {
+  const APP = "com.example.notes";
+  let native: World;
+  beforeAll(async () => {
+    native = await startWorld({
+      binary: true,
+      onlyProviders: true,
+      extraArgs: ["--mode", "native"],
+      providers: (auth, api) => ({
+        [APP]: {
+          display_name: "Example Notes",
+          available_scopes: MAIL_SCOPES,
+          authorize_endpoint: auth.authorizeEndpoint,
+          token_endpoint: auth.tokenEndpoint,
+          revocation_endpoint: auth.revocationEndpoint,
+          api_base_url: api.baseUrl,
+          client_id: auth.basicClient.client_id,
+          client_secret: auth.basicClient.client_secret,
+          token_endpoint_auth_method: "client_secret_basic",
+          scope_rules: { "mail:read": ["GET /v1/messages", "GET /v1/messages/**"] },
+        },
+      }),
+    });
+  }, 120_000);
+  afterAll(() => native?.stop());
+
+  test("register, authorize --wait with Approve in the browser, then proxy: no provider named anywhere, the app's API answers", async () => {
+    const home = await tempDir("cli-native-home");
+    cleanups.push(home.remove);
+    const env = { ATH_HOME: home.path };
+    const mode = ["-m", "native", "-s", native.baseUrl];
+    const registered = await run([ATH_BIN, "register", ...mode, "--scopes", "mail:read", "--format", "json"], { env });
+    expect({ exit: registered.exitCode, stderr: registered.stderr }).toEqual({ exit: 0, stderr: "" });
+    expect(JSON.parse(registered.stdout).approved_providers[0].provider_id).toBe(APP);
+
+    const cli = start([ATH_BIN, "authorize", ...mode, "--scopes", "mail:read", "--wait", "--no-open", "--format", "json"], { env });
+    const { context, page } = await freshPage(browser);
+    try {
+      const [, url] = await cli.waitFor("stderr", AUTHORIZATION_URL);
+      expect(new URL(String(url)).origin).toBe(native.baseUrl);
+      await consentInChromium(page, String(url), {});
+      expect(page.url()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
+      expect(String(await page.textContent("body"))).toContain("Authorization complete");
+    } finally {
+      await context.close();
+    }
+    const done = await cli.done;
+    expect({ exit: done.exitCode, stderr: done.stderr }).toEqual({ exit: 0, stderr: expect.not.stringContaining("error") });
+    expect(JSON.parse(done.stdout)).toMatchObject({ provider_id: APP, effective_scopes: ["mail:read"] });
+
+    native.api.clear();
+    const proxied = await run([ATH_BIN, "proxy", ...mode, "GET", "/v1/messages", "--format", "json"], { env });
+    expect({ exit: proxied.exitCode, stderr: proxied.stderr }).toEqual({ exit: 0, stderr: "" });
+    expect(JSON.parse(proxied.stdout).status).toBe(200);
+    // the call went through the gateway's /api mount to the app's API, with the app's own token
+    expect(native.api.accepted().map((r) => r.path)).toEqual(["/v1/messages"]);
+  });
+});

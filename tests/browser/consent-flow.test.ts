@@ -163,9 +163,11 @@ for (const t of TARGETS) {
 
         const replay = await second.page.goto(callbackUrl);
         expect(replay?.status()).toBe(400);
-        await expect(second.page.getByRole("heading", { name: "This browser cannot complete the request" }).isVisible()).resolves.toBe(true);
+        await expect(second.page.getByRole("heading", { name: "Finish this in the browser where you opened the link" }).isVisible()).resolves.toBe(true);
         const body = String(await second.page.textContent("body"));
         expect(body).toContain("STATE_MISMATCH");
+        // one instruction, not a choice
+        expect(body).toContain("Ask the agent for a new link and open it in this browser.");
         expect(body).not.toContain("ath_code_");
         await screenshots(second.page, `error-replayed-callback-${t.provider}`);
 

@@ -5,10 +5,12 @@
  * POST, revoke, status masking, file modes and the exit codes of DESIGN.md §5.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { consent } from "../helpers/agent.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
-import { ath, ensureBinary, modes, readUntil, removeBinary, spawnAth } from "../helpers/cli-binary.ts";
+import { ath, ATH_BIN, athEnv, ensureBinary, modes, readUntil, removeBinary, spawnAth } from "../helpers/cli-binary.ts";
 
 let w: World;
 let home: { path: string; remove: () => Promise<void> };
@@ -102,6 +104,17 @@ describe("gateway mode, in the spec's order (manual consent path)", () => {
     expect(doc.body.messages).toHaveLength(1);
   });
 
+  test("proxy with a mistyped method (GTE) exits 2 with \"did you mean GET\" and sends nothing (Bun's fetch would have sent a GET)", async () => {
+    const before = w.api.requests.length;
+    const r = await ath(home.path, ["proxy", "mail", "GTE", "/v1/messages"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('unknown HTTP method "GTE" (did you mean "GET"?)');
+    const propfind = await ath(home.path, ["proxy", "mail", "frobnicate", "/v1/messages", "--format", "json"]);
+    expect(propfind.code).toBe(2);
+    expect(propfind.json().error.message).toContain("the proxy forwards GET, HEAD, POST");
+    expect(w.api.requests.length).toBe(before);
+  });
+
   test("proxy POST sends the --body as JSON to the upstream", async () => {
     w.api.clear();
     const r = await ath(home.path, ["proxy", "mail", "POST", "/v1/messages", "--body", '{"to":"a@example.com","subject":"hi"}', "--format", "json"]);
@@ -110,6 +123,16 @@ describe("gateway mode, in the spec's order (manual consent path)", () => {
     const seen = w.api.accepted()[0]!;
     expect(seen.headers["content-type"]).toBe("application/json");
     expect(seen.headers.authorization).not.toContain("ath_tk_");
+  });
+
+  test("proxy POST --body - sends stdin as the body", async () => {
+    w.api.clear();
+    const p = Bun.spawn([ATH_BIN, "proxy", "mail", "POST", "/v1/messages", "--body", "-", "--format", "json"], { env: athEnv(home.path), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    p.stdin.write('{"to":"b@example.com","subject":"piped"}');
+    await p.stdin.end();
+    const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({ status: 201, body: { received: { to: "b@example.com", subject: "piped" } } });
   });
 
   test("an upstream answer ≥ 400 exits 1 with the body on stdout and `ath: HTTP <status>` on stderr", async () => {
@@ -202,6 +225,40 @@ describe("authorize --wait (one-step consent through a loopback redirect)", () =
     const r = await waitFlow("Approve");
     expect(r.code).toBe(0);
     expect(r.doc.scope_intersection).toEqual({ agent_approved: ["openid", "mail:read"], user_consented: ["openid", "mail:read"], effective: ["openid", "mail:read"] });
+  });
+
+  test("the browser opener is $BROWSER when set: it gets the consent URL, and the flow completes through it", async () => {
+    const h = await tempDir("cli-browser");
+    try {
+      const opener = join(h.path, "open-browser");
+      await writeFile(opener, `#!/bin/sh\nprintf '%s' "$1" > "${h.path}/opened"\n`, { mode: 0o755 });
+      expect((await ath(h.path, ["register", "-g", gw, "--provider", "mail", "--scopes", "openid,mail:read"])).code).toBe(0);
+      const p = spawnAth(h.path, ["authorize", "-g", gw, "--provider", "mail", "--wait", "--timeout", "60", "--format", "json"], { BROWSER: `/nonexistent/browser:${opener}` });
+      const [line] = await readUntil(p.stderr, /^\{.*\}\n/m);
+      const { authorization_url: url, redirect_uri: redirectUri } = JSON.parse(line);
+      let opened = "";
+      for (let i = 0; i < 100 && opened === ""; i++) opened = await readFile(join(h.path, "opened"), "utf8").catch(() => (Bun.sleepSync(20), ""));
+      expect(opened).toBe(url);
+      const c = await consent(opened, { gateway: "Approve", redirectUri });
+      await fetch(c.redirectedTo as URL);
+      expect(await p.exited).toBe(0);
+    } finally {
+      await h.remove();
+    }
+  });
+
+  test("over SSH without a display the CLI says it cannot open a browser and shows the URL again with the time left", async () => {
+    const h = await tempDir("cli-ssh");
+    try {
+      expect((await ath(h.path, ["register", "-g", gw, "--provider", "mail", "--scopes", "openid,mail:read"])).code).toBe(0);
+      const p = spawnAth(h.path, ["authorize", "-g", gw, "--provider", "mail", "--wait", "--timeout", "60"], { SSH_CONNECTION: "192.0.2.1 50000 192.0.2.2 22" });
+      const [said] = await readUntil(p.stderr, /could not open a browser \(this is an SSH session without a display\)\. Open this URL yourself, within [01]:\d\d:\n\n {2}http\S+/);
+      expect(said).toContain(`${gw}/ath/consent/`);
+      p.kill("SIGINT");
+      expect(await p.exited).toBe(130);
+    } finally {
+      await h.remove();
+    }
   });
 
   test("the user denying at the consent page exits 4 with USER_DENIED", async () => {

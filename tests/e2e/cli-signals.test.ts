@@ -69,4 +69,21 @@ describe("Ctrl-C during authorize --wait", () => {
       await home.remove();
     }
   });
+
+  test("with --format json, SIGINT and SIGTERM still print one error document (CANCELLED) on stdout", async () => {
+    const home = await tempDir("sigint-json");
+    try {
+      expect((await ath(home.path, ["register", "-g", base, "--provider", "github", "--scopes", "repo"])).code).toBe(0);
+      for (const [signal, exit] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+        const p = spawnAth(home.path, ["authorize", "-g", base, "--provider", "github", "--wait", "--no-open", "--timeout", "120", "--format", "json"]);
+        await readUntil(p.stderr, /"redirect_uri":"http:\/\/127\.0\.0\.1:\d+\/callback"/);
+        p.kill(signal);
+        const [stdout, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+        expect(code).toBe(exit);
+        expect(JSON.parse(stdout)).toEqual({ error: { code: "CANCELLED", message: `${signal} while waiting for approval; the session was abandoned` } });
+      }
+    } finally {
+      await home.remove();
+    }
+  });
 });

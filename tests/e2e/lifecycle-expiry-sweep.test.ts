@@ -91,7 +91,7 @@ describe("Sweeper", () => {
       return LIFECYCLE_TABLES.every((t) => now[t] === 0);
     });
     // the audit trail is kept
-    expect(countRows(db).audit("grant.refresh_refused")).toBe(1);
+    expect(countRows(db).audit("upstream.refresh_refused")).toBe(1);
     // a swept token is simply unknown now
     expectError(await proxyWith(expired), "TOKEN_INVALID");
   }, 30_000);

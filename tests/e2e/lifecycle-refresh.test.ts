@@ -137,8 +137,8 @@ describe("Upstream refresh — a grant the provider refuses", () => {
     expect(revocation.status).toBe(200);
     const db = join(w.gw.dataDir, "ath.db");
     // audit events reach the store in batches (ops/audit-queue.ts): the test above left one on its way; let it land
-    await eventually("the earlier refused refresh to be audited", () => countRows(db).audit("grant.refresh_refused") >= 1);
-    const auditBefore = countRows(db).audit("grant.refresh_refused");
+    await eventually("the earlier refused refresh to be audited", () => countRows(db).audit("upstream.refresh_refused") >= 1);
+    const auditBefore = countRows(db).audit("upstream.refresh_refused");
     const before = providerRefreshes(w.auth);
     const apiBefore = w.api.requests.length;
 
@@ -155,8 +155,8 @@ describe("Upstream refresh — a grant the provider refuses", () => {
     expect(refreshesWith(revoked.refreshToken)).toHaveLength(1);
     expect(w.api.requests.length).toBe(apiBefore);
     // wait for this one, then check it is the only one
-    await eventually("the refused refresh to be audited", () => countRows(db).audit("grant.refresh_refused") > auditBefore);
-    expect(countRows(db).audit("grant.refresh_refused")).toBe(auditBefore + 1);
+    await eventually("the refused refresh to be audited", () => countRows(db).audit("upstream.refresh_refused") > auditBefore);
+    expect(countRows(db).audit("upstream.refresh_refused")).toBe(auditBefore + 1);
   });
 });
 

@@ -13,14 +13,19 @@ import { ath, ATH_BIN, ensureBinary, removeBinary } from "../helpers/cli-binary.
 import { expectError } from "../helpers/expect-error.ts";
 import { tempDir } from "../helpers/net.ts";
 import { officialSchemaErrors } from "../helpers/official-schema.ts";
+import { proxyWireSuite } from "../helpers/proxy-wire.ts";
 import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
 
 const APP = "com.example.notes";
 const INTROSPECTION_TOKEN = "introspection_e2e_token_0123456789";
 let w: World;
+let canary: ReturnType<typeof Bun.serve>;
+const canaryHits: string[] = [];
+let wireToken: string;
 
 beforeAll(async () => {
   ensureBinary();
+  canary = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => (canaryHits.push(req.url), new Response("canary")) });
   w = await startWorld({
     binary: true,
     onlyProviders: true,
@@ -42,6 +47,7 @@ beforeAll(async () => {
   });
 }, 120_000);
 afterAll(async () => {
+  await canary?.stop(true);
   await w?.stop();
   removeBinary();
 });
@@ -199,4 +205,17 @@ describe("the CLI in native mode (-m native -s <url>), end to end", () => {
       await home.remove();
     }
   });
+});
+
+describe("/api on the real HTTP stack: the gateway mode's wire tests, at the native mount", () => {
+  beforeAll(async () => {
+    wireToken = (await nativeToken(["mail:read"])).accessToken;
+  });
+  proxyWireSuite(() => ({
+    port: w.gw.port,
+    upstreamRequests: () => w.api.requests,
+    canaryHits,
+    canaryPort: canary.port!,
+    plain: { prefix: PATHS.nativeApi, token: wireToken },
+  }));
 });

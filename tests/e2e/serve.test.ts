@@ -91,6 +91,45 @@ describe("ath serve — configuration errors", () => {
     expect(r.err).not.toContain("    at "); // no stack trace
   });
 
+  test("an unknown field is named with its provider, with the field it was probably meant to be (a misspelt scope_rules would allow every path)", async () => {
+    const dir = await tmp();
+    const file = join(dir, "providers.json");
+    await writeFile(file, JSON.stringify({ mail: { ...PROVIDER, scope_rule: { "mail:read": ["GET /v1/**"] }, revocation_endpont: "https://auth.example/revoke" } }));
+    const r = await serveFails(["--providers", file], { MAIL_SECRET: "s" });
+    expect(r.code).toBe(2);
+    const lines = r.err.trim().split("\n");
+    expect(lines).toContain('  providers.mail: unknown field "scope_rule" (did you mean "scope_rules"?)');
+    expect(lines).toContain('  providers.mail: unknown field "revocation_endpont" (did you mean "revocation_endpoint"?)');
+  });
+
+  test("a JSON syntax error is reported with its line and column", async () => {
+    const dir = await tmp();
+    const file = join(dir, "providers.json");
+    await writeFile(file, '{\n  "mail": {\n    "display_name": "Mail",\n    "client_id": "c",\n  }\n}\n');
+    const r = await serveFails(["--providers", file]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(`providers file ${file} is not valid JSON: line 5, column 3: a trailing comma before '}'`);
+    expect(r.err).not.toContain("    at ");
+  });
+
+  test("a provider without scope_rules starts with a warning naming it and --strict-scopes; with --strict-scopes no warning", async () => {
+    const dir = await tmp();
+    const file = join(dir, "providers.json");
+    await writeFile(file, JSON.stringify({ mail: PROVIDER, ruled: { ...PROVIDER, scope_rules: { "mail:read": ["GET /v1/**"] } } }));
+    for (const strict of [false, true]) {
+      const s = await serve(["--data-dir", join(dir, `data-${strict}`), "--providers", file, ...(strict ? ["--strict-scopes"] : [])], { MAIL_SECRET: "s", ATH_HOME: dir });
+      s.p.kill("SIGTERM");
+      await s.p.exited;
+      const err = await s.stderr();
+      if (strict) expect(err).not.toContain("scope_rules");
+      else {
+        expect(err).toContain("provider mail has no scope_rules");
+        expect(err).toContain("--strict-scopes");
+        expect(err).not.toContain("provider ruled");
+      }
+    }
+  });
+
   test("an unset or empty ${ENV} is named with its provider and field", async () => {
     const dir = await tmp();
     const file = join(dir, "providers.json");
@@ -98,6 +137,16 @@ describe("ath serve — configuration errors", () => {
     const r = await serveFails(["--providers", file], { MAIL_SECRET: "" });
     expect(r.code).toBe(2);
     expect(r.err).toContain("providers.mail.client_secret: environment variable MAIL_SECRET is not set (or empty)");
+  });
+
+  test("--db: an unknown store is a usage error naming the flag; one that cannot be reached names it too, password hidden", async () => {
+    const scheme = await serveFails(["--db", "mysql://root@127.0.0.1/x"]);
+    expect(scheme.code).toBe(2);
+    expect(scheme.err).toContain('--db: unsupported store "mysql"');
+    const down = await serveFails(["--db", "postgres://ath:hunter2secret@127.0.0.1:1/x"]);
+    expect(down.code).toBe(1);
+    expect(down.err).toContain("--db postgres://ath:***@127.0.0.1:1/x: cannot open the store");
+    expect(down.err).not.toContain("hunter2secret");
   });
 
   test("a missing providers file, a bad port and plain http on a public address are usage errors", async () => {
@@ -212,10 +261,29 @@ describe("ath serve — TLS", () => {
       const old = handshake("-tls1_1");
       expect(old.exitCode).not.toBe(0);
       expect(old.stderr.toString()).toContain("alert protocol version");
+      // the CLI against a self-signed gateway: exit 5 with how to trust it, and trusting it works
+      const home = { ...process.env, ATH_HOME: dir, NO_COLOR: "1" };
+      const untrusted = Bun.spawnSync([BIN, "discover", "-g", s.url], { env: home });
+      expect(untrusted.exitCode).toBe(5);
+      expect(untrusted.stderr.toString()).toContain("SELF_SIGNED_CERT");
+      expect(untrusted.stderr.toString()).toContain("NODE_EXTRA_CA_CERTS=<ca.pem> (or SSL_CERT_FILE)");
+      expect(Bun.spawnSync([BIN, "discover", "-g", s.url], { env: { ...home, NODE_EXTRA_CA_CERTS: cert } }).exitCode).toBe(0);
     } finally {
       s.p.kill("SIGTERM");
       await s.p.exited;
     }
+  });
+
+  test("TLS files that cannot be read or used are usage errors naming the flag", async () => {
+    const missing = await serveFails(["--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"]);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain("--tls-cert /nonexistent/cert.pem: cannot read it (ENOENT)");
+    const dir = await tmp();
+    const notPem = join(dir, "not.pem");
+    await writeFile(notPem, "not a certificate");
+    const bad = await serveFails(["--tls-cert", notPem, "--tls-key", notPem]);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain("--tls-cert/--tls-key:");
   });
 
   test("--tls-cert without --tls-key is a usage error", async () => {

@@ -147,7 +147,7 @@ export function fakeGateway(base = GW): FakeGateway {
       if (url.pathname.endsWith("/binary")) return new Response(BINARY_BODY, { headers: { "content-type": "application/octet-stream" } });
       if (url.pathname.endsWith("/plain")) return new Response("no newline at the end", { headers: { "content-type": "text/plain" } });
       if (url.pathname.endsWith("/lookalike")) return json(401, { code: "TOKEN_REVOKED", message: "upstream: your upstream token was revoked" });
-      return json(200, { ok: true, method: req.method, path: url.pathname, query: url.search, body: text === "" ? null : JSON.parse(text) });
+      return json(200, { ok: true, method: req.method, path: url.pathname, query: url.search, body: text === "" ? null : req.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text });
     }
     return err(404, "NOT_FOUND", "Not found");
   };
@@ -174,6 +174,8 @@ export interface RunOptions {
   openUrl?: Deps["openUrl"];
   env?: Record<string, string>;
   now?: () => number;
+  /** What stdin holds (`--body -`). */
+  stdin?: string;
 }
 
 /** Runs `ath argv` in process against `home`. */
@@ -185,6 +187,7 @@ export async function runAth(home: string, argv: string[], o: RunOptions = {}): 
     env: { ATH_HOME: home, ...o.env },
     stdout: (s) => void stdout.push(typeof s === "string" ? new TextEncoder().encode(s) : s.slice()),
     stderr: (s) => void (stderr += s),
+    readStdin: async () => o.stdin ?? "",
     stdinTTY: tty,
     stdoutTTY: tty,
     stderrTTY: false,

@@ -47,6 +47,8 @@ export interface InProcessOptions {
   hosts?: Record<string, Host>;
   /** The store (default: in-memory SQLite); the gateway closes it. */
   store?: Store;
+  /** Mount the sandbox provider (default: yes, except in native mode with `providers`, where one of them is the app). */
+  demo?: boolean;
 }
 
 export interface InProcess {
@@ -98,7 +100,7 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
       adminToken: ADMIN_TOKEN,
       introspectionToken: INTROSPECTION_TOKEN,
       masterKey: crypto.getRandomValues(new Uint8Array(32)),
-      demo: true,
+      demo: o.demo ?? !(o.mode === "native" && Object.keys(providers).length > 0),
       ...(o.auditDelayMs === undefined ? {} : { auditBatch: { delayMs: o.auditDelayMs } }),
     },
     {

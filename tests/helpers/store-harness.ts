@@ -114,6 +114,7 @@ export function sessionFixture(agent: AgentRecord, over: Partial<SessionRecord> 
 export function tokenFixture(agent: AgentRecord, over: Partial<TokenRecord> = {}): TokenRecord {
   return {
     token_hash: uid("tokhash"),
+    token_id: uid("ath_tkid"),
     client_id: agent.client_id,
     agent_id: agent.agent_id,
     user_id: "user-1",

@@ -40,7 +40,7 @@ describe("ath --version and --help", () => {
 
 describe("usage errors exit 2", () => {
   const cases: [string, string[]][] = [
-    ["no command", []],
+    ["no command, only global flags (a bare `ath` shows the usage)", ["-g", GW]],
     ["an unknown command", ["bogus"]],
     ["an unknown config subcommand", ["config", "bogus"]],
     ["an unknown flag", ["status", "--bogus"]],

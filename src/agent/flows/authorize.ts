@@ -61,6 +61,7 @@ export async function authorizeAndWait(input: AuthorizeWaitInput, agent: Agent):
     timeoutMs: input.timeoutMs,
     retry: `ath authorize -g ${p.base} --provider ${p.provider}`,
     ...(input.signal === undefined ? {} : { signal: input.signal }),
+    ...(p.registration.loopback_port === undefined ? {} : { port: p.registration.loopback_port }),
   });
   try {
     const started = await start(p, input, agent, receiver.redirectUri, state);

@@ -8,6 +8,7 @@ import { audience, discoverGateway, discoverService, registerAgent } from "../cl
 import { ClientError, usageError } from "../errors.ts";
 import { findRegistration, readCredentials, updateCredentials, type Registration } from "../home.ts";
 import { attest } from "../identity.ts";
+import { loopbackPortFor } from "../loopback.ts";
 import type { Agent, Target } from "./agent.ts";
 
 export interface RegisterInput {
@@ -57,7 +58,7 @@ export async function register(input: RegisterInput, agent: Agent): Promise<Regi
       id: input.developerId ?? agent.config.developer_id ?? id.agentId,
     },
     requested_providers: await requestedProviders(input, agent),
-    redirect_uris: [...new Set([LOOPBACK_REDIRECT_URI, ...input.redirectUris])],
+    redirect_uris: [...new Set([LOOPBACK_REDIRECT_URI, `http://127.0.0.1:${loopbackPortFor(id.agentId)}/callback`, ...input.redirectUris])],
     ...(input.purpose === undefined ? {} : { purpose: input.purpose }),
   };
   let res: AgentRegistrationResponse;
@@ -81,7 +82,7 @@ export async function register(input: RegisterInput, agent: Agent): Promise<Regi
     agent.home,
     (c) => {
       const gw = (c.gateways[base] ??= { agents: {} });
-      gw.agents[id.agentId] = { ...res, registered_at: new Date(agent.now()).toISOString(), tokens: {}, pending: {}, exchanged: {} };
+      gw.agents[id.agentId] = { ...res, registered_at: new Date(agent.now()).toISOString(), loopback_port: loopbackPortFor(id.agentId), tokens: {}, pending: {}, exchanged: {} };
     },
     agent.now,
   );

@@ -1,12 +1,13 @@
 /**
  * The admin API for agents: list, read, and change an agent's status. This is what makes `--approval manual`
- * usable: a pending agent waits until an admin sets it `approved`. Denying or suspending an agent revokes every
- * token it holds at once.
+ * usable: a pending agent waits until an admin sets it `approved`. Denying, suspending or removing an agent revokes
+ * every token it holds at once.
  */
 import { z } from "zod";
 import { AthError } from "../../protocol/index.ts";
 import type { AgentRecord } from "../../store/types.ts";
 import { audit } from "../domain/audit.ts";
+import { afterRevocation } from "../domain/tokens.ts";
 import type { Call, Gateway } from "../context.ts";
 import { readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
@@ -22,20 +23,49 @@ export async function get({ gw, params }: Call): Promise<Response> {
 }
 
 export async function patch(call: Call): Promise<Response> {
-  const { gw } = call;
-  const clientId = call.params.client_id!;
   const { status } = await readJson(call, AgentPatch);
-  // One transaction (DESIGN §14): the agent row locked, its status changed and its tokens revoked together, so a
-  // token being issued meanwhile (which locks the same row) is either refused or revoked here.
+  return json(await setAgentStatus(call.gw, call.params.client_id!, status));
+}
+
+/**
+ * Approves, denies or suspends an agent (the API's PATCH and the console's buttons). One transaction (DESIGN §14): the
+ * agent row locked, its status changed and — denied or suspended — its tokens revoked together, so a token being
+ * issued meanwhile (which locks the same row) is either refused or revoked here. The upstream grants go after the
+ * commit, as /ath/revoke's would (that calls the provider).
+ */
+export async function setAgentStatus(gw: Gateway, clientId: string, status: "approved" | "denied" | "suspended") {
   const { agent, revoked } = await gw.store.transaction(async (tx) => {
     const agent = await tx.lockAgent(clientId);
     if (!agent) throw notFound(clientId);
     await tx.updateAgent(clientId, { status });
-    const revoked = status === "approved" ? 0 : await tx.revokeTokensOfClient(clientId, gw.now());
+    const revoked = status === "approved" ? [] : await tx.revokeTokensWhere({ client_id: clientId }, gw.now());
     return { agent, revoked };
   });
-  await audit(gw, `agent.${status}`, { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: revoked } });
-  return json({ ...view({ ...agent, status }), tokens_revoked: revoked });
+  await afterRevocation(gw, revoked, "admin");
+  const tokensRevoked = revoked.length;
+  await audit(gw, `agent.${status}`, { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: tokensRevoked } });
+  return { ...view({ ...agent, status }), tokens_revoked: tokensRevoked };
+}
+
+export async function remove({ gw, params }: Call): Promise<Response> {
+  return json(await removeAgent(gw, params.client_id!));
+}
+
+/**
+ * DELETE: the agent's tokens revoked and the agent gone with its sessions, in one transaction (DESIGN §14); then the
+ * upstream grants, after the commit.
+ */
+export async function removeAgent(gw: Gateway, clientId: string) {
+  const { agent, revoked } = await gw.store.transaction(async (tx) => {
+    const agent = await tx.lockAgent(clientId);
+    if (!agent) throw notFound(clientId);
+    const revoked = await tx.revokeTokensWhere({ client_id: clientId }, gw.now());
+    await tx.deleteAgent(clientId);
+    return { agent, revoked };
+  });
+  await afterRevocation(gw, revoked, "admin");
+  await audit(gw, "agent.deleted", { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: revoked.length } });
+  return { client_id: clientId, deleted: true, tokens_revoked: revoked.length };
 }
 
 // internal
@@ -51,7 +81,7 @@ function notFound(clientId: string): AthError {
 }
 
 /** Never the secret hash. */
-function view(a: AgentRecord) {
+export function view(a: AgentRecord) {
   return {
     client_id: a.client_id,
     agent_id: a.agent_id,

@@ -10,7 +10,12 @@ import { bearerToken } from "../http/request.ts";
 
 /** Whether the request carries the admin token, as `X-ATH-User-Token` (the admin API's header). */
 export function isAdmin(gw: Gateway, req: Request): boolean {
-  return matches(req.headers.get(HEADERS.adminToken), gw.opts.adminTokenHash);
+  return isAdminToken(gw, req.headers.get(HEADERS.adminToken));
+}
+
+/** Whether `presented` is the admin token (hashes compared in constant time): the header's check, and the console's sign-in. */
+export function isAdminToken(gw: Gateway, presented: string | null): boolean {
+  return matches(presented, gw.opts.adminTokenHash);
 }
 
 /** The guard of `auth: "admin"` routes: 401 UNAUTHORIZED unless the admin token is presented. */

@@ -1,15 +1,15 @@
 /** The admin API: providers (POST, GET list, GET/PUT/DELETE one). Client secrets go in sealed and never come out. */
 import { AdminProviderRequest, AthError, ProviderConfig, ProviderId } from "../../protocol/index.ts";
 import { audit } from "../domain/audit.ts";
-import type { Call } from "../context.ts";
+import type { Call, Gateway } from "../context.ts";
 import { parseWith, readObject } from "../http/request.ts";
 import { json } from "../http/response.ts";
-import { findProvider, listProviders, maskedProvider, toRecord } from "../domain/providers.ts";
+import { findProvider, listProviders, MASKED_SECRET, maskedProvider, toRecord } from "../domain/providers.ts";
 import { applyTemplate, UnknownTemplateError } from "../providers/templates/index.ts";
 
 export async function create(call: Call): Promise<Response> {
   const { gw } = call;
-  const body = await readObject(call, { form: false });
+  const body = editable(await readObject(call, { form: false }));
   const { provider_id, ...config } = parseWith(AdminProviderRequest, withTemplate(body.provider_id, body));
   if (await findProvider(gw, provider_id)) {
     throw new AthError("PROVIDER_ALREADY_EXISTS", undefined, { provider_id });
@@ -35,7 +35,7 @@ export async function get({ gw, params }: Call): Promise<Response> {
 export async function put(call: Call): Promise<Response> {
   const { gw } = call;
   const id = parseWith(ProviderId, call.params.provider_id);
-  const body = await readObject(call, { form: false });
+  const body = editable(await readObject(call, { form: false }));
   delete body.provider_id;
   const existing = await findProvider(gw, id);
   const keepSecret = body.client_secret === undefined && existing !== null;
@@ -48,13 +48,28 @@ export async function put(call: Call): Promise<Response> {
 }
 
 export async function remove({ gw, params }: Call): Promise<Response> {
-  const id = params.provider_id!;
+  return json(await removeProvider(gw, params.provider_id!));
+}
+
+/** Removes a provider (the API's DELETE and the console's button). */
+export async function removeProvider(gw: Gateway, id: string) {
   if (!(await gw.store.deleteProvider(id))) throw new AthError("NOT_FOUND", `Provider '${id}' is not configured`, { provider_id: id });
   await audit(gw, "provider.deleted", { provider_id: id });
-  return json({ provider_id: id, deleted: true });
+  return { provider_id: id, deleted: true };
 }
 
 // internal
+
+/**
+ * The body without what a GET answer carries besides the configuration, so GET → edit → PUT round-trips: `source`
+ * is dropped and the masked `client_secret` means "keep the stored one". Any other unknown field is refused by the
+ * schema, naming it (a misspelt `scope_rule` would otherwise leave the provider without rules).
+ */
+function editable(body: Record<string, unknown>): Record<string, unknown> {
+  const { source: _source, ...rest } = body;
+  if (rest.client_secret === MASKED_SECRET) delete rest.client_secret;
+  return rest;
+}
 
 /** The body with its `template` filled in (DESIGN §11); an unknown template is a 400 naming it and the known ones. */
 function withTemplate(providerId: unknown, body: Record<string, unknown>): Record<string, unknown> {

@@ -78,11 +78,11 @@ export async function dropGrant(gw: Gateway, grantId: string): Promise<void> {
       // A failure (RFC 7009 §2.2.1: 503, try later) did not revoke.
       if (!result.ok) throw new Error(`revocation endpoint answered ${statuses.join(", ")}`);
     }
-    await audit(gw, "grant.revoked_upstream", { provider_id: grant.provider_id, agent_id: grant.agent_id, data: { statuses } });
+    await audit(gw, "upstream.revoked", { provider_id: grant.provider_id, agent_id: grant.agent_id, data: { statuses } });
   } catch (err) {
     // RFC 7009 failures never reach the agent: revoke still answers 200.
     gw.log.warn(`upstream revocation failed for provider ${grant.provider_id}`, { error: String(err) });
-    await audit(gw, "grant.revocation_failed", { provider_id: grant.provider_id, agent_id: grant.agent_id, data: { error: String(err) } });
+    await audit(gw, "upstream.revocation_failed", { provider_id: grant.provider_id, agent_id: grant.agent_id, data: { error: String(err) } });
   }
 }
 
@@ -170,7 +170,7 @@ async function doRefresh(gw: Gateway, g: GrantRecord, owner: string): Promise<Li
   } catch (err) {
     const dead = err instanceof GrantRefusedError;
     await gw.store.releaseGrantRefresh(g.grant_id, owner, dead, gw.now());
-    await audit(gw, dead ? "grant.refresh_refused" : "grant.refresh_failed", {
+    await audit(gw, dead ? "upstream.refresh_refused" : "upstream.refresh_failed", {
       provider_id: g.provider_id,
       agent_id: g.agent_id,
       user_id: g.user_id,
@@ -191,6 +191,6 @@ async function doRefresh(gw: Gateway, g: GrantRecord, owner: string): Promise<Li
   if (!(await gw.store.completeGrantRefresh(g.grant_id, owner, update, now))) {
     throw new AthError("OAUTH_ERROR", "The token refresh lease was lost", { reason: "lease_lost" });
   }
-  await audit(gw, "grant.refreshed", { provider_id: g.provider_id, agent_id: g.agent_id, user_id: g.user_id, data: { rotated: Boolean(tokens.refresh_token) } });
+  await audit(gw, "upstream.refreshed", { provider_id: g.provider_id, agent_id: g.agent_id, user_id: g.user_id, data: { rotated: Boolean(tokens.refresh_token) } });
   return { accessToken: tokens.access_token, version: g.version + 1, canRefresh: true };
 }

@@ -53,8 +53,11 @@ export function outbound(gw: Gateway): Outbound {
 }
 
 /** The admin API's view: the secret is never returned. */
+/** What the admin API shows for a client secret. */
+export const MASKED_SECRET = "********";
+
 export function maskedProvider(record: ProviderRecord): Record<string, unknown> {
-  return { provider_id: record.provider_id, ...record.config, client_secret: "********", source: record.source };
+  return { provider_id: record.provider_id, ...record.config, client_secret: MASKED_SECRET, source: record.source };
 }
 
 export async function providerMap(gw: Gateway): Promise<Map<string, ProviderConfig>> {

@@ -32,7 +32,7 @@ export async function recordConsent(
   gw: Gateway,
   session: SessionRecord,
   o: { tokens: UpstreamTokenResponse; userId: string },
-): Promise<{ agentCode: string; expiresAt: number }> {
+): Promise<{ agentCode: string; expiresAt: number; consented: string[] }> {
   const grant = await newGrant(gw, {
     providerId: session.provider_id,
     userId: o.userId,
@@ -63,5 +63,5 @@ export async function recordConsent(
     user_id: o.userId,
     data: { consented },
   });
-  return { agentCode, expiresAt };
+  return { agentCode, expiresAt, consented };
 }

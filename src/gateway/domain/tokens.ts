@@ -3,10 +3,12 @@
  * revocation.
  */
 import { AthError, PREFIX } from "../../protocol/index.ts";
-import type { TokenRecord } from "../../store/types.ts";
+import type { TokenFilter, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { hashSecret } from "../crypto/secrets.ts";
 import { requireApproved } from "./agents.ts";
+import { audit } from "./audit.ts";
+import { dropGrant } from "./grants.ts";
 
 /** The token a presented secret stands for, or null. */
 export function findToken(gw: Gateway, presented: string): Promise<TokenRecord | null> {
@@ -39,4 +41,35 @@ export async function requireUsableToken(gw: Gateway, presented: string | null):
   if (!agent) throw new AthError("TOKEN_INVALID", undefined, undefined, { headers: CHALLENGE });
   requireApproved(gw, agent);
   return token;
+}
+
+/**
+ * Revocation, the one way (`/ath/revoke`, the admin API, removing an agent): every live token matching `filter` is
+ * revoked at once, then each one's upstream grant is dropped and revoked at the provider (RFC 7009; a provider's
+ * failure is logged and audited, never surfaced), and each token gets its `token.revoked` event. Returns the tokens
+ * revoked now (already revoked or expired ones are left as they are).
+ */
+export async function revokeTokens(gw: Gateway, filter: TokenFilter, by: "client" | "admin"): Promise<TokenRecord[]> {
+  const revoked = await gw.store.revokeTokensWhere(filter, gw.now());
+  await afterRevocation(gw, revoked, by);
+  return revoked;
+}
+
+/** One token by its record (the owner's `/ath/revoke`): revoked even when expired, as that endpoint always did. */
+export async function revokeToken(gw: Gateway, token: TokenRecord, by: "client" | "admin"): Promise<void> {
+  const revoked = await gw.store.revokeToken(token.token_hash, gw.now());
+  await afterRevocation(gw, revoked ? [revoked] : [], by);
+}
+
+/**
+ * What follows a revocation once it committed: each token's `token.revoked` event, and each upstream grant dropped and
+ * revoked at the provider. Called outside any transaction — it calls the provider.
+ */
+export async function afterRevocation(gw: Gateway, revoked: TokenRecord[], by: "client" | "admin"): Promise<void> {
+  const grants = new Set<string>();
+  for (const t of revoked) {
+    if (t.grant_id) grants.add(t.grant_id);
+    await audit(gw, "token.revoked", { client_id: t.client_id, agent_id: t.agent_id, provider_id: t.provider_id, user_id: t.user_id, data: { by, token_id: t.token_id } });
+  }
+  for (const grantId of grants) await dropGrant(gw, grantId);
 }

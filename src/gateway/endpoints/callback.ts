@@ -46,7 +46,7 @@ export async function callback(call: Call): Promise<Response> {
     throw new AthError("OAUTH_ERROR", err instanceof AthError ? err.message : undefined);
   }
   const userId = (await upstreamUserId(provider, tokens, outbound(gw))) ?? browserPseudonym(binding);
-  const { agentCode, expiresAt } = await recordConsent(gw, session, { tokens, userId });
+  const { agentCode, expiresAt, consented } = await recordConsent(gw, session, { tokens, userId });
 
   // The gateway's own callback as the agent's redirect URI (the official SDK's and athx's default) means "no agent
   // redirect": sending the browser there would only show a "no longer valid" page (DESIGN §8).
@@ -60,6 +60,8 @@ export async function callback(call: Call): Promise<Response> {
   return htmlResponse(
     renderCodeResultPage({
       providerName: record.config.display_name,
+      gatewayHost: new URL(gw.opts.baseUrl).host,
+      scopes: consented,
       code: agentCode,
       sessionId: session.session_id,
       command: `ath token --gateway ${gw.opts.baseUrl} --code ${agentCode} --session ${session.session_id}`,

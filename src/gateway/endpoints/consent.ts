@@ -38,6 +38,7 @@ export async function showConsent(call: Call): Promise<Response> {
   const descriptions = record.config.scope_descriptions ?? {};
   const html = renderConsentPage({
     actionUrl: `${PATHS.consent}/${handle}`,
+    gatewayHost: new URL(gw.opts.baseUrl).host,
     csrfToken: csrfToken(handle, binding.value),
     provider: { id: record.provider_id, displayName: record.config.display_name },
     scopes: session.requested_scopes.map((name) => (descriptions[name] ? { name, description: descriptions[name] } : { name })),

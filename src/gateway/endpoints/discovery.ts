@@ -1,8 +1,9 @@
-/** GET /.well-known/ath.json and GET /health. Never a secret. */
+/** GET /.well-known/ath.json, GET /health and the landing page GET /. Never a secret. */
 import { ATH_VERSION, PATHS, type DiscoveryDocument } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { listProviders } from "../domain/providers.ts";
 import { json } from "../http/response.ts";
+import { htmlResponse, renderLandingPage } from "../pages/index.ts";
 
 export async function discovery({ gw }: Call): Promise<Response> {
   const base = gw.opts.baseUrl;
@@ -28,6 +29,13 @@ export async function discovery({ gw }: Call): Promise<Response> {
     },
   };
   return json(doc, 200, { "cache-control": "public, max-age=60" });
+}
+
+/** GET / — a small HTML page saying what this is, with links to discovery, health and the console. */
+export async function landing({ gw }: Call): Promise<Response> {
+  const providers = (await listProviders(gw)).map((p) => ({ id: p.provider_id, displayName: p.config.display_name }));
+  const html = renderLandingPage({ host: new URL(gw.opts.baseUrl).host, baseUrl: gw.opts.baseUrl, version: gw.opts.version, appId: gw.opts.appId, providers });
+  return htmlResponse(html);
 }
 
 export function health({ gw }: Call): Response {

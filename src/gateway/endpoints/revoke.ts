@@ -10,8 +10,7 @@ import { isAdmin } from "../admin/auth.ts";
 import { authenticateClient } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
 import type { Call } from "../context.ts";
-import { dropGrant } from "../domain/grants.ts";
-import { findToken } from "../domain/tokens.ts";
+import { findToken, revokeToken } from "../domain/tokens.ts";
 import { readObject } from "../http/request.ts";
 import { json } from "../http/response.ts";
 
@@ -52,8 +51,6 @@ async function tryRevoke(call: Call): Promise<{ reason: string; clientId: string
     }
     if (token.client_id !== agentClientId) return ignored("token owned by another client");
   }
-  const revoked = await gw.store.revokeToken(token.token_hash, gw.now());
-  if (revoked?.grant_id) await dropGrant(gw, revoked.grant_id);
-  await audit(gw, "token.revoked", { client_id: token.client_id, agent_id: token.agent_id, provider_id: token.provider_id, user_id: token.user_id, data: { by: admin ? "admin" : "client" } });
+  await revokeToken(gw, token, admin ? "admin" : "client");
   return null;
 }

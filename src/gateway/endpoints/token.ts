@@ -48,6 +48,7 @@ export async function token(call: Call): Promise<Response> {
     const now = gw.now();
     await tx.createToken({
       token_hash: hashSecret(accessToken),
+      token_id: mintSecret(PREFIX.tokenId, 16),
       client_id: agent.client_id,
       agent_id: agent.agent_id,
       user_id: consumed.user_id ?? "unknown",

@@ -12,9 +12,9 @@ import { createRouter, splitTarget } from "./router.ts";
 /** The caller checks named by the table's `auth` column; they throw an AthError to refuse. */
 export type Guards = Record<RouteAuth, (call: Call) => void>;
 
-export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards): (req: Request) => Promise<Response> {
+export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards): (req: Request, peer?: string) => Promise<Response> {
   const router = createRouter(table);
-  return async (incoming) => {
+  return async (incoming, peer) => {
     let kind: RouteKind = "api";
     let req = incoming;
     try {
@@ -32,7 +32,7 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
         throw m.error;
       }
       kind = m.route.kind;
-      const call: Call = { gw, req, route: m.route, params: m.params, search };
+      const call: Call = { gw, req, route: m.route, params: m.params, search, peer: peer ?? null };
       guards[m.route.auth](call);
       return await m.route.handler(call);
     } catch (err) {

@@ -50,7 +50,8 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.inf
   const first = r.error.issues[at];
   const field = first ? first.path.map(String).join(".") || "body" : "body";
   const code = coded >= 0 ? FIELD_ERROR_CODES[field.split(".")[0]!]! : "INVALID_REQUEST";
-  throw new AthError(code, `Invalid request: ${issues[at] ?? "schema violation"}`, { field, issues });
+  const message = first ? formatIssues({ issues: [first] }).join("; ") : "schema violation";
+  throw new AthError(code, `Invalid request: ${message}`, { field, issues });
 }
 
 export async function readJson<S extends z.ZodType>(call: Call, schema: S, opts = { form: false }): Promise<z.infer<S>> {

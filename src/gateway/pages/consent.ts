@@ -3,11 +3,13 @@
  * by the attestation signature; its developer and purpose are only claimed, and marked as such) — and until when. Approve and Deny post back to the gateway with the CSRF token.
  */
 import { escapeHtml, renderPage } from "./layout.ts";
-import { expiryPhrase } from "./time.ts";
+import { expiryHtml } from "./time.ts";
 
 export interface ConsentView {
   /** The form POSTs here (same origin). */
   actionUrl: string;
+  /** The gateway's host, named on the page: the person checks it is the gateway they expect. */
+  gatewayHost: string;
   /** Hidden field "csrf". */
   csrfToken: string;
   provider: { id: string; displayName: string };
@@ -31,14 +33,14 @@ export function renderConsentPage(v: ConsentView): string {
     ? `<dt>Purpose</dt><dd>${escapeHtml(v.agent.purpose)}</dd>`
     : `<dt>Purpose</dt><dd class="hint">none given</dd>`;
   const body = `<h1>An agent wants access to your ${provider} account</h1>
-<p class="lead">If you approve, ${provider} will ask you to sign in and confirm. The agent gets only the access listed here, through this gateway.</p>
+<p class="lead">If you approve, ${provider} will ask you to sign in and confirm. The agent gets only the access listed here, through the gateway at <b>${escapeHtml(v.gatewayHost)}</b>.</p>
 <h2>Access requested</h2>
 <ul class="scopes">
 ${scopes || '<li><span class="scope-desc">No scopes</span></li>'}
 </ul>
 <h2>The agent</h2>
 <dl class="identity">
-<dt>Agent</dt><dd>${escapeHtml(v.agent.agentId)}</dd>
+<dt>Agent</dt><dd><code class="id">${escapeHtml(v.agent.agentId)}</code></dd>
 </dl>
 <p class="hint">The agent proved, with a signature, that it holds the key of this identity.</p>
 <div class="claim">
@@ -55,6 +57,6 @@ ${purpose}
 <button type="submit" name="decision" value="approve" class="primary">Approve</button>
 </div>
 </form>
-<p class="expiry">This request ${escapeHtml(expiryPhrase(v.expiresAt, v.now))}.</p>`;
-  return renderPage({ title: `Allow access to ${v.provider.displayName}?`, body });
+<p class="expiry">This request ${expiryHtml(v.expiresAt, v.now)}.</p>`;
+  return renderPage({ title: `Allow access to ${v.provider.displayName}?`, body, brand: `ath gateway · ${v.gatewayHost}` });
 }

@@ -14,9 +14,9 @@ const PAGES: Partial<Record<ErrorCode, { title: string; message: string; hint: s
     hint: "Go back to the agent and start the authorization again.",
   },
   STATE_MISMATCH: {
-    title: "This browser cannot complete the request",
-    message: "The request was started in another browser, or its state does not match.",
-    hint: "Open the authorization link from the agent in this browser and try again.",
+    title: "Finish this in the browser where you opened the link",
+    message: "For your safety, an approval can only be completed in the browser that first opened the agent's link.",
+    hint: "Ask the agent for a new link and open it in this browser.",
   },
   OAUTH_ERROR: {
     title: "The provider could not complete the sign-in",

@@ -11,6 +11,7 @@ export {
   type PageShell,
 } from "./layout.ts";
 export { renderConsentPage, type ConsentView } from "./consent.ts";
+export { renderLandingPage, type LandingView } from "./landing.ts";
 export {
   renderCodeResultPage,
   renderDeniedPage,

@@ -83,6 +83,10 @@ export interface PageShell {
   banner?: string;
   /** Small caption at the top of the card. */
   brand?: string;
+  /** A wide card, for tables (the admin console). */
+  wide?: boolean;
+  /** Already-escaped HTML between the caption and the body (the admin console's navigation). */
+  nav?: string;
 }
 
 /** The document around a page: viewport, the hashed stylesheet, one centered card. */
@@ -98,9 +102,9 @@ export function renderPage(p: PageShell): string {
 <style>${STYLESHEET}</style>
 </head>
 <body>
-${p.banner ?? ""}<main class="card">
+${p.banner ?? ""}<main class="card${p.wide ? " wide" : ""}">
 <p class="brand">${escapeHtml(p.brand ?? "ath gateway")}</p>
-${p.body}
+${p.nav ?? ""}${p.body}
 </main>
 </body>
 </html>

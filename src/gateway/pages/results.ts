@@ -3,10 +3,13 @@
  * the denial confirmation, and error pages that say what happened and what to do next.
  */
 import { escapeHtml, renderPage } from "./layout.ts";
-import { expiryPhrase } from "./time.ts";
+import { expiryHtml } from "./time.ts";
 
 export interface CodeResultView {
   providerName: string;
+  gatewayHost: string;
+  /** What the person granted at the provider. */
+  scopes: string[];
   code: string;
   sessionId: string;
   /** e.g. `ath token --code … --session …` */
@@ -18,14 +21,20 @@ export interface CodeResultView {
 export function renderCodeResultPage(v: CodeResultView): string {
   const body = `<h1 class="status-ok">Access approved</h1>
 <p class="lead">You approved access to ${escapeHtml(v.providerName)}. Give the agent this code, or run the command where the agent runs.</p>
+<h2>Access granted</h2>
+<ul class="scopes">
+${v.scopes.map((s) => `<li><span class="scope-name">${escapeHtml(s)}</span></li>`).join("\n") || '<li><span class="scope-desc">No scopes</span></li>'}
+</ul>
 <h2>Code</h2>
 <pre>${escapeHtml(v.code)}</pre>
 <h2>Session</h2>
 <pre>${escapeHtml(v.sessionId)}</pre>
 <h2>Command</h2>
 <pre>${escapeHtml(v.command)}</pre>
-<p class="expiry">The code works once and ${escapeHtml(expiryPhrase(v.expiresAt, v.now))}. Keep it private; you can close this tab afterwards.</p>`;
-  return renderPage({ title: "Access approved", body });
+<p class="expiry">The code works once and ${expiryHtml(v.expiresAt, v.now)}. Keep it private; you can close this tab afterwards.</p>
+<p class="hint">To take this access back later: the agent's owner runs <code>ath revoke --provider …</code>, or the operator of
+the gateway at <b>${escapeHtml(v.gatewayHost)}</b> revokes it in its admin console. Revoking at ${escapeHtml(v.providerName)} itself works too.</p>`;
+  return renderPage({ title: "Access approved", body, brand: `ath gateway · ${v.gatewayHost}` });
 }
 
 export function renderDeniedPage(v: { providerName: string }): string {

@@ -17,6 +17,13 @@ export function utcTime(d: Date): string {
   return `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }
 
+/** The expiry phrase as HTML, its absolute time in a <time> that never wraps (phones). */
+export function expiryHtml(expiresAt: Date, now: Date): string {
+  const rel = relativeExpiry(expiresAt, now);
+  const at = `<time class="nowrap" datetime="${expiresAt.toISOString()}">${utcTime(expiresAt)}</time>`;
+  return rel === "already" ? `expired at ${at}` : `expires ${rel} (${at})`;
+}
+
 /** "expires in 9 minutes (2025-06-01 14:09 UTC)" or "expired (…)". */
 export function expiryPhrase(expiresAt: Date, now: Date): string {
   const rel = relativeExpiry(expiresAt, now);

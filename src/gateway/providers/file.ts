@@ -5,6 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { formatIssues, ProvidersFile, type ProviderConfig } from "../../protocol/index.ts";
+import { locateJsonError } from "./json-syntax.ts";
 import { applyTemplate, UnknownTemplateError } from "./templates/index.ts";
 
 export class ConfigError extends Error {
@@ -23,7 +24,9 @@ export function loadProvidersFile(path: string, env: Record<string, string | und
   try {
     raw = JSON.parse(text);
   } catch (e) {
-    throw new ConfigError(`providers file ${path} is not valid JSON: ${(e as Error).message}`);
+    const at = locateJsonError(text);
+    const where = at ? `line ${at.line}, column ${at.column}: ${at.message}` : (e as Error).message;
+    throw new ConfigError(`providers file ${path} is not valid JSON: ${where}`);
   }
   const missing: string[] = [];
   const interpolated = interpolateEnv(raw, env, [], missing);

@@ -2,7 +2,7 @@
  * ANY /ath/proxy/{provider_id}/{path} (and, in native mode, ANY /api/{path}) — the agent's calls to the provider API, with the ATH token swapped for the
  * upstream token. Bodies stream both ways; the upstream token never reaches the agent.
  */
-import { AthError, HEADERS } from "../../protocol/index.ts";
+import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
@@ -15,12 +15,8 @@ import { prepareBody, send } from "./relay.ts";
 import { allowedByScopeRules } from "./scope-rules.ts";
 import { relativePath, upstreamUrl } from "./url.ts";
 
-/**
- * Methods the proxy forwards: those Bun's fetch sends as given (it turns unknown ones into GET, which would run a
- * different request than the one scope_rules judged). Never TRACE — the upstream would echo the request, upstream
- * token included, back to the agent — nor CONNECT.
- */
-const FORWARDED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PROPFIND", "MKCOL", "REPORT", "SEARCH", "QUERY"];
+/** Methods the proxy forwards (the rule and its reason: PROXY_METHODS). */
+const FORWARDED_METHODS = PROXY_METHODS;
 
 /** How long an authenticated proxied request may stay idle (Bun's maximum idle timeout). */
 const AUTHENTICATED_PROXY_TIMEOUT_S = 255;

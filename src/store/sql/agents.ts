@@ -5,7 +5,7 @@ import { type Driver, insert, one } from "./driver.ts";
 
 export function agentQueries(
   db: Driver,
-): Pick<Store, "createAgent" | "getAgentByClientId" | "getAgentByAgentId" | "lockAgent" | "updateAgent" | "listAgents" | "recordJti"> {
+): Pick<Store, "createAgent" | "getAgentByClientId" | "getAgentByAgentId" | "lockAgent" | "updateAgent" | "listAgents" | "deleteAgent" | "recordJti"> {
   return {
     async createAgent(a) {
       // No conflict target: a clash on either client_id or agent_id writes nothing.
@@ -32,6 +32,10 @@ export function agentQueries(
     },
     async listAgents() {
       return (await db.all("SELECT * FROM agents ORDER BY created_at, client_id")).map(toAgent);
+    },
+    async deleteAgent(clientId) {
+      // Its sessions and tokens go with it (ON DELETE CASCADE).
+      return (await db.run("DELETE FROM agents WHERE client_id = ?", [clientId])) === 1;
     },
     async recordJti(agentId, jti, expiresAt, now) {
       // An expired entry is dead weight the sweeper has not reached yet: it may be taken over.

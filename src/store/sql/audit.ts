@@ -19,10 +19,15 @@ export function auditQueries(db: Driver): Pick<Store, "appendAudit" | "listAudit
     },
     async listAudit(opts = {}) {
       const limit = Math.min(Math.max(Math.trunc(opts.limit ?? AUDIT_LIMIT_DEFAULT), 1), AUDIT_LIMIT_MAX);
-      const rows = await db.all(
-        "SELECT * FROM audit WHERE (CAST(? AS TEXT) IS NULL OR type = ?) ORDER BY id DESC LIMIT ?",
-        [opts.type ?? null, opts.type ?? null, limit],
-      );
+      const where: { sql: string; param: unknown }[] = [];
+      for (const c of ["type", "client_id", "agent_id", "user_id", "provider_id"] as const) {
+        if (opts[c] !== undefined) where.push({ sql: `${c} = ?`, param: opts[c] });
+      }
+      if (opts.since !== undefined) where.push({ sql: "at >= ?", param: opts.since });
+      if (opts.until !== undefined) where.push({ sql: "at < ?", param: opts.until });
+      if (opts.beforeId !== undefined) where.push({ sql: "id < ?", param: opts.beforeId });
+      const clause = where.length === 0 ? "" : `WHERE ${where.map((w) => w.sql).join(" AND ")}`;
+      const rows = await db.all(`SELECT * FROM audit ${clause} ORDER BY id DESC LIMIT ?`, [...where.map((w) => w.param), limit]);
       return rows.map(toAudit);
     },
 

@@ -1,9 +1,9 @@
 /** ATH tokens, looked up by the hash of the bearer secret. */
 import { TOKEN_COLUMNS, toToken, values } from "../rows.ts";
-import type { Store } from "../types.ts";
+import type { Store, TokenFilter, TokenState } from "../types.ts";
 import { type Driver, insert, one } from "./driver.ts";
 
-export function tokenQueries(db: Driver): Pick<Store, "createToken" | "getToken" | "revokeToken" | "revokeTokensOfClient"> {
+export function tokenQueries(db: Driver): Pick<Store, "createToken" | "getToken" | "revokeToken" | "revokeTokensOfClient" | "listTokens" | "revokeTokensWhere" | "countTokens"> {
   return {
     async createToken(t) {
       await db.run(insert("tokens", TOKEN_COLUMNS), values(t, TOKEN_COLUMNS));
@@ -28,6 +28,56 @@ export function tokenQueries(db: Driver): Pick<Store, "createToken" | "getToken"
         [now, clientId, now, providerId ?? null, providerId ?? null],
       );
     },
-
+    async listTokens(filter, o) {
+      const where = matching(filter);
+      if (o.state) where.push(STATE[o.state](o.now));
+      if (o.after) where.push({ sql: "(created_at < ? OR (created_at = ? AND token_id < ?))", params: [o.after.created_at, o.after.created_at, o.after.token_id] });
+      const rows = await db.all(
+        `SELECT * FROM tokens ${whereClause(where)} ORDER BY created_at DESC, token_id DESC LIMIT ?`,
+        [...where.flatMap((w) => w.params), o.limit],
+      );
+      return rows.map(toToken);
+    },
+    async countTokens(now) {
+      const [row] = await db.all(
+        `SELECT
+           SUM(CASE WHEN revoked_at IS NULL AND expires_at > ? THEN 1 ELSE 0 END) AS active,
+           SUM(CASE WHEN revoked_at IS NOT NULL THEN 1 ELSE 0 END) AS revoked,
+           SUM(CASE WHEN revoked_at IS NULL AND expires_at <= ? THEN 1 ELSE 0 END) AS expired
+         FROM tokens`,
+        [now, now],
+      );
+      return { active: Number(row?.active ?? 0), revoked: Number(row?.revoked ?? 0), expired: Number(row?.expired ?? 0) };
+    },
+    async revokeTokensWhere(filter, now) {
+      const where = matching(filter);
+      if (where.length === 0) throw new Error("revokeTokensWhere needs at least one field");
+      where.push(STATE.active(now));
+      const rows = await db.all(`UPDATE tokens SET revoked_at = ? ${whereClause(where)} RETURNING *`, [now, ...where.flatMap((w) => w.params)]);
+      return rows.map(toToken);
+    },
   };
+}
+
+// internal
+
+interface Condition {
+  sql: string;
+  params: unknown[];
+}
+
+const FILTER_COLUMNS = ["token_id", "client_id", "agent_id", "user_id", "provider_id"] as const satisfies readonly (keyof TokenFilter)[];
+
+function matching(filter: TokenFilter): Condition[] {
+  return FILTER_COLUMNS.filter((c) => filter[c] !== undefined).map((c) => ({ sql: `${c} = ?`, params: [filter[c]] }));
+}
+
+const STATE: Record<TokenState, (now: number) => Condition> = {
+  active: (now) => ({ sql: "revoked_at IS NULL AND expires_at > ?", params: [now] }),
+  revoked: () => ({ sql: "revoked_at IS NOT NULL", params: [] }),
+  expired: (now) => ({ sql: "revoked_at IS NULL AND expires_at <= ?", params: [now] }),
+};
+
+function whereClause(where: Condition[]): string {
+  return where.length === 0 ? "" : `WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")}`;
 }

@@ -60,7 +60,7 @@ describe("HTTP failures", () => {
 });
 
 describe("token exchange", () => {
-  test("is form-encoded (RFC 6749 §4.1.3) and parsed with the TokenResponse schema", async () => {
+  test("is sent as JSON (every known ATH server parses it: DESIGN §8) and parsed with the TokenResponse schema", async () => {
     const seen: Request[] = [];
     const body = { access_token: "ath_tk_x", token_type: "Bearer", expires_in: 60, effective_scopes: ["a"], provider_id: "p", agent_id: "did:key:z", scope_intersection: { agent_approved: ["a"], user_consented: ["a"], effective: ["a"] } };
     const res = await exchangeCode(
@@ -69,9 +69,9 @@ describe("token exchange", () => {
       { fetch: answer(200, JSON.stringify(body), seen) },
     );
     expect(res.access_token).toBe("ath_tk_x");
-    expect(seen[0]!.headers.get("content-type")).toBe("application/x-www-form-urlencoded");
-    const form = new URLSearchParams(await seen[0]!.text());
-    expect(form.get("code")).toBe("c&d=e");
-    expect(form.get("grant_type")).toBe("authorization_code");
+    expect(seen[0]!.headers.get("content-type")).toBe("application/json");
+    const sent = JSON.parse(await seen[0]!.text());
+    expect(sent.code).toBe("c&d=e");
+    expect(sent.grant_type).toBe("authorization_code");
   });
 });

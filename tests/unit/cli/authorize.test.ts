@@ -36,7 +36,7 @@ describe("authorize (Phase B)", () => {
     const t = await ath(["token", "-g", GW, "--code", codeFor(res.ath_session_id), "--format", "json"]);
     expect(t.code).toBe(0);
     const exchange = fx.gw.requests.find((q) => q.path === "/ath/token")!;
-    expect(exchange.contentType).toBe("application/x-www-form-urlencoded");
+    expect(exchange.contentType).toBe("application/json");
     expect(exchange.body.grant_type).toBe("authorization_code");
     expect(exchange.body.ath_session_id).toBe(res.ath_session_id);
     const tok = JSON.parse(t.stdout);
@@ -72,6 +72,35 @@ describe("authorize (Phase B)", () => {
     expect(browserSaw).toBe(200);
     expect(JSON.parse(r.stdout).scope_intersection.effective).toEqual(["repo", "read:user"]);
     expect(r.stderr).toContain(opened);
+  });
+
+  test("authorize --wait listens on the identity's registered port (a server matching redirect URIs exactly accepts it); that port taken, on any free one", async () => {
+    await fx.registered();
+    const registeredUris = fx.gw.requests.find((q) => q.path === "/ath/agents/register")!.body.redirect_uris as string[];
+    const waitOnce = async () => {
+      let used = "";
+      const r = await runAth(fx.home.dir, ["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
+        fetch: fx.gw.fetch,
+        openUrl: async () => {
+          const sent = fx.gw.requests.filter((q) => q.path === "/ath/authorize").at(-1)!;
+          used = String(sent.body.user_redirect_uri);
+          const session = (await fx.pendingIds()).at(-1)!;
+          await fetch(`${used}?code=${codeFor(session)}&state=${sent.body.state}&ath_session_id=${session}`);
+        },
+      });
+      expect(r.code).toBe(0);
+      return used;
+    };
+    const first = await waitOnce();
+    expect(registeredUris).toContain(first); // exactly as registered, port included
+    const port = Number(new URL(first).port);
+    const squatter = Bun.serve({ hostname: "127.0.0.1", port, fetch: () => new Response("another program") });
+    try {
+      const second = await waitOnce();
+      expect(Number(new URL(second).port)).not.toBe(port); // any free port (the port-less URI's any-port rule)
+    } finally {
+      squatter.stop(true);
+    }
   });
 
   test("authorize --wait: the user denying exits 4 USER_DENIED and saves no token", async () => {
@@ -204,7 +233,7 @@ describe("authorize --wait", () => {
   });
 
   test("an interrupt (Ctrl-C) during the wait drops its pending session", async () => {
-    let interrupt: (() => Promise<void>) | undefined;
+    let interrupt: ((signal: "SIGINT" | "SIGTERM") => Promise<void>) | undefined;
     let removed = false;
     const restore = setDeps({
       env: { ATH_HOME: fx.home.dir },
@@ -216,7 +245,7 @@ describe("authorize --wait", () => {
       stderrTTY: false,
       openUrl: async () => {
         expect(await fx.pendingIds()).toEqual(["ath_sess_2"]);
-        await interrupt!(); // what the SIGINT handler runs before it exits 130
+        await interrupt!("SIGINT"); // what the SIGINT handler runs before it exits 130
         expect(await fx.pendingIds()).toEqual([]);
         await redirect(2); // the real handler exits 130 here; in process, let the command end
       },

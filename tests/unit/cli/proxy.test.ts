@@ -192,3 +192,44 @@ describe("text mode streams the body", () => {
     expect(written.join("")).toBe("xxxxx");
   });
 });
+
+describe("--body @file and --body - (stdin), and what a person's terminal shows", () => {
+  test("@file sends the file's contents; - sends stdin; a non-JSON body needs its Content-Type", async () => {
+    await fx.authorized();
+    const file = `${fx.home.dir}/issue.json`;
+    await Bun.write(file, '{"title":"from a file"}');
+    const fromFile = await ath(["proxy", "-g", GW, "github", "POST", "/v1/items", "--body", `@${file}`, "--format", "json"]);
+    expect(fromFile.code).toBe(0);
+    expect(JSON.parse(fromFile.stdout).body.body).toEqual({ title: "from a file" });
+
+    const piped = await runAth(fx.home.dir, ["proxy", "-g", GW, "github", "PUT", "/v1/items", "--body", "-", "--format", "json"], { fetch: fx.gw.fetch, stdin: '{"title":"from stdin"}' });
+    expect(piped.code).toBe(0);
+    expect(JSON.parse(piped.stdout).body).toMatchObject({ method: "PUT", body: { title: "from stdin" } });
+
+    const notJson = await runAth(fx.home.dir, ["proxy", "-g", GW, "github", "POST", "/v1/items", "--body", "-"], { fetch: fx.gw.fetch, stdin: "a=1&b=2" });
+    expect(notJson.code).toBe(2);
+    expect(notJson.stderr).toContain("-H 'Content-Type: …'");
+    const typed = await runAth(fx.home.dir, ["proxy", "-g", GW, "github", "POST", "/v1/items", "--body", "-", "-H", "Content-Type: application/x-www-form-urlencoded", "--format", "json"], {
+      fetch: fx.gw.fetch,
+      stdin: "a=1&b=2",
+    });
+    expect(typed.code).toBe(0);
+    expect(fx.gw.proxied.at(-1)!.headers.get("content-type")).toBe("application/x-www-form-urlencoded");
+    expect(JSON.parse(typed.stdout).body.body).toBe("a=1&b=2");
+
+    const missing = await ath(["proxy", "-g", GW, "github", "POST", "/v1/items", "--body", "@/nonexistent/body.json"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("cannot read /nonexistent/body.json (ENOENT)");
+  });
+
+  test("on a terminal JSON is pretty-printed and text ends with a newline; piped, the bytes are unchanged", async () => {
+    await fx.authorized();
+    const tty = await ath(["proxy", "-g", GW, "github", "GET", "/v1/items"], true);
+    expect(tty.code).toBe(0);
+    const piped = await ath(["proxy", "-g", GW, "github", "GET", "/v1/items"]);
+    expect(tty.stdout).toBe(`${JSON.stringify(JSON.parse(piped.stdout), null, 2)}\n`);
+    expect(piped.stdout).not.toEndWith("\n");
+    expect((await ath(["proxy", "-g", GW, "github", "GET", "/plain"], true)).stdout).toBe("no newline at the end\n");
+    expect((await ath(["proxy", "-g", GW, "github", "GET", "/binary"], true)).stdoutBytes).toEqual(BINARY_BODY);
+  });
+});

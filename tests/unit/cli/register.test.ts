@@ -16,7 +16,10 @@ describe("register (Phase A)", () => {
       { provider_id: "github", scopes: ["repo", "read:user"] },
       { provider_id: "gitlab", scopes: ["api"] },
     ]);
-    expect(sent.body.redirect_uris).toEqual(["http://127.0.0.1/callback"]);
+    // the port-less loopback URI (RFC 8252's any port) and the identity's own port, for servers that match exactly
+    const own = Object.values((await fx.credentials()).gateways[GW].agents)[0] as { loopback_port: number };
+    expect(own.loopback_port).toBeGreaterThanOrEqual(49152);
+    expect(sent.body.redirect_uris).toEqual(["http://127.0.0.1/callback", `http://127.0.0.1:${own.loopback_port}/callback`]);
     expect(sent.body.purpose).toBe("triage");
     expect((sent.body.developer as { name: string }).name).toBe("local");
     const doc = JSON.parse(r.stdout);
@@ -43,7 +46,7 @@ describe("register (Phase A)", () => {
     expect(again.code).toBe(0);
     expect(again.stderr).toContain("already registered");
     // exit 0, but the agent must not believe the scopes it asked for now were granted
-    expect(again.stderr).toContain("requested scopes were not changed — register with a new agent identity");
+    expect(again.stderr).toContain("requested scopes were not changed — to ask for other scopes, make a new identity with `ath identity new`");
     const json = await ath(["register", "-g", GW, "--provider", "gitlab", "--format", "json"]);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({

@@ -12,7 +12,7 @@ describe("revoke", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(""); // a successful change prints nothing when piped
     const call = fx.gw.requests.find((q) => q.path === "/ath/revoke")!;
-    expect(call.contentType).toBe("application/x-www-form-urlencoded");
+    expect(call.contentType).toBe("application/json");
     expect(String(call.body.token)).toMatch(/^ath_tk_/);
     expect(String(call.body.client_secret)).toMatch(/^ath_secret_/);
     const p = await ath(["proxy", "-g", GW, "github", "GET", "/v1/items", "--format", "json"]);

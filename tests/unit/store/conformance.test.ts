@@ -266,6 +266,92 @@ function storeConformance(name: string, makeHarness: () => Harness) {
         store = await h.open();
         expect(await store.getToken(t.token_hash)).toEqual({ ...t, revoked_at: T0 + 10 });
       });
+
+      test("listTokens: filters ANDed, state at `now`, newest first by (created_at, token_id), keyset after a row", async () => {
+        const a = agentFixture();
+        const b = agentFixture();
+        await store.createAgent(a);
+        await store.createAgent(b);
+        const t1 = tokenFixture(a, { token_id: "ath_tkid_a", created_at: T0 + 1 });
+        const t2 = tokenFixture(a, { token_id: "ath_tkid_b", created_at: T0 + 2, provider_id: "slack", user_id: "user-2" });
+        const t3 = tokenFixture(b, { token_id: "ath_tkid_c", created_at: T0 + 2, expires_at: T0 + 5 });
+        const t4 = tokenFixture(b, { token_id: "ath_tkid_d", created_at: T0 + 3, revoked_at: T0 + 4 });
+        for (const t of [t1, t2, t3, t4]) await store.createToken(t);
+        const ids = async (f: Parameters<Store["listTokens"]>[0], o: Partial<Parameters<Store["listTokens"]>[1]> = {}) =>
+          (await store.listTokens(f, { now: T0 + 10, limit: 10, ...o })).map((t) => t.token_id);
+        expect(await ids({})).toEqual(["ath_tkid_d", "ath_tkid_c", "ath_tkid_b", "ath_tkid_a"]);
+        expect(await ids({ client_id: a.client_id })).toEqual(["ath_tkid_b", "ath_tkid_a"]);
+        expect(await ids({ agent_id: b.agent_id })).toEqual(["ath_tkid_d", "ath_tkid_c"]);
+        expect(await ids({ user_id: "user-2" })).toEqual(["ath_tkid_b"]);
+        expect(await ids({ provider_id: "github", client_id: b.client_id })).toEqual(["ath_tkid_d", "ath_tkid_c"]);
+        expect(await ids({ token_id: "ath_tkid_a" })).toEqual(["ath_tkid_a"]);
+        expect(await ids({}, { state: "active" })).toEqual(["ath_tkid_b", "ath_tkid_a"]);
+        expect(await ids({}, { state: "revoked" })).toEqual(["ath_tkid_d"]);
+        expect(await ids({}, { state: "expired" })).toEqual(["ath_tkid_c"]);
+        expect(await ids({}, { state: "active", now: T0 })).toEqual(["ath_tkid_c", "ath_tkid_b", "ath_tkid_a"]);
+        expect(await ids({}, { limit: 2 })).toEqual(["ath_tkid_d", "ath_tkid_c"]);
+        // after c (same created_at as b): b comes next, by token_id
+        expect(await ids({}, { after: { created_at: T0 + 2, token_id: "ath_tkid_c" } })).toEqual(["ath_tkid_b", "ath_tkid_a"]);
+        expect(await store.countTokens(T0 + 10)).toEqual({ active: 2, revoked: 1, expired: 1 });
+      });
+
+      test("revokeTokensWhere revokes the live matching tokens once, returning them; token_id is unique", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const live = tokenFixture(a, { user_id: "u" });
+        const other = tokenFixture(a, { user_id: "v" });
+        const expired = tokenFixture(a, { user_id: "u", expires_at: T0 + 1 });
+        for (const t of [live, other, expired]) await store.createToken(t);
+        const revoked = await store.revokeTokensWhere({ client_id: a.client_id, user_id: "u" }, T0 + 10);
+        expect(revoked).toEqual([{ ...live, revoked_at: T0 + 10 }]);
+        expect(await store.revokeTokensWhere({ user_id: "u" }, T0 + 20)).toEqual([]);
+        expect((await store.getToken(other.token_hash))?.revoked_at).toBeNull();
+        await expect(store.revokeTokensWhere({}, T0)).rejects.toThrow();
+        await expect(store.createToken(tokenFixture(a, { token_id: live.token_id }))).rejects.toThrow();
+      });
+
+      test("deleteAgent removes the agent with its sessions and tokens", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const t = tokenFixture(a);
+        await store.createToken(t);
+        await store.createSession(sessionFixture(a));
+        expect(await store.deleteAgent(a.client_id)).toBe(true);
+        expect(await store.getAgentByClientId(a.client_id)).toBeNull();
+        expect(await store.getToken(t.token_hash)).toBeNull();
+        expect(await h.count("sessions")).toBe(0);
+        expect(await store.deleteAgent(a.client_id)).toBe(false);
+      });
+    });
+
+    test("console sessions: found until they expire, deleted on demand, expired ones dropped by the next sign-in", async () => {
+      await store.createConsoleSession({ id_hash: "s1", created_at: T0, expires_at: T0 + 100 });
+      expect(await store.getConsoleSession("s1", T0 + 99)).toEqual({ id_hash: "s1", created_at: T0, expires_at: T0 + 100 });
+      expect(await store.getConsoleSession("s1", T0 + 100)).toBeNull();
+      expect(await store.getConsoleSession("nope", T0)).toBeNull();
+      await store.createConsoleSession({ id_hash: "s2", created_at: T0 + 200, expires_at: T0 + 300 });
+      expect(await h.count("console_sessions")).toBe(1);
+      await store.deleteConsoleSession("s2");
+      expect(await store.getConsoleSession("s2", T0 + 201)).toBeNull();
+    });
+
+    test("listAudit filters by every field and time (since inclusive, until exclusive) and pages before an id", async () => {
+      await store.appendAudit(
+        { type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1" },
+        { type: "token.issued", at: T0 + 10, client_id: "c1", agent_id: "a1", provider_id: "gh", user_id: "u1" },
+        { type: "token.issued", at: T0 + 20, client_id: "c2", agent_id: "a2", provider_id: "sl", user_id: "u2" },
+      );
+      const at = async (o: Parameters<Store["listAudit"]>[0]) => (await store.listAudit(o)).map((e) => e.at - T0);
+      expect(await at({})).toEqual([20, 10, 0]);
+      expect(await at({ type: "token.issued" })).toEqual([20, 10]);
+      expect(await at({ client_id: "c1" })).toEqual([10, 0]);
+      expect(await at({ agent_id: "a2" })).toEqual([20]);
+      expect(await at({ user_id: "u1" })).toEqual([10]);
+      expect(await at({ provider_id: "sl" })).toEqual([20]);
+      expect(await at({ since: T0 + 10 })).toEqual([20, 10]);
+      expect(await at({ until: T0 + 10 })).toEqual([0]);
+      const [newest] = await store.listAudit({ limit: 1 });
+      expect(await at({ beforeId: newest!.id! })).toEqual([10, 0]);
     });
 
     describe("grants and single-flight refresh", () => {
@@ -415,7 +501,9 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.appendAudit({ type: "token.revoked", at: T0 + 2, data: { reason: "unknown_token" } });
       const all = await store.listAudit();
       expect(all.map((e) => e.type)).toEqual(["token.revoked", "token.issued", "agent.registered"]);
-      expect(all[2]).toEqual({ type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", provider_id: null, user_id: null, data: { status: "approved" } });
+      expect(all[0]!.id!).toBeGreaterThan(all[1]!.id!);
+      expect(all[1]!.id!).toBeGreaterThan(all[2]!.id!);
+      expect(all[2]).toEqual({ id: all[2]!.id, type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", provider_id: null, user_id: null, data: { status: "approved" } });
       expect((await store.listAudit({ type: "token.issued" })).map((e) => e.at)).toEqual([T0 + 1]);
       expect((await store.listAudit({ limit: 2 })).map((e) => e.at)).toEqual([T0 + 2, T0 + 1]);
     });

@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { readdir } from "node:fs/promises";
 import { register } from "../../../../src/agent/flows/register.ts";
+import { loopbackPortFor } from "../../../../src/agent/loopback.ts";
 import { GW, cliFixture } from "../../../helpers/cli-harness.ts";
 
 const fx = cliFixture();
@@ -33,7 +34,7 @@ describe("register", () => {
       },
     });
     const sent = fx.gw.requests.find((q) => q.path === "/ath/agents/register")!;
-    expect(sent.body).toMatchObject({ agent_id: id.agentId, redirect_uris: ["http://127.0.0.1/callback"], purpose: "triage", developer: { name: "local", id: id.agentId } });
+    expect(sent.body).toMatchObject({ agent_id: id.agentId, redirect_uris: ["http://127.0.0.1/callback", `http://127.0.0.1:${loopbackPortFor(id.agentId)}/callback`], purpose: "triage", developer: { name: "local", id: id.agentId } });
     const saved = (await fx.credentials()).gateways[GW].agents[id.agentId];
     expect(saved).toMatchObject({ ...r.registration, tokens: {}, pending: {}, exchanged: {} });
   });

@@ -76,15 +76,27 @@ describe("admin API — /ath/admin/providers", () => {
     expect(await g.gw.store.getProvider("bad")).toBeNull();
   });
 
-  test("POST ignores fields outside the provider schema (source, sealed secret, __proto__)", async () => {
-    const body = `{"provider_id":"massassign","display_name":"M","available_scopes":["a"],"authorize_endpoint":"http://127.0.0.1:1/a","token_endpoint":"http://127.0.0.1:1/t","client_id":"c","client_secret":"s","source":"file","client_secret_sealed":"v1.x.y","__proto__":{"consent_screen":false}}`;
-    const created = await send(url(), { body, headers: { "content-type": "application/json", ...admin } });
+  test("POST refuses fields outside the provider schema (a misspelt scope_rule, a sealed secret, __proto__), naming each, and adds nothing", async () => {
+    const body = `{"provider_id":"massassign","display_name":"M","available_scopes":["a"],"authorize_endpoint":"http://127.0.0.1:1/a","token_endpoint":"http://127.0.0.1:1/t","client_id":"c","client_secret":"s","scope_rule":{"a":["GET /x"]},"client_secret_sealed":"v1.x.y","__proto__":{"consent_screen":false}}`;
+    const r = await send(url(), { body, headers: { "content-type": "application/json", ...admin } });
+    const e = expectError(r, "INVALID_REQUEST");
+    expect(e.message).toContain('unknown field "scope_rule" (did you mean "scope_rules"?)');
+    expect(e.message).toContain('unknown field "client_secret_sealed"');
+    expect(e.message).toContain('unknown field "__proto__"');
+    expect(await g.gw.store.getProvider("massassign")).toBeNull();
+  });
+
+  test("a GET answer sent back with PUT round-trips: source is ignored, the masked secret keeps the stored one", async () => {
+    const created = await send(url(), {
+      headers: admin,
+      json: { provider_id: "roundtrip", display_name: "R", available_scopes: ["a"], authorize_endpoint: "http://127.0.0.1:1/a", token_endpoint: "http://127.0.0.1:1/t", client_id: "c", client_secret: "kept-secret" },
+    });
     expect(created.status).toBe(201);
-    expect(created.json).toMatchObject({ source: "admin", client_secret: "********", consent_screen: true });
-    expect(created.json).not.toHaveProperty("client_secret_sealed");
-    const stored = await requireProvider(g.gw, "massassign");
-    expect(stored.source).toBe("admin");
-    expect((await openProvider(g.gw, stored)).config.client_secret).toBe("s");
+    const got = await send(url("roundtrip"), { headers: admin });
+    const put = await send(url("roundtrip"), { method: "PUT", headers: admin, json: { ...got.json, display_name: "Renamed" } });
+    expect(put.status).toBe(200);
+    expect(put.json).toMatchObject({ display_name: "Renamed", source: "admin", client_secret: "********" });
+    expect((await openProvider(g.gw, await requireProvider(g.gw, "roundtrip"))).config.client_secret).toBe("kept-secret");
   });
 
   test("a scope rule over 512 characters or with more than 8 `**` is refused at configuration (400 INVALID_REQUEST), and nothing is added", async () => {

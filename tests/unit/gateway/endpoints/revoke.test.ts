@@ -97,7 +97,7 @@ describe("POST /ath/revoke", () => {
     await revoke({ form: { token: f.accessToken, ...f.client } });
     expect(p.revocations.map((r) => r.form.token_type_hint)).toEqual(["refresh_token", "access_token"]);
     expect(p.revocations[1]?.form.token).toBe(upstreamToken);
-    expect(await g.audited("grant.revoked_upstream")).toBe(1);
+    expect(await g.audited("upstream.revoked")).toBe(1);
     // the provider's API no longer accepts the dropped grant's token
     const direct = await p.fetch(new Request(`${p.origin}/api/v1/messages`, { headers: { authorization: `Bearer ${upstreamToken}` } }));
     expect(direct.status).toBe(401);
@@ -106,10 +106,10 @@ describe("POST /ath/revoke", () => {
   test("a revocation endpoint that is down or answers 503 never surfaces: revoke answers 200 {} and the token is revoked", async () => {
     for (const provider_id of ["revokedown", "revoke503"]) {
       const f = await fullFlow(g, { provider_id, scopes: ["mail:read"] });
-      const failedBefore = await g.audited("grant.revocation_failed");
+      const failedBefore = await g.audited("upstream.revocation_failed");
       const r = await revoke({ form: { token: f.accessToken, ...f.client } });
       expect({ provider_id, status: r.status, json: r.json }).toEqual({ provider_id, status: 200, json: {} });
-      expect(await g.audited("grant.revocation_failed")).toBe(failedBefore + 1);
+      expect(await g.audited("upstream.revocation_failed")).toBe(failedBefore + 1);
       expectError(await proxied(f.accessToken, provider_id), "TOKEN_REVOKED");
     }
     expect(g.outbound).toContain("POST http://down.test/revoke");

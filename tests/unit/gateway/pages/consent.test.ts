@@ -8,6 +8,7 @@ const now = new Date("2025-06-01T14:00:00Z");
 function view(over: Partial<ConsentView> = {}): ConsentView {
   return {
     actionUrl: "/ath/consent/h_123",
+    gatewayHost: "gw.example:8443",
     csrfToken: "csrf_abc",
     provider: { id: "demo", displayName: "Demo Notes (sandbox)" },
     scopes: [{ name: "notes:read", description: "Read your notes" }, { name: "notes:write" }],
@@ -29,6 +30,15 @@ describe("consent page", () => {
     expect(html).toContain("Summaries");
   });
 
+  test("names the gateway (its host) in the header and the lead; the agent id and the expiry time never wrap mid-token", () => {
+    const html = renderConsentPage(view());
+    expect(html).toContain('<p class="brand">ath gateway · gw.example:8443</p>');
+    expect(html).toContain("through the gateway at <b>gw.example:8443</b>");
+    expect(html).toContain('<code class="id">https://agent.example/a</code>');
+    expect(html).toMatch(/<time class="nowrap" datetime="2025-06-01T14:09:30.000Z">2025-06-01 14:09 UTC<\/time>/);
+    for (const h of HOSTILE) expectInert(renderConsentPage(view({ gatewayHost: h })), h);
+  });
+
   test("the agent's claims are marked as claimed and not verified", () => {
     expect(renderConsentPage(view())).toContain("Claimed by the agent — not verified by the gateway");
   });
@@ -42,8 +52,8 @@ describe("consent page", () => {
   });
 
   test("the expiry is stated relatively and in UTC", () => {
-    expect(renderConsentPage(view())).toContain("expires in 9 minutes (2025-06-01 14:09 UTC)");
-    expect(renderConsentPage(view({ expiresAt: new Date(now.getTime() - 1) }))).toContain("expired at 2025-06-01 13:59 UTC");
+    expect(renderConsentPage(view()).replace(/<[^>]*>/g, "")).toContain("expires in 9 minutes (2025-06-01 14:09 UTC)");
+    expect(renderConsentPage(view({ expiresAt: new Date(now.getTime() - 1) })).replace(/<[^>]*>/g, "")).toContain("expired at 2025-06-01 13:59 UTC");
   });
 
   test("hostile purpose, agent id, developer and scope descriptions render inert", () => {

@@ -9,6 +9,8 @@ describe("result and error pages", () => {
   test("the code page shows the code, session and command, escaped", () => {
     const html = renderCodeResultPage({
       providerName: "Demo <b>",
+      gatewayHost: "gw.example",
+      scopes: ["notes:read", "<script>"],
       code: "ath_code_x",
       sessionId: "ath_sess_y",
       command: "ath token --code ath_code_x --session ath_sess_y",
@@ -20,6 +22,11 @@ describe("result and error pages", () => {
     expect(html).toContain("<pre>ath token --code ath_code_x --session ath_sess_y</pre>");
     expect(html).toContain("Demo &lt;b&gt;");
     expect(html).toContain("expires in 5 minutes");
+    // what was granted, and how to take it back
+    expect(html).toContain('<span class="scope-name">notes:read</span>');
+    expectInert(html, "<script>");
+    expect(html).toContain("ath revoke --provider");
+    expect(html).toContain("the gateway at <b>gw.example</b> revokes it in its admin console");
   });
 
   test("the denied page says access was denied and the agent will be told", () => {

@@ -3,15 +3,22 @@
  * token, token states and binding, scope_rules, URL composition and encoded traversal, header rules both ways,
  * upstream answers relayed as they are (a 3xx never followed), and one refresh-and-retry after an upstream 401.
  * Every refused request is also checked to have never reached the upstream.
+ * Each test runs twice (DESIGN §7): in gateway mode, and at /api/{path} of a native-mode gateway fronting the provider.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { call, fullFlow } from "../../../helpers/agent.ts";
+import { fullFlow } from "../../../helpers/agent.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
-import { BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
+import { BASE, type InProcess } from "../../../helpers/in-process.ts";
+import { MODES, proxyTwins, type Twins } from "../../../helpers/proxy-twins.ts";
 import type { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 const CANARY = "http://canary.test";
 
+for (const mode of MODES) describe(`${mode} mode`, () => {
+/** Tests about several providers behind one gateway: gateway mode only (a native gateway fronts one app). */
+const multiProvider = mode === "gateway" ? test : () => undefined;
+
+let w: Twins;
 let g: InProcess;
 let p: ScriptedProvider;
 let canaryHits: string[];
@@ -20,24 +27,27 @@ let rules: Awaited<ReturnType<typeof fullFlow>>;
 let calendar: Awaited<ReturnType<typeof fullFlow>>;
 beforeEach(async () => {
   canaryHits = [];
-  ({ g, p } = await scriptedGateway(
+  w = await proxyTwins(
+    mode,
     (p) => ({
       mail: p.config({ available_scopes: ["openid", "mail:read", "mail:send"] }),
       mailrules: p.config({ scope_rules: { "mail:read": ["GET /v1/messages", "GET /v1/messages/**"], "mail:send": ["POST /v1/messages"] } }),
       calendar: p.config({ available_scopes: ["calendar:read"], api_base_url: `${p.origin}/api/v1` }),
-      noapi: p.config({ api_base_url: undefined }),
+      ...(mode === "gateway" ? { noapi: p.config({ api_base_url: undefined }) } : {}),
     }),
     { tokenTtlSeconds: 2, hosts: { [CANARY]: (req) => (canaryHits.push(req.url), new Response("canary")) } },
-  ));
+  );
+  ({ p } = w);
+  g = w.at("mail");
   mail = await fullFlow(g, { provider_id: "mail", scopes: ["openid", "mail:read", "mail:send"] });
-  rules = await fullFlow(g, { provider_id: "mailrules", scopes: ["mail:read"] });
-  calendar = await fullFlow(g, { provider_id: "calendar", scopes: ["calendar:read"] });
+  rules = await fullFlow(w.at("mailrules"), { provider_id: "mailrules", scopes: ["mail:read"] });
+  calendar = await fullFlow(w.at("calendar"), { provider_id: "calendar", scopes: ["calendar:read"] });
 });
-afterEach(() => g.close());
+afterEach(() => w.close());
 
 const proxy = (path: string) => `${BASE}/ath/proxy/${path}`;
 const bearer = (token: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${token}`, ...extra });
-const send = (url: string, init: Parameters<typeof call>[1] = {}) => call(url, { ...init, fetch: g.fetch });
+const send = (url: string, init: Parameters<Twins["send"]>[1] = {}) => w.send(url, init);
 
 /** Runs `fn` and asserts the upstream API (and the canary) received nothing meanwhile. */
 async function upstreamUntouched<T>(fn: () => Promise<T>): Promise<T> {
@@ -86,7 +96,7 @@ describe("Proxy — relaying", () => {
         { headers: { "set-cookie": "upstream_session=secret; Path=/", "x-ath-error": "TOKEN_REVOKED", "x-upstream": "scripted", "x-echo-token": String(seen.bearer) } },
       ),
     );
-    const r = await g.fetch(proxy("mail/v1/messages").slice(BASE.length), { headers: bearer(mail.accessToken) });
+    const r = await w.fetch(proxy("mail/v1/messages").slice(BASE.length), { headers: bearer(mail.accessToken) });
     const text = await r.text();
     const upstreamToken = String(p.api.at(-1)?.bearer);
     expect(upstreamToken.length).toBeGreaterThan(10);
@@ -107,7 +117,7 @@ describe("Proxy — relaying", () => {
 
   test("upstream errors are relayed as they are (429 with Retry-After), sent upstream once", async () => {
     p.routes.set("/v1/ratelimited", () => Response.json({ error: "slow down" }, { status: 429, headers: { "retry-after": "7" } }));
-    const r = await g.fetch("/ath/proxy/mail/v1/ratelimited", { headers: bearer(mail.accessToken) });
+    const r = await w.fetch("/ath/proxy/mail/v1/ratelimited", { headers: bearer(mail.accessToken) });
     expect(r.status).toBe(429);
     expect(r.headers.get("retry-after")).toBe("7");
     expect(await r.json()).toEqual({ error: "slow down" });
@@ -117,7 +127,7 @@ describe("Proxy — relaying", () => {
 
   test("an upstream 3xx is relayed with its Location and never followed, so the upstream token never reaches the redirect target", async () => {
     p.routes.set("/anything", () => new Response(null, { status: 302, headers: { location: `${CANARY}/stolen` } }));
-    const r = await g.fetch("/ath/proxy/mail/anything", { headers: bearer(mail.accessToken), redirect: "manual" });
+    const r = await w.fetch("/ath/proxy/mail/anything", { headers: bearer(mail.accessToken), redirect: "manual" });
     expect(r.status).toBe(302);
     expect(r.headers.get("location")).toBe(`${CANARY}/stolen`);
     expect(canaryHits).toEqual([]);
@@ -132,7 +142,7 @@ describe("Proxy — relaying", () => {
     expect(r.json).toMatchObject({ path: "/v1/echo", query: "?a=1" });
   });
 
-  test("a provider without api_base_url answers 502 UPSTREAM_UNAVAILABLE naming the provider", async () => {
+  multiProvider("a provider without api_base_url answers 502 UPSTREAM_UNAVAILABLE naming the provider", async () => {
     const noapi = await fullFlow(g, { provider_id: "noapi", scopes: ["mail:read"] });
     const r = await upstreamUntouched(() => send(proxy("noapi/v1/messages"), { headers: bearer(noapi.accessToken) }));
     expectError(r, "UPSTREAM_UNAVAILABLE", { provider_id: "noapi" });
@@ -223,11 +233,11 @@ describe("Proxy — token states and binding", () => {
     }
   });
 
-  test("an unknown provider in the proxy path with no token is 401 TOKEN_INVALID, never a 500", async () => {
+  multiProvider("an unknown provider in the proxy path with no token is 401 TOKEN_INVALID, never a 500", async () => {
     expectError(await upstreamUntouched(() => send(proxy("nosuch/v1/x"))), "TOKEN_INVALID");
   });
 
-  test("a token used for another provider is 403 PROVIDER_MISMATCH", async () => {
+  multiProvider("a token used for another provider is 403 PROVIDER_MISMATCH", async () => {
     expectError(await upstreamUntouched(() => send(proxy("calendar/echo"), { headers: bearer(mail.accessToken) })), "PROVIDER_MISMATCH", { token_provider_id: "mail" });
   });
 
@@ -295,6 +305,7 @@ describe("Proxy — upstream 401", () => {
     expect(r.status).toBe(200);
     expect(p.grants("refresh_token")).toHaveLength(refreshes + 1);
     expect(p.api.slice(before).map((x) => x.active)).toEqual([false, true]);
-    expect(await g.audited("grant.refreshed")).toBe(1);
+    expect(await g.audited("upstream.refreshed")).toBe(1);
   });
+});
 });

@@ -2,12 +2,13 @@
  * What the proxy does with the provider's answers, in process (DESIGN §3 "Proxy", §8): a 401 triggers one refresh and
  * one retry — with a small body replayed byte for byte, never for a streamed one — 429 and 5xx are relayed verbatim
  * and never retried, an unreachable API is 502 UPSTREAM_UNAVAILABLE and one that does not answer in time 504
- * UPSTREAM_TIMEOUT.
+ * UPSTREAM_TIMEOUT. Each test runs in gateway mode and at /api/{path} of a native-mode gateway (DESIGN §7).
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { fullFlow } from "../../../helpers/agent.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
-import { asError, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
+import { asError, type InProcess } from "../../../helpers/in-process.ts";
+import { MODES, proxyTwins, type Twins } from "../../../helpers/proxy-twins.ts";
 import type { ScriptedProvider } from "../../../helpers/scripted-provider.ts";
 
 /** The exact 429 the API sends, so the test can compare what the agent got byte for byte. */
@@ -16,17 +17,21 @@ const RATE_LIMITED = {
   headers: { "retry-after": "120", "x-ratelimit-remaining": "0", "content-type": "application/problem+json" },
 };
 
+for (const mode of MODES) describe(`${mode} mode`, () => {
+let w: Twins;
 let g: InProcess;
 let p: ScriptedProvider;
 let token: string;
 beforeEach(async () => {
-  ({ g, p } = await scriptedGateway((p) => ({ mail: p.config(), down: p.config({ api_base_url: "http://down.test/v1" }) }), { upstreamTimeoutMs: 300 }));
+  w = await proxyTwins(mode, (p) => ({ mail: p.config(), down: p.config({ api_base_url: "http://down.test/v1" }) }), { upstreamTimeoutMs: 300 });
+  ({ p } = w);
+  g = w.at("mail");
   token = (await fullFlow(g, { provider_id: "mail", scopes: ["mail:read"] })).accessToken;
 });
-afterEach(() => g.close());
+afterEach(() => w.close());
 
 const proxy = (path: string, init: RequestInit = {}) =>
-  g.fetch(`/ath/proxy/mail${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...init.headers } });
+  w.fetch(`/ath/proxy/mail${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...init.headers } });
 const refreshes = () => p.grants("refresh_token").length;
 
 describe("Proxy — upstream 401", () => {
@@ -95,10 +100,10 @@ describe("Proxy — upstream errors are relayed, never retried", () => {
   });
 
   test("an unreachable API answers 502 UPSTREAM_UNAVAILABLE naming its origin", async () => {
-    const down = await fullFlow(g, { provider_id: "down", scopes: ["mail:read"] });
-    const r = await g.fetch("/ath/proxy/down/messages", { headers: { authorization: `Bearer ${down.accessToken}` } });
+    const down = await fullFlow(w.at("down"), { provider_id: "down", scopes: ["mail:read"] });
+    const r = await w.fetch("/ath/proxy/down/messages", { headers: { authorization: `Bearer ${down.accessToken}` } });
     expectError(await asError(r), "UPSTREAM_UNAVAILABLE", { url_origin: "http://down.test" });
-    expect(g.outbound.filter((u) => u.startsWith("GET http://down.test/"))).toEqual(["GET http://down.test/v1/messages"]);
+    expect(w.at("down").outbound.filter((u) => u.startsWith("GET http://down.test/"))).toEqual(["GET http://down.test/v1/messages"]);
   });
 
   test("an API that does not answer within --upstream-timeout answers 504 UPSTREAM_TIMEOUT, and the request is not retried", async () => {
@@ -108,4 +113,5 @@ describe("Proxy — upstream errors are relayed, never retried", () => {
     expect(p.to("/slow")).toHaveLength(1);
     expect(refreshes()).toBe(0);
   });
+});
 });

@@ -1,0 +1,180 @@
+/**
+ * The admin console's routes (DESIGN §9): GET pages read through the same functions as the admin API (so filters,
+ * states and cursors mean the same), POST actions check the session and its CSRF token, act through the admin API's
+ * functions (revocation exactly as `/ath/revoke`), and answer 303 back to their page with a fixed message
+ * (Post/Redirect/Get). Not signed in: GETs go to the sign-in page, POSTs are refused.
+ */
+import { AthError, PATHS } from "../../protocol/index.ts";
+import { removeAgent, setAgentStatus, view as agentView } from "../admin/agents.ts";
+import { listAudit } from "../admin/audit.ts";
+import { removeProvider } from "../admin/providers.ts";
+import { listTokens } from "../admin/tokens.ts";
+import type { Call } from "../context.ts";
+import { audit } from "../domain/audit.ts";
+import { listProviders, maskedProvider } from "../domain/providers.ts";
+import { revokeTokens } from "../domain/tokens.ts";
+import { readText } from "../http/request.ts";
+import { redirect } from "../http/response.ts";
+import { htmlResponse } from "../pages/layout.ts";
+import * as pages from "./pages.ts";
+import { checkCsrf, currentSession, signIn, signinCsrf, signOut, type ConsoleUser } from "./session.ts";
+
+const ROOT = PATHS.adminConsole;
+
+export async function showSignin(call: Call): Promise<Response> {
+  if (await currentSession(call)) return redirect(ROOT);
+  const { csrf, setCookie } = signinCsrf(call.gw, call.req);
+  return htmlResponse(pages.signinPage({ csrf }), setCookie ? { headers: { "set-cookie": setCookie } } : {});
+}
+
+export async function submitSignin(call: Call): Promise<Response> {
+  const { gw } = call;
+  const form = await readForm(call);
+  try {
+    const cookie = await signIn(call, form);
+    await audit(gw, "admin.signin", { data: { ip: call.peer } });
+    return redirect(ROOT, 303, { "set-cookie": cookie });
+  } catch (err) {
+    if (!(err instanceof AthError) || (err.code !== "UNAUTHORIZED" && err.code !== "RATE_LIMITED")) throw err;
+    await audit(gw, "admin.signin_failed", { data: { ip: call.peer, reason: err.code === "RATE_LIMITED" ? "rate_limited" : "wrong_token" } });
+    const { csrf, setCookie } = signinCsrf(gw, call.req);
+    const headers: Record<string, string> = { ...err.headers };
+    if (setCookie) headers["set-cookie"] = setCookie;
+    return htmlResponse(pages.signinPage({ csrf, error: err.message }), { status: err.status, headers });
+  }
+}
+
+export async function submitSignout(call: Call): Promise<Response> {
+  const { user } = await action(call);
+  return redirect(`${ROOT}/signin`, 303, { "set-cookie": await signOut(call.gw, user) });
+}
+
+export async function overview(call: Call): Promise<Response> {
+  return page(call, async (user) => {
+    const { gw } = call;
+    const agents: Record<string, number> = {};
+    for (const a of await gw.store.listAgents()) agents[a.status] = (agents[a.status] ?? 0) + 1;
+    const recent = (await listAudit(gw, "?limit=10")).events;
+    return pages.overviewPage(shell(call, user, "overview"), {
+      agents,
+      tokens: await gw.store.countTokens(gw.now()),
+      providers: (await listProviders(gw)).length,
+      recent,
+    });
+  });
+}
+
+export async function agents(call: Call): Promise<Response> {
+  return page(call, async (user) => {
+    const all = (await call.gw.store.listAgents()).map(agentView);
+    // pending first, then newest first
+    all.sort((a, b) => Number(b.agent_status === "pending") - Number(a.agent_status === "pending") || b.created_at.localeCompare(a.created_at));
+    return pages.agentsPage(shell(call, user, "agents"), all);
+  });
+}
+
+export async function agentAction(call: Call): Promise<Response> {
+  const { form } = await action(call);
+  const clientId = call.params.client_id!;
+  const what = form.get("action");
+  if (what === "remove") {
+    const r = await removeAgent(call.gw, clientId);
+    return done("agents", `Agent removed; ${r.tokens_revoked} token(s) revoked.`);
+  }
+  const status = ({ approve: "approved", deny: "denied", suspend: "suspended" } as const)[what as "approve"];
+  if (!status) throw new AthError("INVALID_REQUEST", "Choose Approve, Deny, Suspend or Remove.");
+  const r = await setAgentStatus(call.gw, clientId, status);
+  return done("agents", `Agent ${status}${r.tokens_revoked > 0 ? `; ${r.tokens_revoked} token(s) revoked` : ""}.`);
+}
+
+export async function tokens(call: Call): Promise<Response> {
+  return page(call, async (user) => {
+    const answer = await listTokens(call.gw, withoutFlash(call.search));
+    return pages.tokensPage(shell(call, user, "tokens"), { filters: filtersOf(call.search), tokens: answer.tokens, next: answer.next_cursor, now: call.gw.now() });
+  });
+}
+
+export async function revokeAction(call: Call): Promise<Response> {
+  const { form } = await action(call);
+  const selector: Record<string, string> = {};
+  for (const k of ["token_id", "client_id", "agent_id", "user_id", "provider_id"]) {
+    const v = form.get(k);
+    if (v) selector[k] = v;
+  }
+  if (Object.keys(selector).length === 0) throw new AthError("INVALID_REQUEST", "Say which tokens to revoke.");
+  const revoked = await revokeTokens(call.gw, selector, "admin");
+  return done("tokens", `${revoked.length} token(s) revoked.`);
+}
+
+export async function providers(call: Call): Promise<Response> {
+  return page(call, async (user) => {
+    const list = (await listProviders(call.gw)).map((p) => maskedProvider(p) as unknown as pages.ProviderRow);
+    return pages.providersPage(shell(call, user, "providers"), list);
+  });
+}
+
+export async function providerRemove(call: Call): Promise<Response> {
+  await action(call);
+  await removeProvider(call.gw, call.params.provider_id!);
+  return done("providers", "Provider removed.");
+}
+
+export async function auditLog(call: Call): Promise<Response> {
+  return page(call, async (user) => {
+    const answer = await listAudit(call.gw, withoutFlash(call.search));
+    return pages.auditPage(shell(call, user, "audit"), { filters: filtersOf(call.search), events: answer.events, next: answer.next_cursor });
+  });
+}
+
+// internal
+
+/** A GET page: signed in, or off to the sign-in page. */
+async function page(call: Call, render: (user: ConsoleUser) => Promise<string>): Promise<Response> {
+  const user = await currentSession(call);
+  if (!user) return redirect(`${ROOT}/signin`);
+  return htmlResponse(await render(user));
+}
+
+/** A POST: signed in (else 401), its CSRF token checked; its form. */
+async function action(call: Call): Promise<{ user: ConsoleUser; form: URLSearchParams }> {
+  const user = await currentSession(call);
+  if (!user) throw new AthError("UNAUTHORIZED", "Sign in to the admin console first.");
+  const form = await readForm(call);
+  checkCsrf(user, form);
+  return { user, form };
+}
+
+async function readForm(call: Call): Promise<URLSearchParams> {
+  const type = (call.req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== "application/x-www-form-urlencoded") throw new AthError("INVALID_REQUEST", "Send the form as a browser does.");
+  return new URLSearchParams(await readText(call));
+}
+
+/** The flash message travels in the query, and is shown only if it is one of the console's own. */
+const FLASH_PREFIX = "done=";
+
+function done(section: string, message: string): Response {
+  return redirect(`${ROOT}/${section}?${FLASH_PREFIX}${encodeURIComponent(message)}`);
+}
+
+function shell(call: Call, user: ConsoleUser, section: pages.Shell["section"]): pages.Shell {
+  const flash = new URLSearchParams(call.search).get("done");
+  return { csrf: user.csrf, section, flash: flash && FLASHES.test(flash) ? flash : null };
+}
+
+/** The messages `done` writes: a count and fixed words — anything else in `done=` is not shown. */
+const FLASHES = /^(Agent (approved|denied|suspended|removed)(; \d+ token\(s\) revoked)?\.|\d+ token\(s\) revoked\.|Provider removed\.)$/;
+
+function withoutFlash(search: string): string {
+  const q = new URLSearchParams(search);
+  q.delete("done");
+  const s = q.toString();
+  return s === "" ? "" : `?${s}`;
+}
+
+/** The filters of a list page's query, without its cursor and flash (the pager adds the cursor). */
+function filtersOf(search: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of new URLSearchParams(search)) if (k !== "cursor" && k !== "done" && v !== "") out[k] = v;
+  return out;
+}

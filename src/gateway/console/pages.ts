@@ -1,0 +1,244 @@
+/**
+ * The admin console's pages (DESIGN §9), rendered on the server in the consent pages' shell (pages/layout.ts: its
+ * stylesheet, CSP and headers): sign-in, overview, agents, tokens, providers, audit. No JavaScript; every value from
+ * the store or the request is escaped here; every POST form carries the session's CSRF token; tables turn into one
+ * card per row on a phone.
+ */
+import { PATHS } from "../../protocol/index.ts";
+import { escapeHtml as e, renderPage } from "../pages/layout.ts";
+
+const ROOT = PATHS.adminConsole;
+type Section = "overview" | "agents" | "tokens" | "providers" | "audit";
+
+export interface Shell {
+  csrf: string;
+  section: Section;
+  flash?: string | null;
+}
+
+export function signinPage(o: { csrf: string; error?: string }): string {
+  const error = o.error ? `<p class="notice" role="alert">${e(o.error)}</p>` : "";
+  const body = `<h1>Admin console</h1>
+<p class="lead">Sign in with this gateway's admin token.</p>
+${error}<form method="post" action="${ROOT}/signin">
+<input type="hidden" name="csrf" value="${e(o.csrf)}">
+<label for="token">Admin token</label>
+<input type="password" id="token" name="token" autocomplete="current-password" required>
+<div class="actions"><button type="submit" class="primary">Sign in</button></div>
+</form>
+<p class="expiry">The token is checked once and not kept in this browser, which gets a session cookie for 12 hours.</p>`;
+  return renderPage({ title: "Sign in — ath admin", body, brand: "ath gateway · admin" });
+}
+
+export function overviewPage(s: Shell, v: {
+  agents: Record<string, number>;
+  tokens: { active: number; revoked: number; expired: number };
+  providers: number;
+  recent: AuditRow[];
+}): string {
+  const count = (label: string, n: number, href: string) => `<a class="count" href="${e(href)}"><b>${n}</b>${e(label)}</a>`;
+  const body = `<h1>Overview</h1>
+<h2>Agents</h2>
+<div class="counts">
+${count("pending", v.agents.pending ?? 0, `${ROOT}/agents`)}
+${count("approved", v.agents.approved ?? 0, `${ROOT}/agents`)}
+${count("denied", v.agents.denied ?? 0, `${ROOT}/agents`)}
+${count("suspended", v.agents.suspended ?? 0, `${ROOT}/agents`)}
+</div>
+<h2>Tokens</h2>
+<div class="counts">
+${count("active", v.tokens.active, `${ROOT}/tokens?state=active`)}
+${count("revoked", v.tokens.revoked, `${ROOT}/tokens?state=revoked`)}
+${count("expired", v.tokens.expired, `${ROOT}/tokens?state=expired`)}
+${count("providers", v.providers, `${ROOT}/providers`)}
+</div>
+<h2>Latest events</h2>
+${auditTable(v.recent)}
+<p class="pager"><a href="${ROOT}/audit">All events</a></p>`;
+  return page(s, "Overview", body);
+}
+
+export interface AgentRow {
+  client_id: string;
+  agent_id: string;
+  developer: { name: string; id: string };
+  purpose: string | null;
+  agent_status: string;
+  created_at: string;
+}
+
+export function agentsPage(s: Shell, agents: AgentRow[]): string {
+  const rows = agents.map((a) => {
+    const action = (value: string, label: string, cls = "") =>
+      `<button type="submit" name="action" value="${value}" class="small${cls}">${label}</button>`;
+    const buttons = [
+      a.agent_status !== "approved" ? action("approve", "Approve", " primary") : "",
+      a.agent_status === "pending" ? action("deny", "Deny", " danger") : "",
+      a.agent_status === "approved" ? action("suspend", "Suspend", " danger") : "",
+      action("remove", "Remove", " danger"),
+    ].join("");
+    return `<tr>
+<td data-label="Status"><span class="badge ${e(a.agent_status)}">${e(a.agent_status)}</span></td>
+<td data-label="Agent"><span class="mono">${e(a.agent_id)}</span><br><span class="hint mono">${e(a.client_id)}</span></td>
+<td data-label="Developer">${e(a.developer.name)} <span class="hint">(${e(a.developer.id)})</span></td>
+<td data-label="Purpose">${a.purpose ? e(a.purpose) : '<span class="hint">none given</span>'}</td>
+<td data-label="Registered">${e(short(a.created_at))}</td>
+<td data-label="Actions"><form method="post" action="${ROOT}/agents/${e(encodeURIComponent(a.client_id))}" class="row-actions">
+${csrfField(s.csrf)}${buttons}</form></td>
+</tr>`;
+  });
+  const body = `<h1>Agents</h1>
+<p class="hint">Developer and purpose are claimed by the agent, not verified. Pending agents first. Deny, Suspend and Remove revoke the agent's tokens at once.</p>
+${table(["Status", "Agent", "Developer", "Purpose", "Registered", "Actions"], rows, "No agents have registered yet.")}`;
+  return page(s, "Agents", body);
+}
+
+export interface TokenRow {
+  token_id: string;
+  client_id: string;
+  agent_id: string;
+  user_id: string;
+  provider_id: string;
+  scopes: string[];
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+}
+
+export function tokensPage(s: Shell, v: { filters: Record<string, string>; tokens: TokenRow[]; next: string | null; now: number }): string {
+  const f = v.filters;
+  const state = (t: TokenRow) => (t.revoked_at ? "revoked" : Date.parse(t.expires_at) <= v.now ? "expired" : "active");
+  const revoke = (fields: Record<string, string>, label: string) =>
+    `<form method="post" action="${ROOT}/tokens/revoke" class="row-actions">${csrfField(s.csrf)}${Object.entries(fields)
+      .map(([k, val]) => `<input type="hidden" name="${e(k)}" value="${e(val)}">`)
+      .join("")}<button type="submit" class="small danger">${e(label)}</button></form>`;
+  const rows = v.tokens.map((t) => {
+    const live = state(t) === "active";
+    return `<tr>
+<td data-label="Token"><span class="mono">${e(t.token_id)}</span></td>
+<td data-label="State"><span class="badge ${state(t)}">${state(t)}</span></td>
+<td data-label="Agent"><span class="mono">${e(t.agent_id)}</span></td>
+<td data-label="User"><span class="mono">${e(t.user_id)}</span></td>
+<td data-label="Provider">${e(t.provider_id)}</td>
+<td data-label="Scopes"><span class="mono">${e(t.scopes.join(" "))}</span></td>
+<td data-label="Expires">${e(short(t.expires_at))}</td>
+<td data-label="Actions"><div class="row-actions">${live ? revoke({ token_id: t.token_id }, "Revoke") : ""}${revoke({ client_id: t.client_id }, "Revoke all of agent")}${revoke({ user_id: t.user_id }, "Revoke all of user")}</div></td>
+</tr>`;
+  });
+  const body = `<h1>Tokens</h1>
+<form method="get" action="${ROOT}/tokens" class="filters">
+${input("agent_id", "Agent", f.agent_id)}${input("client_id", "Client id", f.client_id)}${input("user_id", "User", f.user_id)}${input("provider_id", "Provider", f.provider_id)}
+<div><label for="state">State</label><select id="state" name="state">${["", "active", "revoked", "expired"]
+    .map((o) => `<option value="${o}"${f.state === o ? " selected" : ""}>${o || "any"}</option>`)
+    .join("")}</select></div>
+<div><button type="submit" class="small">Filter</button></div>
+</form>
+${table(["Token", "State", "Agent", "User", "Provider", "Scopes", "Expires", "Actions"], rows, "No tokens match.")}
+${pager(`${ROOT}/tokens`, f, v.next)}`;
+  return page(s, "Tokens", body);
+}
+
+export interface ProviderRow {
+  provider_id: string;
+  display_name: string;
+  source: string;
+  available_scopes: string[];
+}
+
+export function providersPage(s: Shell, providers: ProviderRow[]): string {
+  const rows = providers.map(
+    (p) => `<tr>
+<td data-label="Provider"><span class="mono">${e(p.provider_id)}</span></td>
+<td data-label="Name">${e(p.display_name)}</td>
+<td data-label="Source">${e(p.source)}</td>
+<td data-label="Scopes"><span class="mono">${e(p.available_scopes.join(" "))}</span></td>
+<td data-label="Actions"><form method="post" action="${ROOT}/providers/${e(encodeURIComponent(p.provider_id))}/remove" class="row-actions">${csrfField(s.csrf)}<button type="submit" class="small danger">Remove</button></form></td>
+</tr>`,
+  );
+  const body = `<h1>Providers</h1>
+<p class="hint">Providers from the --providers file come back at the next start; add and change them with <code>ath admin providers</code>.</p>
+${table(["Provider", "Name", "Source", "Scopes", "Actions"], rows, "No providers are configured.")}`;
+  return page(s, "Providers", body);
+}
+
+export interface AuditRow {
+  id: number;
+  type: string;
+  at: string;
+  client_id: string | null;
+  agent_id: string | null;
+  user_id: string | null;
+  provider_id: string | null;
+  data: unknown;
+}
+
+export function auditPage(s: Shell, v: { filters: Record<string, string>; events: AuditRow[]; next: string | null }): string {
+  const f = v.filters;
+  const body = `<h1>Audit</h1>
+<form method="get" action="${ROOT}/audit" class="filters">
+${input("type", "Type", f.type)}${input("agent_id", "Agent", f.agent_id)}${input("client_id", "Client id", f.client_id)}${input("user_id", "User", f.user_id)}${input("provider_id", "Provider", f.provider_id)}${input("since", "Since (ISO 8601)", f.since)}${input("until", "Until (ISO 8601)", f.until)}
+<div><button type="submit" class="small">Filter</button></div>
+</form>
+${auditTable(v.events)}
+${pager(`${ROOT}/audit`, f, v.next)}`;
+  return page(s, "Audit", body);
+}
+
+// internal
+
+function page(s: Shell, title: string, body: string): string {
+  const links: [Section, string, string][] = [
+    ["overview", "Overview", ROOT],
+    ["agents", "Agents", `${ROOT}/agents`],
+    ["tokens", "Tokens", `${ROOT}/tokens`],
+    ["providers", "Providers", `${ROOT}/providers`],
+    ["audit", "Audit", `${ROOT}/audit`],
+  ];
+  const nav = `<nav class="console">${links
+    .map(([id, label, href]) => `<a href="${href}"${id === s.section ? ' aria-current="page"' : ""}>${label}</a>`)
+    .join("")}<form method="post" action="${ROOT}/signout">${csrfField(s.csrf)}<button type="submit" class="small">Sign out</button></form></nav>
+${s.flash ? `<p class="flash" role="status">${e(s.flash)}</p>` : ""}`;
+  return renderPage({ title: `${title} — ath admin`, body, nav, wide: true, brand: "ath gateway · admin" });
+}
+
+function auditTable(events: AuditRow[]): string {
+  const rows = events.map(
+    (ev) => `<tr>
+<td data-label="Time">${e(short(ev.at))}</td>
+<td data-label="Type"><span class="mono">${e(ev.type)}</span></td>
+<td data-label="Agent"><span class="mono">${e(ev.agent_id ?? ev.client_id ?? "")}</span></td>
+<td data-label="Provider">${e(ev.provider_id ?? "")}</td>
+<td data-label="User"><span class="mono">${e(ev.user_id ?? "")}</span></td>
+<td data-label="Data"><span class="mono">${ev.data === null ? "" : e(JSON.stringify(ev.data))}</span></td>
+</tr>`,
+  );
+  return table(["Time", "Type", "Agent", "Provider", "User", "Data"], rows, "No events match.");
+}
+
+function table(head: string[], rows: string[], empty: string): string {
+  if (rows.length === 0) return `<p class="hint">${e(empty)}</p>`;
+  return `<div class="table-wrap"><table class="list">
+<thead><tr>${head.map((h) => `<th scope="col">${e(h)}</th>`).join("")}</tr></thead>
+<tbody>
+${rows.join("\n")}
+</tbody></table></div>`;
+}
+
+function input(name: string, label: string, value: string | undefined): string {
+  return `<div><label for="f-${name}">${e(label)}</label><input type="text" id="f-${name}" name="${name}" value="${e(value ?? "")}"></div>`;
+}
+
+function pager(path: string, filters: Record<string, string>, next: string | null): string {
+  if (!next) return "";
+  const q = new URLSearchParams({ ...filters, cursor: next });
+  return `<p class="pager"><a href="${e(`${path}?${q}`)}">Older →</a></p>`;
+}
+
+function csrfField(token: string): string {
+  return `<input type="hidden" name="csrf" value="${e(token)}">`;
+}
+
+/** "2026-11-26 06:12 UTC" from an ISO time. */
+function short(iso: string): string {
+  return `${iso.slice(0, 16).replace("T", " ")} UTC`;
+}
