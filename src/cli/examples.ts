@@ -27,6 +27,7 @@ export const EXAMPLES: Record<string, string[]> = {
     "ath proxy github POST /repos/o/r/issues --body '{\"title\":\"hi\"}' -H 'X-Trace: 1'",
   ],
   revoke: ["ath revoke --provider github", "ath revoke --all"],
+  mcp: ["ath mcp                                     # the default gateway", "ath mcp -g https://gw.example", "claude mcp add ath -- ath mcp -g https://gw.example"],
   status: ["ath status", "ath status --format json", "ath status -g local --show-secrets"],
   identity: ["ath identity", "ath identity --agent-id https://agent.example/id --format json > id.json"],
   admin: ["echo \"$ADMIN_TOKEN\" | ath admin login -g https://gw.example", "ath admin agents list", "ath admin tokens list --state active", "ath admin audit --since 1h --follow"],

@@ -5,7 +5,7 @@
  * stderr and exit 1 (exit 4 when the gateway itself refused: X-ATH-Error). `-H` names are case-insensitive and
  * cannot replace the two headers ath sets (Authorization, X-ATH-Agent-ID); no Accept is sent unless `-H` gives one.
  */
-import { PROXY_METHODS } from "../protocol/constants.ts";
+import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../protocol/constants.ts";
 import { didYouMean } from "../protocol/suggest.ts";
 import { OWN_HEADERS, parseMaybeJson, request, utf8 } from "../agent/flows/request.ts";
 import { commonOptions, context, type CommonOptions } from "./common.ts";
@@ -108,8 +108,8 @@ function parseHeaders(list: readonly string[]): Record<string, string> {
     const name = h.slice(0, i).trim().toLowerCase();
     const value = h.slice(i + 1).trim();
     // RFC 9110 §5.1 (token) and §5.5 (field value: no CR, LF, NUL or other controls).
-    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) throw usageError(`--header "${oneLine(h.slice(0, i))}" is not a valid header name`);
-    if (/[^\t\x20-\x7e\x80-\xff]/.test(value)) throw usageError(`--header ${name}: the value may not contain line breaks, control or non-Latin-1 characters`);
+    if (!HEADER_NAME.test(name)) throw usageError(`--header "${oneLine(h.slice(0, i))}" is not a valid header name`);
+    if (!HEADER_VALUE.test(value)) throw usageError(`--header ${name}: the value may not contain line breaks, control or non-Latin-1 characters`);
     if (OWN_HEADERS.has(name)) throw usageError(`--header ${name} cannot be given: ath sends it (the saved ATH token / the agent id)`);
     headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
   }

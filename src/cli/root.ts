@@ -26,6 +26,7 @@ export const root = defineCommand({
     serve: () => import("./serve.ts").then((m) => m.default),
     templates: () => import("./templates.ts").then((m) => m.default),
     admin: () => import("./admin.ts").then((m) => m.default),
+    mcp: () => import("./mcp.ts").then((m) => m.default),
     completion: () => import("./completion.ts").then((m) => m.default),
   },
 });
@@ -47,7 +48,7 @@ export async function run(argv: string[], cmd: CommandDef = root): Promise<numbe
     json = formatOf(rest) === "json";
     if (hasHelp(rest)) {
       const help = await helpText(leaf, path, parents);
-      deps.stdout(json ? `${JSON.stringify({ command: path.join(" "), help: stripAnsi(help) })}\n` : `${help}\n`);
+      deps.stdout(json ? `${JSON.stringify(await helpDocument(leaf, path, stripAnsi(help)))}\n` : `${help}\n`);
       return EXIT.ok;
     }
     const leafArgs = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
@@ -136,6 +137,44 @@ async function helpText(leaf: CommandDef, path: string[], parents: CommandDef[])
   const examples = EXAMPLES[path.slice(1).join(" ") || "ath"] ?? [];
   const text = examples.length === 0 ? usageText : `${usageText}\n\nEXAMPLES\n\n${examples.map((e) => `  ${e}`).join("\n")}\n`;
   return getDeps().stdoutTTY ? text : stripAnsi(text);
+}
+
+/**
+ * `--help --format json`: the help text, and for programs the flags, the subcommands, the exit codes and the JSON
+ * Schema of what the command prints (and of the error document).
+ */
+async function helpDocument(leaf: CommandDef, path: string[], help: string): Promise<Record<string, unknown>> {
+  const args = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
+  const subs = (await resolve(leaf.subCommands)) ?? {};
+  const flags = Object.entries(args)
+    .filter(([, def]) => def.type !== "positional")
+    .map(([name, def]) => {
+      const alias = (def as { alias?: string | string[] }).alias;
+      return {
+        name: `--${name}`,
+        ...(alias === undefined ? {} : { aliases: (Array.isArray(alias) ? alias : [alias]).map((a) => (a.length === 1 ? `-${a}` : `--${a}`)) }),
+        type: def.type,
+        ...((def as { options?: string[] }).options ? { options: (def as { options: string[] }).options } : {}),
+        ...(def.default === undefined ? {} : { default: def.default }),
+        description: def.description ?? "",
+        global: (commonArgs as ArgsDef)[name] === def,
+      };
+    });
+  const positionals = Object.entries(args)
+    .filter(([, def]) => def.type === "positional")
+    .map(([name, def]) => ({ name, required: (def as { required?: boolean }).required !== false, description: def.description ?? "" }));
+  const { OUTPUT_SCHEMAS, ERROR_SCHEMA, jsonSchema } = await import("./output-schemas.ts");
+  const output = OUTPUT_SCHEMAS[path.slice(1).join(" ")];
+  return {
+    command: path.join(" "),
+    help,
+    positionals,
+    flags,
+    subcommands: Object.keys(subs),
+    exit_codes: { 0: "ok", 1: "failure (an upstream answer >= 400)", 2: "usage", 3: "not configured (no gateway, registration or token)", 4: "refused by the gateway", 5: "network (unreachable, timeout)" },
+    ...(output ? { output_schema: jsonSchema(output) } : {}),
+    error_schema: jsonSchema(ERROR_SCHEMA),
+  };
 }
 
 /** The global flags, described once (gh's "inherited flags"): each command shows those it takes. */

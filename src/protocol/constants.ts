@@ -50,6 +50,11 @@ export const HEADERS = {
   error: "x-ath-error",
 } as const;
 
+/** RFC 9110 §5.1: a header name is a token. */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** RFC 9110 §5.5: a field value has no CR, LF, NUL or other controls (and is Latin-1, as fetch sends it). */
+export const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 export const LIMITS = {
   /** Attestation clock skew: iat must be within ±5 min of now. */
   attestationSkewSeconds: 300,

@@ -59,6 +59,28 @@ describe("help and mistakes", () => {
   });
 });
 
+describe("--help --format json, for programs", () => {
+  test("describes the flags, the exit codes and, as JSON Schema, what the command prints — checked against a real answer", async () => {
+    const doc = (await ath(home.path, ["proxy", "--help", "--format", "json"])).json();
+    expect(doc.command).toBe("ath proxy");
+    expect(doc.positionals.map((p: { name: string }) => p.name)).toEqual(["provider", "method", "path"]);
+    expect(doc.flags).toContainEqual({ name: "--header", aliases: ["-H"], type: "string", description: expect.any(String), global: false });
+    expect(doc.flags).toContainEqual(expect.objectContaining({ name: "--format", type: "enum", options: ["text", "json"], default: "text", global: true }));
+    expect(Object.keys(doc.exit_codes)).toEqual(["0", "1", "2", "3", "4", "5"]);
+    expect(doc.output_schema.required).toEqual(["status", "headers", "body"]);
+
+    // the schema of `status` validates what `ath status --format json` really prints; the error schema an error
+    const Ajv = (await import("ajv/dist/2020.js")).default;
+    const ajv = new Ajv({ strict: false });
+    const statusDoc = (await ath(home.path, ["status", "--help", "--format", "json"])).json();
+    const status = (await ath(home.path, ["status", "--format", "json"])).json();
+    expect(ajv.validate(statusDoc.output_schema, status) ? [] : ajv.errors).toEqual([]);
+    const failed = await ath(home.path, ["proxy", "nope", "GET", "/x", "-g", "http://127.0.0.1:1", "--format", "json"]);
+    expect(failed.code).not.toBe(0);
+    expect(ajv.validate(doc.error_schema, failed.json()) ? [] : ajv.errors).toEqual([]);
+  });
+});
+
 describe("ath completion", () => {
   /** Loads the script in `shell` and asks it to complete `words` (the last one being completed). */
   async function complete(shell: "bash" | "zsh", words: string[]): Promise<string[]> {

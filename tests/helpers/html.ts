@@ -5,7 +5,7 @@ import { escapeHtml } from "../../src/gateway/pages/index.ts";
 /** Strings that would run script if a page did not escape them. */
 export const HOSTILE = [`<script>alert(1)</script>`, `"><img src=x onerror=alert(1)>`, `' onmouseover='alert(1)`];
 
-const OUR_TAGS = new Set(["!doctype", "html", "head", "meta", "title", "style", "body", "main", "p", "h1", "h2", "ul", "li", "span", "div", "dl", "dt", "dd", "form", "input", "button", "pre", "label", "b", "code", "time"]);
+const OUR_TAGS = new Set(["!doctype", "html", "head", "meta", "title", "style", "body", "main", "p", "h1", "h2", "ul", "li", "span", "div", "dl", "dt", "dd", "form", "input", "button", "pre", "label", "b", "strong", "code", "time"]);
 
 /** The payload appears only as escaped text: every tag in the page is one of ours and carries no event handler. */
 export function expectInert(html: string, payload: string) {

@@ -92,6 +92,13 @@ async function route(method: string, url: URL, body: string, record: RecordedReq
     const { authorization: _, ...headers } = record.headers;
     return Response.json({ method: record.method, path: record.path, query: record.query, headers, body });
   }
+  if (path === "/v1/bytes") {
+    // `size` bytes: a PNG-like binary (not UTF-8) with kind=binary, else ASCII text whose every 1,000th byte is "#"
+    const size = Number(url.searchParams.get("size") ?? "16");
+    const binary = url.searchParams.get("kind") === "binary";
+    const bytes = new Uint8Array(size).map((_, i) => (binary ? (i * 37 + 0x80) & 0xff : i % 1000 === 999 ? 0x23 : 0x61 + (i % 26)));
+    return new Response(bytes, { headers: { "content-type": binary ? "image/png" : "text/plain; charset=utf-8" } });
+  }
   if (path === "/v1/slow") {
     await Bun.sleep(Number(url.searchParams.get("ms") ?? "200"));
     return Response.json({ slow: true });

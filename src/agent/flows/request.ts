@@ -29,6 +29,8 @@ export interface RequestInput {
    * to read a refusal. Without it the whole body is read into `body`.
    */
   onChunk?: (chunk: Uint8Array) => void;
+  /** Without `onChunk`: the most bytes of the body to read (the rest is not downloaded, `truncated` is set); default all. */
+  keep?: number;
 }
 
 export interface RequestResult {
@@ -39,6 +41,8 @@ export interface RequestResult {
   status: number;
   headers: Headers;
   body: Uint8Array;
+  /** The body was longer than `keep` and is cut there. */
+  truncated: boolean;
   /** Set when ATH refused the call (the gateway's X-ATH-Error, or a native service's token refusal). */
   refusal?: { code: string; message: string };
 }
@@ -59,8 +63,9 @@ export async function request(input: RequestInput, agent: Agent): Promise<Reques
     { method, token: token.access_token, agentId: identity.agentId, headers: input.headers, ...(input.body === undefined ? {} : { body: input.body }) },
     agent.http,
   );
-  const { bytes } = await readBody({ method, url }, res, agent.http, input.onChunk === undefined ? { keep: Number.POSITIVE_INFINITY } : { keep: KEEP_BYTES, onChunk: input.onChunk });
-  const result: RequestResult = { provider, method, url, status: res.status, headers: res.headers, body: bytes };
+  const read = input.onChunk === undefined ? { keep: input.keep ?? Number.POSITIVE_INFINITY } : { keep: KEEP_BYTES, onChunk: input.onChunk };
+  const { bytes, truncated } = await readBody({ method, url }, res, agent.http, read);
+  const result: RequestResult = { provider, method, url, status: res.status, headers: res.headers, body: bytes, truncated: truncated && input.onChunk === undefined };
   const refused = res.status < 400 ? undefined : refusal(res, bytes, native !== undefined);
   return refused === undefined ? result : { ...result, refusal: refused };
 }

@@ -6,6 +6,7 @@
 import { readCredentials } from "../home.ts";
 import { reveal } from "../mask.ts";
 import { resolveBase, resolveGatewayName, type TargetOptions } from "../target.ts";
+import type { StatusDocument } from "../../protocol/mcp-tools.ts";
 import type { Agent } from "./agent.ts";
 
 export interface StatusInput {
@@ -14,24 +15,8 @@ export interface StatusInput {
   showSecrets: boolean;
 }
 
-export interface Status {
-  home: string;
-  default_gateway: string | null;
-  gateways: Record<string, string>;
-  /** The identity as far as it can be known: a key that cannot be used is reported (`key_error`), not fatal. */
-  identity: { agent_id: string | null; key_path: string; key_exists: boolean; key_error?: string };
-  registrations: {
-    gateway: string;
-    agent_id: string;
-    client_id: string;
-    client_secret: string;
-    agent_status: string;
-    approval_expires: string;
-    approved_providers: { provider_id: string; approved_scopes: string[]; denied_scopes: string[]; denial_reason?: string }[];
-    tokens: { provider_id: string; access_token: string; effective_scopes: string[]; expires_at: string; seconds_left: number; expired: boolean }[];
-    pending: { ath_session_id: string; provider_id: string; scopes: string[]; created_at: string }[];
-  }[];
-}
+/** The document `status` returns; its schema is in protocol/mcp-tools.ts (the `ath_status` tool declares it). */
+export type Status = StatusDocument;
 
 /** What the home holds, as one document (the JSON of `ath status`). */
 export async function status(input: StatusInput, agent: Agent): Promise<Status> {

@@ -33,7 +33,7 @@ export function renderConsentPage(v: ConsentView): string {
     ? `<dt>Purpose</dt><dd>${escapeHtml(v.agent.purpose)}</dd>`
     : `<dt>Purpose</dt><dd class="hint">none given</dd>`;
   const body = `<h1>An agent wants access to your ${provider} account</h1>
-<p class="lead">If you approve, ${provider} will ask you to sign in and confirm. The agent gets only the access listed here, through the gateway at <b>${escapeHtml(v.gatewayHost)}</b>.</p>
+<p class="lead">If you approve, ${provider} will ask you to sign in and confirm. The agent gets only the access listed here, through the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong>.</p>
 <h2>Access requested</h2>
 <ul class="scopes">
 ${scopes || '<li><span class="scope-desc">No scopes</span></li>'}

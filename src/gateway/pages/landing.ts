@@ -13,7 +13,7 @@ export interface LandingView {
 export function renderLandingPage(v: LandingView): string {
   const providers = v.providers.map((p) => `<li><span class="scope-name">${escapeHtml(p.id)}</span><span class="scope-desc">${escapeHtml(p.displayName)}</span></li>`).join("\n");
   const what = v.appId
-    ? `This is the ATH endpoint of the app <b>${escapeHtml(v.appId)}</b>: agents reach its API on a person's behalf, after the person approves, without ever holding the person's password or token.`
+    ? `This is the ATH endpoint of the app <strong>${escapeHtml(v.appId)}</strong>: agents reach its API on a person's behalf, after the person approves, without ever holding the person's password or token.`
     : "This is an ATH gateway: software agents call OAuth-protected APIs through it on people's behalf, after each person approves in their browser — without ever holding their passwords or the providers' tokens.";
   const body = `<h1>ath gateway at ${escapeHtml(v.host)}</h1>
 <p class="lead">${what}</p>

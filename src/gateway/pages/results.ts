@@ -33,7 +33,7 @@ ${v.scopes.map((s) => `<li><span class="scope-name">${escapeHtml(s)}</span></li>
 <pre>${escapeHtml(v.command)}</pre>
 <p class="expiry">The code works once and ${expiryHtml(v.expiresAt, v.now)}. Keep it private; you can close this tab afterwards.</p>
 <p class="hint">To take this access back later: the agent's owner runs <code>ath revoke --provider …</code>, or the operator of
-the gateway at <b>${escapeHtml(v.gatewayHost)}</b> revokes it in its admin console. Revoking at ${escapeHtml(v.providerName)} itself works too.</p>`;
+the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong> revokes it in its admin console. Revoking at ${escapeHtml(v.providerName)} itself works too.</p>`;
   return renderPage({ title: "Access approved", body, brand: `ath gateway · ${v.gatewayHost}` });
 }
 

@@ -84,6 +84,18 @@ describe("which modules a command loads", () => {
     }
   });
 
+  test("only ath mcp loads the MCP SDK: no other command, nor its own --help, carries it", async () => {
+    const sdk = (loaded: string[]) => loaded.filter((f) => f.startsWith("node_modules/@modelcontextprotocol/"));
+    for (const argv of [["--version"], ["--help"], ["mcp", "--help"], ["status", "--format", "json"], ["proxy", "-g", "http://127.0.0.1:9", "github", "GET", "/"]]) {
+      expect({ argv, sdk: sdk((await run(argv)).loaded) }).toEqual({ argv, sdk: [] });
+    }
+    // stdin is closed at once: the server starts, sees the end of its input and stops
+    const mcp = await run(["mcp", "-g", "http://127.0.0.1:9"]);
+    expect(sdk(mcp.loaded)).toContain("node_modules/@modelcontextprotocol/sdk/dist/esm/server/mcp.js");
+    expect(mcp.loaded.filter((f) => f.startsWith("src/gateway/") || f.startsWith("src/store/"))).toEqual([]);
+    expect(mcp.stdout).toBe("");
+  });
+
   test("ath serve does load them (the hook sees what it should)", async () => {
     const loaded = await loads(["serve", "--port", "0", "--providers", join(dir, "missing.json")]);
     expect(loaded.filter((f) => f.startsWith("src/gateway/")).length).toBeGreaterThan(0);

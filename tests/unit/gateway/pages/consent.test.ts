@@ -33,7 +33,7 @@ describe("consent page", () => {
   test("names the gateway (its host) in the header and the lead; the agent id and the expiry time never wrap mid-token", () => {
     const html = renderConsentPage(view());
     expect(html).toContain('<p class="brand">ath gateway · gw.example:8443</p>');
-    expect(html).toContain("through the gateway at <b>gw.example:8443</b>");
+    expect(html).toContain("through the gateway at <strong>gw.example:8443</strong>");
     expect(html).toContain('<code class="id">https://agent.example/a</code>');
     expect(html).toMatch(/<time class="nowrap" datetime="2025-06-01T14:09:30.000Z">2025-06-01 14:09 UTC<\/time>/);
     for (const h of HOSTILE) expectInert(renderConsentPage(view({ gatewayHost: h })), h);

@@ -26,7 +26,7 @@ describe("result and error pages", () => {
     expect(html).toContain('<span class="scope-name">notes:read</span>');
     expectInert(html, "<script>");
     expect(html).toContain("ath revoke --provider");
-    expect(html).toContain("the gateway at <b>gw.example</b> revokes it in its admin console");
+    expect(html).toContain("the gateway at <strong>gw.example</strong> revokes it in its admin console");
   });
 
   test("the denied page says access was denied and the agent will be told", () => {

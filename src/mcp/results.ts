@@ -1,0 +1,60 @@
+/**
+ * What a tool answers: a result with `structuredContent` and a short text summary, or a tool error (`isError:
+ * true`) carrying the code — an ATH error code when the gateway refused, else the agent side's own (NO_TOKEN,
+ * NETWORK_ERROR…). A failure is always a result, never a thrown error: nothing a tool does may end the server.
+ */
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+
+/** The `_meta` key of a tool error's machine-readable form: `{code, message, status?, details?}`. */
+export const ERROR_META = "ath/error";
+
+/** A successful result: `structured` for programs, `summary` for the model and the person. */
+export function ok(structured: object, summary: string): CallToolResult {
+  return { structuredContent: structured as Record<string, unknown>, content: [{ type: "text", text: summary }] };
+}
+
+/**
+ * A tool error from anything a flow throws: ClientErrors keep their code, status and details; anything else (a
+ * bug) is `ERROR` with its message. The text names the next tool to call when there is one.
+ */
+export function failed(e: unknown, tool?: { provider?: string }): CallToolResult {
+  const err = e as { name?: string; code?: unknown; message?: string; status?: number; details?: unknown };
+  const known = err?.name === "ClientError" || err?.name === "AthError";
+  const code = known && typeof err.code === "string" ? err.code : "ERROR";
+  const message = String(err?.message ?? e);
+  const next = NEXT[code]?.(tool?.provider ?? "<id>");
+  const error = {
+    code,
+    message,
+    ...(known && err.status !== undefined ? { status: err.status } : {}),
+    ...(known && err.details !== undefined ? { details: err.details } : {}),
+  };
+  return {
+    isError: true,
+    content: [{ type: "text", text: `${code}: ${message}${next === undefined ? "" : `\nNext: ${next}`}` }],
+    _meta: { [ERROR_META]: error },
+  };
+}
+
+// internal
+
+const reauthorize = (p: string) => `call ath_authorize {"provider":"${p}"} for a new token`;
+
+/** The next step after a failure, in the tools' terms (the flows' own messages name the CLI commands). */
+const NEXT: Record<string, (provider: string) => string> = {
+  NO_GATEWAY: () => "start the server with `ath mcp -g <gateway url>`, or run `ath config set-gateway <name> <url>`",
+  NOT_REGISTERED: reauthorize,
+  NO_TOKEN: reauthorize,
+  TOKEN_EXPIRED: reauthorize,
+  TOKEN_REVOKED: reauthorize,
+  TOKEN_INVALID: reauthorize,
+  NO_PENDING_SESSION: reauthorize,
+  AUTHORIZATION_TIMEOUT: reauthorize,
+  SESSION_EXPIRED: reauthorize,
+  SESSION_NOT_FOUND: reauthorize,
+  AGENT_UNAPPROVED: () => "the gateway's admin must approve this agent (ath_status shows its agent_id and client_id); then call ath_authorize again",
+  PROVIDER_NOT_APPROVED: (p) => `this agent's registration does not cover ${p}; the gateway's admin can approve it`,
+  RATE_LIMITED: () => "the gateway is limiting requests: wait, then try again",
+  NETWORK_ERROR: () => "the gateway is unreachable: try again once it is back",
+  TIMEOUT: () => "the gateway did not answer in time: try again",
+};
