@@ -90,10 +90,10 @@ function hash(i: number): string {
 function fillSqlite(path: string, count: number): void {
   const db = new Database(path);
   db.run("INSERT INTO agents (client_id, client_secret_hash, agent_id, developer, status, approvals, approval_expires, created_at) VALUES ('ath_bench', 'x', 'bench', '{}', 'approved', '[]', ?, ?)", [NOW + 1e9, NOW]);
-  const insert = db.prepare("INSERT INTO tokens (token_hash, client_id, agent_id, user_id, provider_id, scopes, grant_id, created_at, expires_at, revoked_at) VALUES (?, 'ath_bench', 'bench', 'u', 'p', '[]', NULL, ?, ?, NULL)");
+  const insert = db.prepare("INSERT INTO tokens (token_hash, token_id, client_id, agent_id, user_id, provider_id, scopes, grant_id, created_at, expires_at, revoked_at) VALUES (?, ?, 'ath_bench', 'bench', 'u', 'p', '[]', NULL, ?, ?, NULL)");
   const agent = db.prepare("INSERT INTO agents (client_id, client_secret_hash, agent_id, developer, status, approvals, approval_expires, created_at) VALUES (?, 'x', ?, '{}', ?, ?, ?, ?)");
   db.transaction(() => {
-    for (let i = 0; i < count; i++) insert.run(hash(i), NOW, i % 2 === 1 ? NOW - 2 * RETAIN_MS : NOW + 3_600_000);
+    for (let i = 0; i < count; i++) insert.run(hash(i), `ath_tkid_bench${i}`, NOW, i % 2 === 1 ? NOW - 2 * RETAIN_MS : NOW + 3_600_000);
     for (let i = 0; i < agents; i++) agent.run(...agentRow(i));
   })();
   db.close();
@@ -105,7 +105,7 @@ async function fillPostgres(sql: SQL, count: number): Promise<void> {
   for (let start = 0; start < count; start += 5_000) {
     const rows = Array.from({ length: Math.min(5_000, count - start) }, (_, k) => {
       const i = start + k;
-      return { token_hash: hash(i), client_id: "ath_bench", agent_id: "bench", user_id: "u", provider_id: "p", scopes: "[]", created_at: NOW, expires_at: i % 2 === 1 ? NOW - 2 * RETAIN_MS : NOW + 3_600_000 };
+      return { token_hash: hash(i), token_id: `ath_tkid_bench${i}`, client_id: "ath_bench", agent_id: "bench", user_id: "u", provider_id: "p", scopes: "[]", created_at: NOW, expires_at: i % 2 === 1 ? NOW - 2 * RETAIN_MS : NOW + 3_600_000 };
     });
     await sql`INSERT INTO tokens ${sql(rows)}`;
   }
