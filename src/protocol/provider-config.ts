@@ -4,8 +4,18 @@
  * optional and its default is what a spec-perfect provider needs, so an entry without them behaves as before.
  */
 import { z } from "zod";
+import { LIMITS } from "./constants.ts";
 import { httpUrl } from "./schemas.ts";
 import { didYouMean } from "./suggest.ts";
+
+/** A `scope_rules` entry: "METHOD /path/glob", bounded in length and in `**` segments (DESIGN §14). */
+const scopeRule = z
+  .string()
+  .max(LIMITS.scopeRuleMaxChars, `a scope rule is at most ${LIMITS.scopeRuleMaxChars} characters`)
+  .regex(/^[A-Z*]+ \/\S*$/, "expected \"METHOD /path\"")
+  .refine((rule) => rule.split("/").filter((s) => s === "**").length <= LIMITS.scopeRuleMaxGlobstars, {
+    message: `a scope rule holds at most ${LIMITS.scopeRuleMaxGlobstars} "**" segments`,
+  });
 
 /** A dot path into a JSON object (`authed_user`, `owner.user.id`, `data.viewer.id`). */
 const jsonPath = z.string().regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, "expected a dot path such as owner.user.id");
@@ -44,7 +54,7 @@ export const ProviderConfig = z
     client_secret: z.string().max(4096),
     // optional extensions
     /** Per scope, the requests it allows: `"METHOD /path/glob"`, `*` one segment, `**` any rest. */
-    scope_rules: z.record(z.string(), z.array(z.string().regex(/^[A-Z*]+ \/\S*$/, "expected \"METHOD /path\""))).optional(),
+    scope_rules: z.record(z.string(), z.array(scopeRule)).optional(),
     /** Human descriptions of scopes, shown on the consent page. */
     scope_descriptions: z.record(z.string(), z.string().max(500)).optional(),
     categories: z.array(z.string()).optional(),
