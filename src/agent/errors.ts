@@ -8,7 +8,7 @@ import type { ErrorDetails } from "../protocol/errors.ts";
  * - `usage`: a bad flag or value (exit 2)
  * - `config`: no gateway, not registered, no or expired token (exit 3)
  * - `refused`: the gateway answered with an ATH error body (exit 4)
- * - `network`: refused, timeout, DNS (exit 5)
+ * - `network`: refused, timeout, DNS, or the gateway answering 503 SERVICE_UNAVAILABLE (exit 5)
  * - `failure`: anything else, including an upstream answer ≥ 400 (exit 1)
  */
 export type ErrorKind = "usage" | "config" | "refused" | "network" | "failure";
@@ -39,6 +39,15 @@ export class ClientError extends Error {
     this.reported = options.reported ?? false;
     this.multiline = options.multiline ?? false;
   }
+}
+
+/**
+ * The kind of an ATH error the gateway answered with: a refusal (exit 4) — except SERVICE_UNAVAILABLE, where the
+ * gateway is up but cannot record anything (its store fails): nothing was refused and nothing happened, so like an
+ * unreachable gateway it is `network` (exit 5: try again later, keep what is saved).
+ */
+export function athErrorKind(code: string): ErrorKind {
+  return code === "SERVICE_UNAVAILABLE" ? "network" : "refused";
 }
 
 /** A usage error (exit 2). */

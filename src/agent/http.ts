@@ -6,7 +6,7 @@
  */
 import type { z } from "zod";
 import { ATHError, formatIssues } from "../protocol/lean.ts";
-import { ClientError, oneLine } from "./errors.ts";
+import { athErrorKind, ClientError, oneLine } from "./errors.ts";
 
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -102,7 +102,7 @@ export function httpError(req: Pick<HttpRequest, "method" | "url">, status: numb
   const ath = ATHError.safeParse(body);
   if (ath.success) {
     const { code, message, details } = ath.data;
-    return new ClientError("refused", code, `${label(req)}: ${status} ${code} — ${oneLine(message)}`, {
+    return new ClientError(athErrorKind(code), code, `${label(req)}: ${status} ${code} — ${oneLine(message)}`, {
       status,
       ...(details === undefined ? {} : { details }),
     });

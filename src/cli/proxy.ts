@@ -19,7 +19,7 @@ import { HEADERS } from "../protocol/constants.ts";
 import { spinner } from "./spinner.ts";
 import { commonOptions, context, type CommonOptions } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
-import { ClientError, oneLine, usageError } from "./errors.ts";
+import { athErrorKind, ClientError, oneLine, usageError } from "./errors.ts";
 import { allValues, commonArgs, defineCommand } from "./flags.ts";
 
 export interface ProxyOptions extends CommonOptions {
@@ -97,7 +97,7 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
   if (r.refusal !== undefined) {
     const { code, message } = r.refusal;
     const again = code.startsWith("TOKEN_") ? `: run \`ath authorize -g ${target.base} --provider ${r.provider}\`` : "";
-    throw new ClientError("refused", code, `${method} ${r.url}: ${r.status} ${oneLine(code)} — ${oneLine(message)}${again}`, { status: r.status, reported: true });
+    throw new ClientError(athErrorKind(code), code, `${method} ${r.url}: ${r.status} ${oneLine(code)} — ${oneLine(message)}${again}`, { status: r.status, reported: true });
   }
   throw new ClientError("failure", "UPSTREAM_ERROR", `HTTP ${r.status}`, { status: r.status, reported: true });
 }

@@ -20,6 +20,7 @@ export default defineCommand({
       if (e instanceof OptionsError) throw usageError(e.message);
       throw e;
     }
+    sizeFetchPool();
     const [{ runServer }, { ConfigError }, { createLogger }] = await Promise.all([
       import("../gateway/serve.ts"),
       import("../gateway/providers/file.ts"),
@@ -36,3 +37,23 @@ export default defineCommand({
     }
   },
 });
+
+/**
+ * Bun's `fetch` shares one process-wide pool of connections — 256 unless BUN_CONFIG_MAX_HTTP_REQUESTS says otherwise,
+ * read once at process start — so one provider that never answers would hold all 256 and starve every other outbound
+ * call, whatever the per-provider cap (DESIGN §14; measured). `ath serve` therefore re-executes itself once, in place
+ * (execve: same pid, same stdio, same signals), with the pool at Bun's maximum; the per-provider cap
+ * (--upstream-concurrency, default 256) and the identity-document pool are then what bound outbound calls. An
+ * operator's own BUN_CONFIG_MAX_HTTP_REQUESTS is kept as given.
+ */
+function sizeFetchPool(): void {
+  const execve = (process as { execve?: (file: string, args: string[], env: Record<string, string | undefined>) => never }).execve;
+  if (process.env.BUN_CONFIG_MAX_HTTP_REQUESTS !== undefined || typeof execve !== "function" || process.platform === "win32") return;
+  // A compiled binary sees argv [bun, /$bunfs/root/<name>, …args]; the OS started it as [path, …args].
+  const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/");
+  const args = compiled ? [process.execPath, ...process.argv.slice(2)] : [process.execPath, ...process.argv.slice(1)];
+  execve(process.execPath, args, { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: String(FETCH_POOL_SIZE) });
+}
+
+/** Bun's largest fetch pool. */
+const FETCH_POOL_SIZE = 65_336;

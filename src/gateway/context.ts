@@ -25,6 +25,11 @@ export interface GatewayOptions {
   strictScopes: boolean;
   /** How long the proxy waits for upstream response headers. */
   upstreamTimeoutMs: number;
+  /**
+   * Proxied requests waiting on one provider's API at once; one more is refused at once with 502
+   * UPSTREAM_UNAVAILABLE (reason upstream_concurrency), so a hanging provider cannot hold every outbound connection.
+   */
+  upstreamConcurrency: number;
   /** SHA-256 of the admin token. */
   adminTokenHash: string;
   /** SHA-256 of the introspection token, if one was configured. */
@@ -74,6 +79,11 @@ export interface Gateway {
   auditLog: AuditQueue;
   metrics: Metrics;
   limiter: Limiter;
+  /**
+   * Lets a request outlive the listener's 10 s idle timeout (DESIGN §14), for work that legitimately waits: set by
+   * `ath serve` (Bun's `server.timeout`); absent in process, where there is no socket.
+   */
+  extendTimeout?: (req: Request, seconds: number) => void;
   /** Routes `/demo/…` when `ath serve --demo` is on. */
   demo?: { fetch(req: Request): Promise<Response> };
 }

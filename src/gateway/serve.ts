@@ -5,6 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { AthError } from "../protocol/index.ts";
 import { openStore } from "../store/index.ts";
 import { createGateway, type App } from "./app.ts";
 import type { Logger } from "./context.ts";
@@ -42,20 +43,24 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
   }
   const store = await openStoreNamingFlag(o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`, o.db !== undefined);
   const masterKey = loadOrCreateMasterKey(o.dataDir, o.masterKey);
-  // Requests that arrive before the gateway is configured wait for it (a port of 0 is known only once bound).
+  // Requests that arrive before the gateway is configured — its providers file in the store — wait for it, so nothing
+  // is answered before (a port of 0 is known only once bound, and the base URL may need it).
   let app: App | undefined;
   let configured: (a: App) => void = () => undefined;
   const ready = new Promise<App>((resolve) => (configured = resolve));
+  const perIp = inFlightPerIp(o.maxConnectionsPerIp);
   const server = listen({
     hostname: o.host,
     port: o.port,
-    // Bun's idle timeout (max 255 s) must outlast slow upstreams and streamed bodies.
-    idleTimeout: 255,
+    // DESIGN §14: a request must be answered (or its body arrive) within 10 s of inactivity — a slow client cannot
+    // hold a connection; an authenticated proxied request extends its own (gateway.extendTimeout). Bun's parser
+    // gives request headers about 10 s to arrive, bytes trickling or not (tests/faults/isolation.test.ts).
+    idleTimeout: IDLE_TIMEOUT_S,
     ...(o.tls ? { tls: { cert: Bun.file(o.tls.cert), key: Bun.file(o.tls.key) } } : {}),
-    // The peer's address rides along for what is limited per client (the admin console's sign-in).
+    // The peer's address rides along for what is limited per client (the admin console's sign-in, requests in flight).
     fetch: (req, srv) => {
       const peer = srv.requestIP(req)?.address;
-      return app ? app.fetch(req, peer) : ready.then((a) => a.fetch(req, peer));
+      return perIp(peer ?? "", () => (app ? app.fetch(req, peer) : ready.then((a) => a.fetch(req, peer))));
     },
     // Only reached if the pipeline's own boundary failed; same exposure rule.
     error: (err) => errorResponse(err, (msg, e) => meta.log.error(msg, e)),
@@ -81,6 +86,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         rateLimits: o.rateLimits,
         maxBody: o.maxBody,
         maxProxyBody: o.maxProxyBody,
+        upstreamConcurrency: o.upstreamConcurrency,
         providers,
         ...(o.adminToken ? { adminToken: o.adminToken } : {}),
         ...(o.introspectionToken ? { introspectionToken: o.introspectionToken } : {}),
@@ -94,6 +100,13 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     await store.close();
     throw err;
   }
+  app.gateway.extendTimeout = (req, seconds) => {
+    try {
+      server.timeout(req, seconds);
+    } catch {
+      // a request the pipeline rebuilt (HTTP/1.0 without Host) is not the server's: it keeps the default
+    }
+  };
   configured(app);
   const stopSweeper = startSweeper(app.gateway, {
     intervalMs: o.sweepIntervalMs,
@@ -140,6 +153,34 @@ export async function runServer(o: ServeOptions, meta: { version: string; log: L
 }
 
 // internal
+
+const IDLE_TIMEOUT_S = 10;
+
+/**
+ * At most `max` requests in flight per peer address (DESIGN §14): Bun exposes no per-connection hook, so requests are
+ * counted from arrival until their handler answered; one more is 429 RATE_LIMITED at once. The address is the
+ * socket's peer — X-Forwarded-For is not known to be trustworthy here.
+ */
+function inFlightPerIp(max: number) {
+  const counts = new Map<string, number>();
+  return async (ip: string, handle: () => Promise<Response>): Promise<Response> => {
+    const n = counts.get(ip) ?? 0;
+    if (n >= max) {
+      const refused = new AthError("RATE_LIMITED", `Too many requests in flight from this address (at most ${max})`, { reason: "max_connections_per_ip" }, {
+        headers: { "retry-after": "1", connection: "close" },
+      });
+      return errorResponse(refused, () => undefined);
+    }
+    counts.set(ip, n + 1);
+    try {
+      return await handle();
+    } finally {
+      const left = (counts.get(ip) ?? 1) - 1;
+      if (left <= 0) counts.delete(ip);
+      else counts.set(ip, left);
+    }
+  };
+}
 
 /** Native mode fronts exactly one app: the one provider of --providers, or the sandbox of --demo (DESIGN §7). */
 function requireOneApp(o: ServeOptions, inFile: number): void {

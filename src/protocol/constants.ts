@@ -81,4 +81,8 @@ export const LIMITS = {
   maxBodyBytes: 64 * 1024,
   /** An upstream token within this margin of expiry counts as expired (DESIGN §8). */
   refreshMarginSeconds: 30,
+  /** A `scope_rules` entry ("METHOD /path/glob") is at most this long… */
+  scopeRuleMaxChars: 512,
+  /** …and holds at most this many `**` segments (DESIGN §14: bounded patterns, linear-time matching). */
+  scopeRuleMaxGlobstars: 8,
 } as const;

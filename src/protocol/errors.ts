@@ -36,6 +36,7 @@ export const ERRORS = {
   UPSTREAM_UNAVAILABLE: { status: 502, message: "The provider API could not be reached" },
   UPSTREAM_TIMEOUT: { status: 504, message: "The provider API did not answer in time" },
   NOT_READY: { status: 503, message: "The gateway cannot serve requests: its store does not answer" },
+  SERVICE_UNAVAILABLE: { status: 503, message: "The gateway cannot record this right now; nothing was changed — retry shortly" },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -4,8 +4,18 @@
  * optional and its default is what a spec-perfect provider needs, so an entry without them behaves as before.
  */
 import { z } from "zod";
+import { LIMITS } from "./constants.ts";
 import { httpUrl } from "./schemas.ts";
 import { didYouMean } from "./suggest.ts";
+
+/** A `scope_rules` entry: "METHOD /path/glob", bounded in length and in `**` segments (DESIGN §14). */
+const scopeRule = z
+  .string()
+  .max(LIMITS.scopeRuleMaxChars, `a scope rule is at most ${LIMITS.scopeRuleMaxChars} characters`)
+  .regex(/^[A-Z*]+ \/\S*$/, "expected \"METHOD /path\"")
+  .refine((rule) => rule.split("/").filter((s) => s === "**").length <= LIMITS.scopeRuleMaxGlobstars, {
+    message: `a scope rule holds at most ${LIMITS.scopeRuleMaxGlobstars} "**" segments`,
+  });
 
 /** A dot path into a JSON object (`authed_user`, `owner.user.id`, `data.viewer.id`). */
 const jsonPath = z.string().regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, "expected a dot path such as owner.user.id");
@@ -27,15 +37,14 @@ const apiHeaderName = z
   });
 const apiHeaderValue = z.string().max(1024).regex(/^[\x20-\x7e\t]*$/, "expected a printable header value without line breaks");
 
-/** `"METHOD /path/glob"` — the grammar of scope_rules (DESIGN §3), shared by approval_rules (§15). */
-export const RequestRule = z.string().regex(/^[A-Z*]+ \/\S*$/, "expected \"METHOD /path\"");
 
 /**
  * One approval rule (DESIGN §15): a request matching one of `match` waits for a person — the user who granted the
  * token (`user`) or an admin — who approves that exact request within `ttl` seconds (default 300).
  */
 export const ApprovalRule = z.strictObject({
-  match: z.array(RequestRule).min(1).max(100),
+  // the grammar, bounds and matcher of scope_rules
+  match: z.array(scopeRule).min(1).max(100),
   approver: z.enum(["user", "admin"]).default("user"),
   ttl: z.number().int().min(10).max(7 * 24 * 3600).default(300),
 });
@@ -59,7 +68,7 @@ export const ProviderConfig = z
     client_secret: z.string().max(4096),
     // optional extensions
     /** Per scope, the requests it allows: `"METHOD /path/glob"`, `*` one segment, `**` any rest. */
-    scope_rules: z.record(z.string(), z.array(RequestRule)).optional(),
+    scope_rules: z.record(z.string(), z.array(scopeRule)).optional(),
     /** Requests a person must approve one by one (DESIGN §15), checked after scope_rules. */
     approval_rules: ApprovalRules.optional(),
     /** Human descriptions of scopes, shown on the consent page. */

@@ -94,7 +94,10 @@ export async function cachedStore(inner: Store, o: CacheOptions = {}): Promise<C
     return value;
   }
 
-  const store = wrapWrites(inner, changed);
+  // A write that failed may still have committed (PostgreSQL gone between COMMIT and its answer): what it touched is
+  // dropped from this cache anyway, so the next read asks the database rather than trust a copy (DESIGN §14).
+  const forget = (keys: ChangeKey[]) => keys.forEach(invalidate);
+  const store = wrapWrites(inner, changed, forget);
   return Object.assign(store, {
     cacheStats: stats,
     getToken: (hash: string) =>
@@ -108,12 +111,19 @@ export async function cachedStore(inner: Store, o: CacheOptions = {}): Promise<C
     getProvider: (id: string) => read(providers, id, () => inner.getProvider(id)),
     transaction: <T>(fn: (tx: Store) => Promise<T>) => {
       const written: ChangeKey[] = [];
+      const note = (keys: ChangeKey[]) => void written.push(...keys);
       return inner
-        .transaction((tx) => fn(wrapWrites(tx, async (keys) => void written.push(...keys))))
-        .then(async (result) => {
-          await changed(written);
-          return result;
-        });
+        .transaction((tx) => fn(wrapWrites(tx, async (keys) => note(keys), note)))
+        .then(
+          async (result) => {
+            await changed(written);
+            return result;
+          },
+          (err: unknown) => {
+            forget(written);
+            throw err;
+          },
+        );
     },
     close: async () => {
       await stop();
@@ -148,7 +158,7 @@ const RESULT_WRITES: Record<string, (result: never) => ChangeKey[]> = {
 
 /** Methods that change nothing cached. */
 const NEUTRAL = new Set([
-  "kind", "getMeta", "setMeta", "getProvider", "listProviders", "createAgent", "getAgentByClientId", "getAgentByAgentId",
+  "kind", "getMeta", "setMeta", "getProvider", "listProviders", "createAgent", "getAgentByClientId", "getAgentByAgentId", "lockAgent",
   "listAgents", "recordJti", "createSession", "getSession", "getSessionByHandle", "getSessionByUpstreamState",
   "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "listTokens", "countTokens", "createConsoleSession", "getConsoleSession",
   "deleteConsoleSession", "createGrant",
@@ -161,23 +171,36 @@ const NEUTRAL = new Set([
  * `inner` with each write reporting the keys it touched once it resolved; an unknown method reports "everything".
  * A transaction started from it hands its function a store wrapped the same way, so nothing written escapes.
  */
-function wrapWrites(inner: Store, changed: (keys: ChangeKey[]) => Promise<void>): Store {
+function wrapWrites(inner: Store, changed: (keys: ChangeKey[]) => Promise<void>, forget: (keys: ChangeKey[]) => void): Store {
   const out: Record<string, unknown> = {};
   for (const name of methodNames(inner)) {
     const fn = (inner as unknown as Record<string, (...a: unknown[]) => unknown>)[name]!;
     const keys = WRITES[name];
     const resultKeys = RESULT_WRITES[name];
     if (name === "transaction") {
-      out[name] = <T>(f: (tx: Store) => Promise<T>) => inner.transaction((tx) => f(wrapWrites(tx, changed)));
+      out[name] = <T>(f: (tx: Store) => Promise<T>) => inner.transaction((tx) => f(wrapWrites(tx, changed, forget)));
     } else if (keys) {
       out[name] = async (...args: unknown[]) => {
-        const result = await fn.apply(inner, args);
-        await changed((keys as (...a: unknown[]) => ChangeKey[])(...args));
+        const touched = (keys as (...a: unknown[]) => ChangeKey[])(...args);
+        let result: unknown;
+        try {
+          result = await fn.apply(inner, args);
+        } catch (err) {
+          forget(touched);
+          throw err;
+        }
+        await changed(touched);
         return result;
       };
     } else if (resultKeys) {
       out[name] = async (...args: unknown[]) => {
-        const result = await fn.apply(inner, args);
+        let result: unknown;
+        try {
+          result = await fn.apply(inner, args);
+        } catch (err) {
+          forget(["*"]); // which rows it may have changed is not known
+          throw err;
+        }
         await changed((resultKeys as (r: unknown) => ChangeKey[])(result));
         return result;
       };
@@ -187,6 +210,9 @@ function wrapWrites(inner: Store, changed: (keys: ChangeKey[]) => Promise<void>)
       out[name] = async (...args: unknown[]) => {
         try {
           return await fn.apply(inner, args);
+        } catch (err) {
+          forget(["*"]);
+          throw err;
         } finally {
           await changed(["*"]);
         }

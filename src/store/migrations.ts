@@ -143,7 +143,12 @@ CREATE INDEX console_sessions_expires ON console_sessions (expires_at);`,
   PRIMARY KEY (rkey, window_start)
 );
 CREATE INDEX rate_leases_expires ON rate_leases (expires_at);`,
-    // 6: per-request approvals (DESIGN §15), and an agent's own approval rules
+    // 6: the sweeper deletes agents that never got an approved scope, by age (DESIGN §14): a partial index holds only
+    // those, so a sweep never walks the approved ones (its predicate is UNSCOPED_AGENT in sql/sweep.ts, verbatim)
+    // — and deleting an agent cascades to its sessions, found by client_id
+    `CREATE INDEX agents_unscoped ON agents (created_at) WHERE status <> 'pending' AND approvals NOT LIKE '%"approved_scopes":["%';
+CREATE INDEX sessions_client ON sessions (client_id);`,
+    // 7: per-request approvals (DESIGN §15), and an agent's own approval rules
     `CREATE TABLE approvals (
   approval_id TEXT PRIMARY KEY,
   client_id TEXT NOT NULL,

@@ -4,6 +4,7 @@
  * RETURNING` — so it holds across connections and across `ath serve` instances; a decision that spans statements runs
  * in `transaction`. Drivers (sqlite.ts, postgres.ts) only run it.
  */
+import { storeFailure } from "./errors.ts";
 import { agentQueries } from "./sql/agents.ts";
 import { approvalQueries } from "./sql/approvals.ts";
 import { auditQueries } from "./sql/audit.ts";
@@ -20,7 +21,8 @@ import type { Store } from "./types.ts";
 
 export type { Driver } from "./sql/driver.ts";
 
-export function sqlStore(db: Driver, inTransaction = false): Store {
+export function sqlStore(driver: Driver, inTransaction = false): Store {
+  const db = inTransaction ? driver : guarded(driver);
   return {
     kind: db.kind,
     ...metaQueries(db),
@@ -39,4 +41,40 @@ export function sqlStore(db: Driver, inTransaction = false): Store {
     changes: () => db.changes(),
     close: () => db.close(),
   };
+}
+
+/**
+ * The driver with every failure of the database turned into StoreUnavailableError — statements, BEGIN/COMMIT, the
+ * change feed's NOTIFY — while an error the decision itself throws inside a transaction passes through unchanged.
+ */
+function guarded(db: Driver): Driver {
+  const g: Driver = {
+    kind: db.kind,
+    all: (sql, params) => db.all(sql, params).catch((err) => Promise.reject(storeFailure(err))),
+    run: (sql, params) => db.run(sql, params).catch((err) => Promise.reject(storeFailure(err))),
+    async transaction(fn) {
+      let own: { err: unknown } | undefined;
+      try {
+        return await db.transaction(async (tx) => {
+          try {
+            return await fn(guarded(tx));
+          } catch (err) {
+            own = { err };
+            throw err;
+          }
+        });
+      } catch (err) {
+        throw own !== undefined && own.err === err ? err : storeFailure(err);
+      }
+    },
+    changes() {
+      const feed = db.changes();
+      return {
+        publish: (keys) => feed.publish(keys).catch((err) => Promise.reject(storeFailure(err))),
+        subscribe: (onChange, onTrust) => feed.subscribe(onChange, onTrust),
+      };
+    },
+    close: () => db.close(),
+  };
+  return g;
 }

@@ -189,6 +189,8 @@ export interface SweepResult {
   jti: number;
   tokens: number;
   grants: number;
+  /** Agents that never got an approved scope and hold no token, registered over `retainMs` ago. */
+  agents: number;
   audit: number;
   rate_leases: number;
 }
@@ -211,6 +213,12 @@ export interface Store {
   createAgent(a: AgentRecord): Promise<boolean>;
   getAgentByClientId(clientId: string): Promise<AgentRecord | null>;
   getAgentByAgentId(agentId: string): Promise<AgentRecord | null>;
+  /**
+   * The agent, read to decide on it inside `transaction`: its row stays locked until the transaction ends
+   * (PostgreSQL `SELECT … FOR UPDATE`; SQLite's `BEGIN IMMEDIATE` already holds the only write lock), so a status
+   * change and a decision that depends on the status (issuing a token) happen one after the other, never interleaved.
+   */
+  lockAgent(clientId: string): Promise<AgentRecord | null>;
   updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires" | "approval_rules">>): Promise<boolean>;
   listAgents(): Promise<AgentRecord[]>;
   /** Deletes the agent with its sessions and tokens; false when there was none. */
@@ -299,7 +307,9 @@ export interface Store {
   leaseRateCapacity(key: string, windowStart: number, want: number, limit: number, expiresAt: number): Promise<number>;
 
   /**
-   * Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, dead/orphan grants, and (when
+   * Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, dead/orphan grants, agents
+   * registered over `retainMs` ago that never got an approved scope and hold no token (not those pending an admin's
+   * decision), and (when
    * `auditRetainMs` is given) audit events older than that.
    */
   sweep(now: number, retainMs: number, auditRetainMs?: number): Promise<SweepResult>;

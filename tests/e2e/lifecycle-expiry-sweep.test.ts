@@ -95,4 +95,16 @@ describe("Sweeper", () => {
     // a swept token is simply unknown now
     expectError(await proxyWith(expired), "TOKEN_INVALID");
   }, 30_000);
+
+  test("an agent registered without any approved scope (denied) is swept after the retention; an approved one stays (DESIGN §14)", async () => {
+    const denied = await makeAgent();
+    const r = await register(w.baseUrl, denied, { providers: [{ provider_id: "nosuch", scopes: ["x"] }], attestation: await shortAttestation(denied, w.baseUrl) });
+    expect({ status: r.status, agent_status: r.json.agent_status }).toEqual({ status: 201, agent_status: "denied" });
+    const approved = await registered();
+    const admin = { "x-ath-user-token": w.gw.adminToken };
+    const agentUrl = (id: unknown) => `${w.baseUrl}/ath/admin/agents/${String(id)}`;
+    expect((await call(agentUrl(r.json.client_id), { headers: admin })).status).toBe(200);
+    await eventually("the sweeper to delete the denied agent", async () => (await call(agentUrl(r.json.client_id), { headers: admin })).status === 404);
+    expect((await call(agentUrl(approved.client.client_id), { headers: admin })).json.agent_status).toBe("approved");
+  }, 30_000);
 });

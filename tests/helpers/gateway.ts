@@ -21,8 +21,10 @@ export interface GatewayOptions {
   adminToken?: string;
   extraArgs?: string[];
   env?: Record<string, string>;
-  /** Run the compiled `dist/ath` instead of `bun src/main.ts`. */
-  binary?: boolean;
+  /** Run the compiled `dist/ath` (or the executable at this path) instead of `bun src/main.ts`. */
+  binary?: boolean | string;
+  /** Words put before the command, e.g. a shell that sets the signal dispositions the gateway inherits. */
+  launcher?: string[];
 }
 
 export interface Gateway {
@@ -33,7 +35,7 @@ export interface Gateway {
   providersFile: string;
   /** Everything the process wrote to stdout and stderr so far (for failure messages). */
   output(): string;
-  /** The running process's id (undefined when stopped). */
+  /** The running process's id (the gateway itself: a launcher must `exec` it). */
   pid(): number | undefined;
   stop(signal?: NodeJS.Signals): Promise<number>;
   /** SIGKILL: no graceful shutdown. */
@@ -53,8 +55,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const providersFile = join(home.path, "providers.json");
   await writeFile(providersFile, JSON.stringify(options.providers, null, 2));
   const adminToken = options.adminToken ?? `admin_${randomString(24)}`;
-  const command = options.binary ? [join(REPO, "dist/ath")] : [process.execPath, join(REPO, "src/main.ts")];
+  const command =
+    typeof options.binary === "string" ? [options.binary] : options.binary ? [join(REPO, "dist/ath")] : [process.execPath, join(REPO, "src/main.ts")];
   const args = [
+    ...(options.launcher ?? []),
     ...command,
     "serve",
     "--host", "127.0.0.1",

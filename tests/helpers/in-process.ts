@@ -41,6 +41,7 @@ export interface InProcessOptions {
   approval?: ApprovalMode;
   strictScopes?: boolean;
   upstreamTimeoutMs?: number;
+  upstreamConcurrency?: number;
   /** Providers besides the sandbox (`demo`), as in a providers file. */
   providers?: Record<string, ProviderConfigInput>;
   /** Other origins on the network (e.g. `http://provider.test`): the gateway and the test's browsers reach them. */
@@ -104,6 +105,7 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
       tokenTtlSeconds: o.tokenTtlSeconds ?? 3600,
       strictScopes: o.strictScopes ?? false,
       upstreamTimeoutMs: o.upstreamTimeoutMs ?? 5_000,
+      upstreamConcurrency: o.upstreamConcurrency ?? 256,
       providers,
       adminToken: ADMIN_TOKEN,
       introspectionToken: INTROSPECTION_TOKEN,

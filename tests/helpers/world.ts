@@ -23,7 +23,10 @@ export interface World {
 export interface WorldOptions {
   accessTokenTtl?: number;
   extraArgs?: string[];
-  binary?: boolean;
+  binary?: boolean | string;
+  launcher?: string[];
+  /** Extra environment of the gateway process. */
+  env?: Record<string, string>;
   dataDir?: string;
   /** Extra or replacement providers, given the upstream (auth, api). */
   providers?: (auth: UpstreamAuth, api: UpstreamApi) => GatewayOptions["providers"];
@@ -75,9 +78,10 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
     gw = await startGateway({
       port,
       providers,
-      env: { E2E_MAIL_SECRET: auth.postClient.client_secret },
+      env: { E2E_MAIL_SECRET: auth.postClient.client_secret, ...o.env },
       extraArgs: o.extraArgs,
       binary: o.binary,
+      launcher: o.launcher,
       dataDir: o.dataDir,
     });
   } catch (error) {

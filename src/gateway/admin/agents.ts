@@ -7,7 +7,7 @@ import { z } from "zod";
 import { ApprovalRules, AthError } from "../../protocol/index.ts";
 import type { AgentRecord } from "../../store/types.ts";
 import { audit } from "../domain/audit.ts";
-import { revokeTokens } from "../domain/tokens.ts";
+import { afterRevocation } from "../domain/tokens.ts";
 import type { Call, Gateway } from "../context.ts";
 import { readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
@@ -39,25 +39,43 @@ export async function setApprovalRules(gw: Gateway, clientId: string, rules: z.o
   await audit(gw, "agent.approval_rules_set", { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", rules: rules.length } });
 }
 
-/** Approves, denies or suspends an agent (the API's PATCH and the console's buttons). */
+/**
+ * Approves, denies or suspends an agent (the API's PATCH and the console's buttons). One transaction (DESIGN §14): the
+ * agent row locked, its status changed and — denied or suspended — its tokens revoked together, so a token being
+ * issued meanwhile (which locks the same row) is either refused or revoked here. The upstream grants go after the
+ * commit, as /ath/revoke's would (that calls the provider).
+ */
 export async function setAgentStatus(gw: Gateway, clientId: string, status: "approved" | "denied" | "suspended") {
-  const agent = await find(gw, clientId);
-  await gw.store.updateAgent(clientId, { status });
-  // Denied or suspended: its tokens are revoked as /ath/revoke would, upstream grants included.
-  const revoked = status === "approved" ? 0 : (await revokeTokens(gw, { client_id: clientId }, "admin")).length;
-  await audit(gw, `agent.${status}`, { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: revoked } });
-  return { ...view({ ...agent, status }), tokens_revoked: revoked };
+  const { agent, revoked } = await gw.store.transaction(async (tx) => {
+    const agent = await tx.lockAgent(clientId);
+    if (!agent) throw notFound(clientId);
+    await tx.updateAgent(clientId, { status });
+    const revoked = status === "approved" ? [] : await tx.revokeTokensWhere({ client_id: clientId }, gw.now());
+    return { agent, revoked };
+  });
+  await afterRevocation(gw, revoked, "admin");
+  const tokensRevoked = revoked.length;
+  await audit(gw, `agent.${status}`, { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: tokensRevoked } });
+  return { ...view({ ...agent, status }), tokens_revoked: tokensRevoked };
 }
 
 export async function remove({ gw, params }: Call): Promise<Response> {
   return json(await removeAgent(gw, params.client_id!));
 }
 
-/** DELETE: the agent's tokens are revoked first (upstream grants included), then it is gone with its sessions. */
+/**
+ * DELETE: the agent's tokens revoked and the agent gone with its sessions, in one transaction (DESIGN §14); then the
+ * upstream grants, after the commit.
+ */
 export async function removeAgent(gw: Gateway, clientId: string) {
-  const agent = await find(gw, clientId);
-  const revoked = await revokeTokens(gw, { client_id: clientId }, "admin");
-  await gw.store.deleteAgent(clientId);
+  const { agent, revoked } = await gw.store.transaction(async (tx) => {
+    const agent = await tx.lockAgent(clientId);
+    if (!agent) throw notFound(clientId);
+    const revoked = await tx.revokeTokensWhere({ client_id: clientId }, gw.now());
+    await tx.deleteAgent(clientId);
+    return { agent, revoked };
+  });
+  await afterRevocation(gw, revoked, "admin");
   await audit(gw, "agent.deleted", { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", tokens_revoked: revoked.length } });
   return { client_id: clientId, deleted: true, tokens_revoked: revoked.length };
 }
@@ -66,8 +84,12 @@ export async function removeAgent(gw: Gateway, clientId: string) {
 
 async function find(gw: Gateway, clientId: string): Promise<AgentRecord> {
   const agent = await gw.store.getAgentByClientId(clientId);
-  if (!agent) throw new AthError("NOT_FOUND", `No agent with client_id '${clientId}'`, { client_id: clientId });
+  if (!agent) throw notFound(clientId);
   return agent;
+}
+
+function notFound(clientId: string): AthError {
+  return new AthError("NOT_FOUND", `No agent with client_id '${clientId}'`, { client_id: clientId });
 }
 
 /** Never the secret hash. */

@@ -20,7 +20,8 @@ export interface LiveAccess {
   canRefresh: boolean;
 }
 
-export async function createGrant(
+/** A new grant record for a consent, its tokens sealed; the caller inserts it (in the consent's transaction). */
+export async function newGrant(
   gw: Gateway,
   o: { providerId: string; userId: string; agentId: string; tokens: UpstreamTokenResponse; requestedScopes: string[] },
 ): Promise<GrantRecord> {
@@ -42,7 +43,6 @@ export async function createGrant(
     created_at: now,
     updated_at: now,
   };
-  await gw.store.createGrant(grant);
   return grant;
 }
 

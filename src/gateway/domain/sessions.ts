@@ -6,7 +6,7 @@ import { hashSecret, mintSecret } from "../crypto/secrets.ts";
 import type { UpstreamTokenResponse } from "../oauth/client.ts";
 import { parseScopeString } from "../rules/scopes.ts";
 import { audit } from "./audit.ts";
-import { createGrant } from "./grants.ts";
+import { newGrant } from "./grants.ts";
 
 /** A session the person can still act on: found, pending, unexpired — else SESSION_NOT_FOUND / SESSION_EXPIRED. */
 export function requirePending(gw: Gateway, session: SessionRecord | null): SessionRecord {
@@ -23,16 +23,17 @@ export async function denySession(gw: Gateway, session: SessionRecord, error: st
 }
 
 /**
- * The person consented at the provider: store the upstream grant (sealed), mark the session consented with the
- * scopes the provider granted (the requested ones when it does not say) and the agent's one-time code, which is
- * valid for one session lifetime from now (DESIGN §8). SESSION_NOT_FOUND when the session was decided meanwhile.
+ * The person consented at the provider: store the upstream grant (sealed) and mark the session consented, in one
+ * transaction, with the scopes the provider granted (the requested ones when it does not say) and the agent's
+ * one-time code, valid for one session lifetime from now (DESIGN §8). SESSION_NOT_FOUND when the session was decided
+ * meanwhile.
  */
 export async function recordConsent(
   gw: Gateway,
   session: SessionRecord,
   o: { tokens: UpstreamTokenResponse; userId: string },
 ): Promise<{ agentCode: string; expiresAt: number; consented: string[] }> {
-  const grant = await createGrant(gw, {
+  const grant = await newGrant(gw, {
     providerId: session.provider_id,
     userId: o.userId,
     agentId: session.agent_id,
@@ -42,17 +43,19 @@ export async function recordConsent(
   const agentCode = mintSecret(PREFIX.code);
   const consented = o.tokens.scope !== undefined ? parseScopeString(o.tokens.scope) : session.requested_scopes;
   const expiresAt = gw.now() + gw.opts.sessionTtlSeconds * 1000;
-  const marked = await gw.store.markSessionConsented(session.session_id, {
-    code_hash: hashSecret(agentCode),
-    user_id: o.userId,
-    consented_scopes: consented,
-    grant_id: grant.grant_id,
-    expires_at: expiresAt,
+  // One transaction: the grant exists exactly when the session says consented (a session decided meanwhile rolls
+  // the grant back with it; a failing store leaves neither).
+  await gw.store.transaction(async (tx) => {
+    await tx.createGrant(grant);
+    const marked = await tx.markSessionConsented(session.session_id, {
+      code_hash: hashSecret(agentCode),
+      user_id: o.userId,
+      consented_scopes: consented,
+      grant_id: grant.grant_id,
+      expires_at: expiresAt,
+    });
+    if (!marked) throw new AthError("SESSION_NOT_FOUND");
   });
-  if (!marked) {
-    await gw.store.deleteGrant(grant.grant_id);
-    throw new AthError("SESSION_NOT_FOUND");
-  }
   await audit(gw, "consent.granted", {
     client_id: session.client_id,
     agent_id: session.agent_id,

@@ -6,6 +6,7 @@ import { AthError, PREFIX } from "../../protocol/index.ts";
 import type { TokenFilter, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { hashSecret } from "../crypto/secrets.ts";
+import { requireApproved } from "./agents.ts";
 import { audit } from "./audit.ts";
 import { dropGrant } from "./grants.ts";
 
@@ -30,6 +31,19 @@ export async function requireLiveToken(gw: Gateway, presented: string | null): P
 }
 
 /**
+ * A live token whose agent is still approved — else as requireLiveToken, or 403 AGENT_UNAPPROVED once the agent was
+ * suspended, denied or its approval lapsed (DESIGN §14). The agent comes from the store's cache, which a status change
+ * invalidates at once, here and on every other instance (store/cached.ts).
+ */
+export async function requireUsableToken(gw: Gateway, presented: string | null): Promise<TokenRecord> {
+  const token = await requireLiveToken(gw, presented);
+  const agent = await gw.store.getAgentByClientId(token.client_id);
+  if (!agent) throw new AthError("TOKEN_INVALID", undefined, undefined, { headers: CHALLENGE });
+  requireApproved(gw, agent);
+  return token;
+}
+
+/**
  * Revocation, the one way (`/ath/revoke`, the admin API, removing an agent): every live token matching `filter` is
  * revoked at once, then each one's upstream grant is dropped and revoked at the provider (RFC 7009; a provider's
  * failure is logged and audited, never surfaced), and each token gets its `token.revoked` event. Returns the tokens
@@ -47,9 +61,11 @@ export async function revokeToken(gw: Gateway, token: TokenRecord, by: "client" 
   await afterRevocation(gw, revoked ? [revoked] : [], by);
 }
 
-// internal
-
-async function afterRevocation(gw: Gateway, revoked: TokenRecord[], by: "client" | "admin"): Promise<void> {
+/**
+ * What follows a revocation once it committed: each token's `token.revoked` event, and each upstream grant dropped and
+ * revoked at the provider. Called outside any transaction — it calls the provider.
+ */
+export async function afterRevocation(gw: Gateway, revoked: TokenRecord[], by: "client" | "admin"): Promise<void> {
   const grants = new Set<string>();
   for (const t of revoked) {
     if (t.grant_id) grants.add(t.grant_id);

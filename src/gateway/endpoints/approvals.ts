@@ -21,7 +21,7 @@ import { redirect } from "../http/response.ts";
 import { authorizeUrl, exchangeCode, upstreamUserId } from "../oauth/client.ts";
 import { createPkce } from "../oauth/pkce.ts";
 import { userIdSource } from "../oauth/quirks.ts";
-import { requireLiveToken } from "../domain/tokens.ts";
+import { requireUsableToken } from "../domain/tokens.ts";
 import { bearerToken, readText } from "../http/request.ts";
 import { errorResponse, json } from "../http/response.ts";
 import { formActionSources, htmlResponse } from "../pages/index.ts";
@@ -194,7 +194,7 @@ async function signinPage(gw: Gateway, req: Request, a: ApprovalRecord): Promise
 
 /** The agent's poll: its bearer token, and an approval it asked for (any other: 404, never a hint it exists). */
 async function agentsOwn(call: Call): Promise<ApprovalRecord> {
-  const token = await requireLiveToken(call.gw, bearerToken(call.req));
+  const token = await requireUsableToken(call.gw, bearerToken(call.req));
   const a = await call.gw.store.getApproval(call.params.approval_id!);
   if (!a || a.client_id !== token.client_id) throw new AthError("NOT_FOUND", "No such approval for this agent");
   return a;

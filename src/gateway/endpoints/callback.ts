@@ -36,6 +36,8 @@ export async function callback(call: Call): Promise<Response> {
   const code = q.get("code");
   if (!code) throw new AthError("INVALID_REQUEST", "The provider's response carries neither a code nor an error.");
 
+  // The code exchange and the userinfo call each wait up to --upstream-timeout: past the listener's 10 s idle timeout.
+  gw.extendTimeout?.(req, Math.min(255, Math.ceil((2 * gw.opts.upstreamTimeoutMs) / 1000) + 10));
   const record = await requireProvider(gw, session.provider_id);
   const provider = await openProvider(gw, record);
   let tokens: UpstreamTokenResponse;

@@ -1,8 +1,11 @@
 /**
- * POST /ath/revoke — 200 `{}` whatever happens (no existence leak, spec §7). It acts only for the token's owning
- * client (client_id + client_secret) or the admin token; the audit log records why nothing happened otherwise.
+ * POST /ath/revoke — 200 `{}` whether or not there was such a token (no existence leak, spec §7), but only once what
+ * it did is durable: a store that fails answers 503 SERVICE_UNAVAILABLE (RFC 7009 §2.2.1; DESIGN §14), never a 200
+ * for a revocation that did not happen. It acts only for the token's owning client (client_id + client_secret) or the
+ * admin token. The audit log records why a *known* token was not revoked; a request naming no known token leaves no
+ * row (anyone can send them, and the log must not grow with them).
  */
-import { TokenRevocationRequest } from "../../protocol/index.ts";
+import { AthError, TokenRevocationRequest } from "../../protocol/index.ts";
 import { isAdmin } from "../admin/auth.ts";
 import { authenticateClient } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
@@ -13,32 +16,43 @@ import { json } from "../http/response.ts";
 
 export async function revoke(call: Call): Promise<Response> {
   const { gw } = call;
-  let outcome: string;
-  try {
-    outcome = await tryRevoke(call);
-  } catch (err) {
-    if (isLimitError(err)) throw err;
-    outcome = `refused: ${err instanceof Error ? err.message : String(err)}`;
-  }
-  if (outcome !== "revoked") await audit(gw, "token.revocation_ignored", { data: { reason: outcome } });
+  const outcome = await tryRevoke(call);
+  if (outcome !== null) await audit(gw, "token.revocation_ignored", { client_id: outcome.clientId, data: { reason: outcome.reason } });
   return json({});
 }
 
 // internal
 
-async function tryRevoke(call: Call): Promise<string> {
+/** Revokes; returns why a known token was left alone, or null (revoked, or no known token named). */
+async function tryRevoke(call: Call): Promise<{ reason: string; clientId: string } | null> {
   const { gw, req } = call;
-  const parsed = TokenRevocationRequest.safeParse(await readObject(call, { form: true }));
-  if (!parsed.success) return "malformed request";
+  let raw: Record<string, unknown>;
+  try {
+    raw = await readObject(call, { form: true });
+  } catch (err) {
+    // a body over --max-body or nested too deep is refused as everywhere (413 / 400, DESIGN §10)
+    if (isLimitError(err)) throw err;
+    if (err instanceof AthError) return null; // unreadable: no token named
+    throw err;
+  }
+  const parsed = TokenRevocationRequest.safeParse(raw);
+  if (!parsed.success) return null;
   const body = parsed.data;
   const token = await findToken(gw, body.token);
+  if (!token) return null;
   const admin = isAdmin(gw, req);
   if (!admin) {
-    if (!body.client_id || !body.client_secret) return "no client credentials";
-    const agent = await authenticateClient(gw, body.client_id, body.client_secret);
-    if (!token || token.client_id !== agent.client_id) return "token unknown or owned by another client";
+    const ignored = (reason: string) => ({ reason, clientId: token.client_id });
+    if (!body.client_id || !body.client_secret) return ignored("no client credentials");
+    let agentClientId: string;
+    try {
+      agentClientId = (await authenticateClient(gw, body.client_id, body.client_secret)).client_id;
+    } catch (err) {
+      if (err instanceof AthError) return ignored("client authentication failed");
+      throw err;
+    }
+    if (token.client_id !== agentClientId) return ignored("token owned by another client");
   }
-  if (!token) return "token unknown";
   await revokeToken(gw, token, admin ? "admin" : "client");
-  return "revoked";
+  return null;
 }

@@ -30,37 +30,48 @@ export async function token(call: Call): Promise<Response> {
   // A wrong code does not consume the session (DESIGN §8).
   if (!constantTimeEqual(hashSecret(body.code), session.code_hash)) throw new AthError("INVALID_GRANT");
 
-  const consumed = await gw.store.consumeSession(session.session_id, agent.client_id, gw.now());
-  if (!consumed) throw new AthError("SESSION_NOT_FOUND");
+  // One transaction decides (DESIGN §14): the agent row locked and still approved, the session consumed, the token
+  // inserted — a suspension commits wholly before (no token) or after (and revokes it); a failing store leaves the
+  // session consented, to be exchanged again.
+  const accessToken = mintSecret(PREFIX.token);
+  const decided = await gw.store.transaction(async (tx) => {
+    const current = await tx.lockAgent(agent.client_id);
+    if (!current) throw new AthError("INVALID_CLIENT");
+    requireApproved(gw, current);
+    const consumed = await tx.consumeSession(session.session_id, agent.client_id, gw.now());
+    if (!consumed) throw new AthError("SESSION_NOT_FOUND");
+    const approved = approvalFor(current, consumed.provider_id)?.approved_scopes ?? [];
+    const consented = consumed.consented_scopes ?? [];
+    const effective = intersectScopes(approved, consented, consumed.requested_scopes);
+    const intersection = { agent_approved: approved, user_consented: consented, effective };
+    // An empty intersection still consumes the session: the consent cannot give anything.
+    if (effective.length === 0) return { issued: false as const, consumed, intersection };
+    const now = gw.now();
+    await tx.createToken({
+      token_hash: hashSecret(accessToken),
+      token_id: mintSecret(PREFIX.tokenId, 16),
+      client_id: agent.client_id,
+      agent_id: agent.agent_id,
+      user_id: consumed.user_id ?? "unknown",
+      provider_id: consumed.provider_id,
+      scopes: effective,
+      grant_id: consumed.grant_id,
+      created_at: now,
+      expires_at: now + gw.opts.tokenTtlSeconds * 1000,
+      revoked_at: null,
+    });
+    return { issued: true as const, consumed, intersection, effective };
+  });
+  const { consumed, intersection } = decided;
   await call.identify({ provider_id: consumed.provider_id });
-
-  const approved = approvalFor(agent, consumed.provider_id)?.approved_scopes ?? [];
-  const consented = consumed.consented_scopes ?? [];
-  const effective = intersectScopes(approved, consented, consumed.requested_scopes);
-  const intersection = { agent_approved: approved, user_consented: consented, effective };
-  if (effective.length === 0) {
+  if (!decided.issued) {
     if (consumed.grant_id) await dropGrant(gw, consumed.grant_id);
     await audit(gw, "token.refused", { client_id: agent.client_id, agent_id: agent.agent_id, provider_id: consumed.provider_id, data: intersection });
     throw new AthError("SCOPE_NOT_APPROVED", "No scope is both approved for the agent and consented to by the user", {
       scope_intersection: intersection,
     });
   }
-
-  const accessToken = mintSecret(PREFIX.token);
-  const now = gw.now();
-  await gw.store.createToken({
-    token_hash: hashSecret(accessToken),
-    token_id: mintSecret(PREFIX.tokenId, 16),
-    client_id: agent.client_id,
-    agent_id: agent.agent_id,
-    user_id: consumed.user_id ?? "unknown",
-    provider_id: consumed.provider_id,
-    scopes: effective,
-    grant_id: consumed.grant_id,
-    created_at: now,
-    expires_at: now + gw.opts.tokenTtlSeconds * 1000,
-    revoked_at: null,
-  });
+  const effective = decided.effective;
   await audit(gw, "token.issued", {
     client_id: agent.client_id,
     agent_id: agent.agent_id,

@@ -4,6 +4,7 @@
  * (request ids, access log, metrics, rate and body limits) is applied here, once, from the row's fields — never inside
  * handlers; a handler only says who the request is for (`call.identify`) once it knows.
  */
+import { AthError } from "../../protocol/index.ts";
 import type { Call, Gateway, LogFields, Route, RouteAuth, RouteKind } from "../context.ts";
 import { errorPage } from "../pages/errors.ts";
 import { errorResponse, exposed } from "./response.ts";
@@ -19,7 +20,8 @@ export const REQUEST_ID_HEADER = "x-request-id";
 
 export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards): (req: Request, peer?: Peer) => Promise<Response> {
   const router = createRouter(table);
-  return async (req, peer) => {
+  return async (incoming, peer) => {
+    let req = incoming;
     const started = performance.now();
     const id = requestId(req.headers.get(REQUEST_ID_HEADER));
     const who: { client_id?: string; provider_id?: string } = {};
@@ -27,6 +29,13 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
     let kind: RouteKind = "api";
     let res: Response;
     try {
+      // Bun builds req.url from the Host header and the request target: a Host no URL can hold, or an authority-form
+      // target (CONNECT host:port), would make every later URL parse throw — 400 here, never a 500 later. An HTTP/1.0
+      // request without Host (a plain health probe) gets the gateway's own origin.
+      if (!URL.canParse(req.url)) {
+        if (req.url.startsWith("/") && !req.headers.has("host")) req = new Request(gw.opts.baseUrl + req.url, req);
+        else throw new AthError("INVALID_REQUEST", "The Host header or the request target is malformed", { field: "host" });
+      }
       const { path, search } = splitTarget(req.url);
       const m = router.match(req.method, path);
       if (!m.ok) {

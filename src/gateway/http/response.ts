@@ -1,5 +1,9 @@
 /** Building responses: JSON (never cached), redirects, and the one exposure rule for errors. */
 import { AthError, HEADERS } from "../../protocol/index.ts";
+import { StoreUnavailableError } from "../../store/errors.ts";
+
+/** What a client is told to wait before retrying after a store failure. */
+const RETRY_AFTER_S = 1;
 
 const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" };
 
@@ -21,9 +25,17 @@ export function errorResponse(err: unknown, log: (msg: string, err: unknown) => 
   return json(e.toJSON(), e.status, { ...e.headers, [HEADERS.error]: e.code });
 }
 
-/** The error as it may be shown: itself if an AthError, else INTERNAL_ERROR (and the original is logged). */
+/**
+ * The error as it may be shown: itself if an AthError; a failing store as 503 SERVICE_UNAVAILABLE with `Retry-After`
+ * (DESIGN §14: a write that did not happen is never answered as a success, and a read that could not be made is not a
+ * bug); anything else INTERNAL_ERROR. The original of the last two is logged, never shown.
+ */
 export function exposed(err: unknown, log: (msg: string, err: unknown) => void): AthError {
   if (err instanceof AthError) return err;
+  if (err instanceof StoreUnavailableError) {
+    log("store unavailable", err.cause);
+    return new AthError("SERVICE_UNAVAILABLE", undefined, undefined, { headers: { "retry-after": String(RETRY_AFTER_S) } });
+  }
   log("internal error", err);
   return new AthError("INTERNAL_ERROR");
 }

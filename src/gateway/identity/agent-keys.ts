@@ -1,7 +1,9 @@
 /**
  * Where an agent's public key comes from (DESIGN §3 "Identity and attestation"): a `did:key` carries it in the
  * identifier; an `https://` agent_id names an agent identity document whose `public_key` holds it. Documents
- * are fetched defensively (https only, no private/loopback hosts, 5 s, 64 KiB, ≤ 3 redirects) and cached.
+ * are fetched defensively (https only, no private/loopback hosts, 5 s, 64 KiB, ≤ 3 redirects), at most 16 at once —
+ * registration fetches them before any signature can be checked, so they are unauthenticated input and get a small
+ * pool of their own (DESIGN §14) — and cached as their Cache-Control allows, at most 5 min.
  */
 import { lookup as dnsLookup } from "node:dns/promises";
 import { isIP } from "node:net";
@@ -37,11 +39,13 @@ const IDENTITY_LIMITS = {
   maxBytes: 64 * 1024,
   maxRedirects: 3,
   maxCacheEntries: 1_000,
+  /** Documents being fetched at once; one more is refused at once (503 SERVICE_UNAVAILABLE, Retry-After). */
+  maxConcurrentFetches: 16,
 } as const;
 
 export function createKeyResolver(o: KeyResolverOptions): KeyResolver {
   const now = o.now ?? Date.now;
-  const cache = new Map<string, { key: CryptoKey; fetchedAt: number }>();
+  const cache = new Map<string, { key: CryptoKey; fetchedAt: number; cacheMs: number }>();
   const lastFetch = new Map<string, number>();
   const inflight = new Map<string, Promise<CryptoKey>>();
   const env: FetchEnv = { dev: o.dev, fetch: o.fetch ?? fetch, lookup: o.lookup ?? defaultLookup };
@@ -49,13 +53,18 @@ export function createKeyResolver(o: KeyResolverOptions): KeyResolver {
   function load(agentId: string): Promise<CryptoKey> {
     const pending = inflight.get(agentId);
     if (pending) return pending;
+    if (inflight.size >= IDENTITY_LIMITS.maxConcurrentFetches) {
+      throw new AthError("SERVICE_UNAVAILABLE", "Too many agent identity documents are being fetched; retry shortly", { reason: "identity_fetch_busy" }, {
+        headers: { "retry-after": "1" },
+      });
+    }
     lastFetch.delete(agentId);
     lastFetch.set(agentId, now());
     trim(lastFetch);
     const p = fetchDocumentKey(agentId, env)
-      .then((key) => {
+      .then(({ key, cacheMs }) => {
         cache.delete(agentId);
-        cache.set(agentId, { key, fetchedAt: now() });
+        if (cacheMs > 0) cache.set(agentId, { key, fetchedAt: now(), cacheMs });
         trim(cache);
         return key;
       })
@@ -68,7 +77,7 @@ export function createKeyResolver(o: KeyResolverOptions): KeyResolver {
     async get(agentId) {
       if (kindOf(agentId, o.dev) === "did:key") return didKeyToCryptoKey(agentId);
       const hit = cache.get(agentId);
-      if (hit && now() - hit.fetchedAt < IDENTITY_LIMITS.cacheMs) return hit.key;
+      if (hit && now() - hit.fetchedAt < hit.cacheMs) return hit.key;
       return load(agentId);
     },
     async refresh(agentId) {
@@ -113,9 +122,9 @@ async function didKeyToCryptoKey(agentId: string): Promise<CryptoKey> {
   }
 }
 
-async function fetchDocumentKey(agentId: string, env: FetchEnv): Promise<CryptoKey> {
+async function fetchDocumentKey(agentId: string, env: FetchEnv): Promise<{ key: CryptoKey; cacheMs: number }> {
   try {
-    const text = await fetchDocument(agentId, env);
+    const { text, cacheMs } = await fetchDocument(agentId, env);
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -125,7 +134,7 @@ async function fetchDocumentKey(agentId: string, env: FetchEnv): Promise<CryptoK
     const doc = AgentIdentityDocument.safeParse(json);
     if (!doc.success) throw new Refusal("the identity document does not match the AgentIdentityDocument schema");
     if (doc.data.agent_id !== agentId) throw new Refusal(`the identity document is for ${show(doc.data.agent_id)}`);
-    return await importPublicKey(doc.data.public_key);
+    return { key: await importPublicKey(doc.data.public_key), cacheMs };
   } catch (err) {
     const why = err instanceof Refusal ? err.message : "the identity document could not be fetched";
     throw new AthError("INVALID_ATTESTATION", `cannot get the public key of ${show(agentId)}: ${why}`, undefined, {
@@ -134,7 +143,7 @@ async function fetchDocumentKey(agentId: string, env: FetchEnv): Promise<CryptoK
   }
 }
 
-async function fetchDocument(agentId: string, env: FetchEnv): Promise<string> {
+async function fetchDocument(agentId: string, env: FetchEnv): Promise<{ text: string; cacheMs: number }> {
   // One deadline for the whole fetch — DNS lookups, redirects and the body included. The lookups cannot be aborted,
   // so each step races the deadline.
   const signal = AbortSignal.timeout(IDENTITY_LIMITS.timeoutMs);
@@ -156,7 +165,8 @@ async function fetchDocument(agentId: string, env: FetchEnv): Promise<string> {
         await res.body?.cancel();
         throw new Refusal(`the identity document answered HTTP ${res.status}`);
       }
-      return await Promise.race([readCapped(res), deadline]);
+      const cacheMs = cacheLifetime(res.headers.get("cache-control"));
+      return { text: await Promise.race([readCapped(res), deadline]), cacheMs };
     }
   } catch (err) {
     if (signal.aborted) throw new Refusal("timed out after 5 s");
@@ -185,6 +195,14 @@ async function checkTarget(url: URL, env: FetchEnv): Promise<void> {
     if (kind === "public" || (kind === "loopback" && env.dev)) continue;
     throw new Refusal(`host ${host} is or resolves to a ${kind} address, which is not allowed`);
   }
+}
+
+/** How long a document may be cached: `no-store`/`no-cache` not at all, `max-age` up to 5 min, else 5 min. */
+export function cacheLifetime(cacheControl: string | null): number {
+  const directives = (cacheControl ?? "").toLowerCase().split(",").map((d) => d.trim());
+  if (directives.some((d) => d === "no-store" || d === "no-cache")) return 0;
+  const maxAge = directives.map((d) => /^max-age=(\d+)$/.exec(d)?.[1]).find((v) => v !== undefined);
+  return maxAge === undefined ? IDENTITY_LIMITS.cacheMs : Math.min(Number(maxAge) * 1000, IDENTITY_LIMITS.cacheMs);
 }
 
 async function readCapped(res: Response): Promise<string> {

@@ -28,6 +28,11 @@ const PAGES: Partial<Record<ErrorCode, { title: string; message: string; hint: s
     message: "The gateway could not exchange the authorization with the provider.",
     hint: "Try again in a moment. If it keeps happening, tell the gateway operator.",
   },
+  SERVICE_UNAVAILABLE: {
+    title: "The gateway cannot record your answer right now",
+    message: "Its storage is failing, so nothing was changed.",
+    hint: "Try again in a moment. If it keeps happening, tell the gateway operator.",
+  },
 };
 
 /**

@@ -8,7 +8,7 @@ import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../dom
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
-import { requireLiveToken } from "../domain/tokens.ts";
+import { requireUsableToken } from "../domain/tokens.ts";
 import { readBounded } from "../http/body.ts";
 import { bearerToken } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
@@ -20,6 +20,9 @@ import { relativePath, upstreamUrl } from "./url.ts";
 /** Methods the proxy forwards (the rule and its reason: PROXY_METHODS). */
 const FORWARDED_METHODS = PROXY_METHODS;
 
+/** How long an authenticated proxied request may stay idle (Bun's maximum idle timeout). */
+const AUTHENTICATED_PROXY_TIMEOUT_S = 255;
+
 export async function proxy(call: Call): Promise<Response> {
   const { gw, req } = call;
   if (!FORWARDED_METHODS.includes(req.method)) {
@@ -30,7 +33,7 @@ export async function proxy(call: Call): Promise<Response> {
   // /api/{path} in native mode is /ath/proxy/{app_id}/{path}.
   const providerId = call.params.provider_id ?? gw.opts.appId!;
   const rawPath = call.params["*"]!;
-  const token = await requireLiveToken(gw, bearerToken(req));
+  const token = await requireUsableToken(gw, bearerToken(req));
   if (token.provider_id !== providerId) {
     throw new AthError("PROVIDER_MISMATCH", `This token is for '${token.provider_id}', not '${providerId}'`, { token_provider_id: token.provider_id });
   }
@@ -50,12 +53,15 @@ export async function proxy(call: Call): Promise<Response> {
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
 
+  // An authenticated, allowed request may wait on its upstream (and stream long bodies) past the listener's 10 s idle
+  // timeout, which is for everyone else (DESIGN §14); Bun's longest.
+  gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
   const headers = upstreamRequestHeaders(req.headers, apiHeaders(record.config));
   // Approval rules (DESIGN §15), after scope_rules: the body is read whole (bounded) to be digested and shown.
   const rule = approvalRuleFor(record.config, await gw.store.getAgentByClientId(token.client_id), req.method, path);
   let body: PreparedBody;
   if (rule) {
-    const limit = gw.opts.maxApprovalBody ?? MAX_APPROVAL_BODY_DEFAULT;
+    const limit = Math.min(gw.opts.maxApprovalBody ?? MAX_APPROVAL_BODY_DEFAULT, gw.opts.maxProxyBody ?? Infinity);
     const bytes = await readBounded(req.body, req.headers.get("content-length"), limit, () =>
       new AthError("PAYLOAD_TOO_LARGE", `A request that needs a person's approval may carry at most ${limit} bytes`, { limit }),
     );
@@ -73,11 +79,16 @@ export async function proxy(call: Call): Promise<Response> {
     body = await prepareBody(req, gw.opts.maxProxyBody);
   }
   let access = await currentAccess(gw, token.grant_id);
-  let res = await send(gw, req.method, target, headers, body, access, providerId);
+  let res = await send(gw, providerId, req.method, target, headers, body, access);
   if (res.status === 401 && access.canRefresh && body.replayable) {
     await res.body?.cancel();
     access = await refreshAfterRejection(gw, token.grant_id, access.version);
-    res = await send(gw, req.method, target, headers, body, access, providerId);
+    res = await send(gw, providerId, req.method, target, headers, body, access);
+  }
+  if (res.status < 200 || res.status > 599) {
+    // Not an HTTP status a Response can carry (Bun's fetch passes 0–999 through): the upstream is broken, not the agent.
+    await res.body?.cancel();
+    throw new AthError("UPSTREAM_UNAVAILABLE", `The provider API answered with an invalid HTTP status (${res.status})`, { reason: "invalid_status", status: res.status });
   }
   if (res.status >= 400) {
     await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method } });

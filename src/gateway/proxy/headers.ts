@@ -6,7 +6,15 @@
 /** RFC 9110 §7.6.1: hop-by-hop fields are meaningful for one connection only and never forwarded. */
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"];
 /** Credentials and routing of the agent↔gateway hop; the upstream must never see them. */
-const AGENT_HOP = ["host", "authorization", "cookie", "content-length", "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"];
+const AGENT_HOP = ["host", "authorization", "cookie", "content-length"];
+/**
+ * Who the client is and how it reached the gateway, as an upstream might trust it (DESIGN §14): forwarding fields and
+ * client-address fields. Besides these names, every `X-Forwarded-*` (…-For, -Host, -Proto, -Prefix, -Uri, -Path,
+ * -Method, -Port, -Server…) goes — see FORWARDING_PREFIXES. Dropped both ways; the gateway adds none of them.
+ */
+const FORWARDING = ["forwarded", "x-real-ip", "x-client-ip", "client-ip", "true-client-ip", "cf-connecting-ip", "fastly-client-ip", "x-cluster-client-ip", "x-proxyuser-ip", "x-rewrite-url"];
+/** Prefixes of forwarding fields (`X-Original-*` also names the method and URL the upstream would act on). */
+const FORWARDING_PREFIXES = ["x-forwarded-", "x-original-"];
 /**
  * Headers some frameworks read as "the real method / URL" (Google APIs, Symfony, IIS): scope_rules judged the
  * request's own method and path, so these would let an agent do what no rule allowed.
@@ -15,8 +23,8 @@ const OVERRIDES = ["x-http-method-override", "x-http-method", "x-method-override
 /** The upstream may not set cookies on the gateway's origin. */
 const UPSTREAM_COOKIES = ["set-cookie", "set-cookie2"];
 
-const TO_UPSTREAM = new Set([...HOP_BY_HOP, ...AGENT_HOP, ...OVERRIDES]);
-const TO_AGENT = new Set([...HOP_BY_HOP, ...UPSTREAM_COOKIES]);
+const TO_UPSTREAM = new Set([...HOP_BY_HOP, ...AGENT_HOP, ...FORWARDING, ...OVERRIDES]);
+const TO_AGENT = new Set([...HOP_BY_HOP, ...FORWARDING, ...UPSTREAM_COOKIES]);
 
 /** Header fields as a plain object (lower-case names; repeated fields joined, which RFC 9110 §5.3 allows). */
 export type HeaderFields = Record<string, string>;
@@ -39,7 +47,7 @@ export function agentResponseHeaders(incoming: Headers): HeaderFields {
 // internal
 
 /**
- * Drops the listed names, every name the Connection header lists (RFC 9110 §7.6.1) and every `X-ATH-*` (only the
+ * Drops the listed names, every forwarding field, every name the Connection header lists (RFC 9110 §7.6.1) and every `X-ATH-*` (only the
  * gateway speaks as the gateway: an upstream cannot forge a refusal, an agent cannot pass one on). Works on a plain
  * copy (Headers.toJSON): a quarter of the cost of appending to a new Headers, on every proxied request and answer.
  */
@@ -48,9 +56,13 @@ function filter(incoming: Headers, drop: ReadonlySet<string>): HeaderFields {
   const connection = out.connection;
   const listed = typeof connection === "string" ? connection.toLowerCase().split(",").map((s) => s.trim()) : [];
   for (const name in out) {
-    if (drop.has(name) || name.startsWith("x-ath-") || listed.includes(name)) delete out[name];
+    if (drop.has(name) || name.startsWith("x-ath-") || forwarding(name) || listed.includes(name)) delete out[name];
     // Set-Cookie is the one field that is not joined (RFC 9110 §5.3); both directions drop it anyway.
     else if (Array.isArray(out[name])) delete out[name];
   }
   return out as HeaderFields;
+}
+
+function forwarding(name: string): boolean {
+  return name.charCodeAt(0) === 120 /* x */ && FORWARDING_PREFIXES.some((p) => name.startsWith(p));
 }

@@ -45,16 +45,57 @@ export async function prepareBody(req: Request, max: number): Promise<PreparedBo
   return { data: counted, replayable: false, cut: () => cut };
 }
 
-/** One upstream call with the upstream token; 504 UPSTREAM_TIMEOUT / 502 UPSTREAM_UNAVAILABLE when it cannot be had. */
+/**
+ * One upstream call with the upstream token; 504 UPSTREAM_TIMEOUT / 502 UPSTREAM_UNAVAILABLE when it cannot be had —
+ * at once when `--upstream-concurrency` calls to this provider are already waiting for their answer (DESIGN §14).
+ */
 export async function send(
   gw: Gateway,
+  providerId: string,
   method: string,
   target: URL,
   headers: HeaderFields,
   body: PreparedBody,
   access: LiveAccess,
-  providerId: string,
 ): Promise<Response> {
+  const release = acquire(gw, providerId);
+  try {
+    return await sendOnce(gw, providerId, method, target, headers, body, access);
+  } finally {
+    release();
+  }
+}
+
+// internal
+
+/**
+ * Calls waiting on each provider's answer, per gateway. A call counts until its response headers arrive (or it
+ * fails): what a provider that never answers piles up. A body then streaming slowly is bounded by the listener's
+ * timeouts instead.
+ */
+const waiting = new WeakMap<Gateway, Map<string, number>>();
+
+function acquire(gw: Gateway, providerId: string): () => void {
+  let counts = waiting.get(gw);
+  if (!counts) waiting.set(gw, (counts = new Map()));
+  const n = counts.get(providerId) ?? 0;
+  if (n >= gw.opts.upstreamConcurrency) {
+    throw new AthError(
+      "UPSTREAM_UNAVAILABLE",
+      `${n} requests to provider '${providerId}' are already waiting for its API; try again shortly`,
+      { reason: "upstream_concurrency", provider_id: providerId },
+      { headers: { "retry-after": "1" } },
+    );
+  }
+  counts.set(providerId, n + 1);
+  return () => {
+    const left = (counts.get(providerId) ?? 1) - 1;
+    if (left <= 0) counts.delete(providerId);
+    else counts.set(providerId, left);
+  };
+}
+
+async function sendOnce(gw: Gateway, providerId: string, method: string, target: URL, headers: HeaderFields, body: PreparedBody, access: LiveAccess): Promise<Response> {
   // `headers` are the relay's own (upstreamRequestHeaders made them): set in place, no copy per request.
   headers.authorization = `Bearer ${access.accessToken}`;
   // A timer cleared once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
@@ -86,8 +127,6 @@ export async function send(
     clearTimeout(timer);
   }
 }
-
-// internal
 
 function tooLarge(max: number): AthError {
   return new AthError("PAYLOAD_TOO_LARGE", `The request body exceeds ${max} bytes (--max-proxy-body)`, { limit: max });

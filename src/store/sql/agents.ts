@@ -5,7 +5,7 @@ import { type Driver, insert, one } from "./driver.ts";
 
 export function agentQueries(
   db: Driver,
-): Pick<Store, "createAgent" | "getAgentByClientId" | "getAgentByAgentId" | "updateAgent" | "listAgents" | "deleteAgent" | "recordJti"> {
+): Pick<Store, "createAgent" | "getAgentByClientId" | "getAgentByAgentId" | "lockAgent" | "updateAgent" | "listAgents" | "deleteAgent" | "recordJti"> {
   return {
     async createAgent(a) {
       // No conflict target: a clash on either client_id or agent_id writes nothing.
@@ -16,6 +16,11 @@ export function agentQueries(
     },
     async getAgentByAgentId(agentId) {
       return one(db, "SELECT * FROM agents WHERE agent_id = ?", [agentId], toAgent);
+    },
+    async lockAgent(clientId) {
+      // SQLite has no FOR UPDATE: its transactions hold the database's one write lock from BEGIN IMMEDIATE.
+      const lock = db.kind === "postgres" ? " FOR UPDATE" : "";
+      return one(db, `SELECT * FROM agents WHERE client_id = ?${lock}`, [clientId], toAgent);
     },
     async updateAgent(clientId, patch) {
       const changed = await db.run(

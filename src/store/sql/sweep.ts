@@ -8,6 +8,9 @@
 import type { Store } from "../types.ts";
 import type { Driver } from "./driver.ts";
 
+/** The predicate of the partial index agents_unscoped (migration 4), word for word, so both databases use it. */
+export const UNSCOPED_AGENT = `status <> 'pending' AND approvals NOT LIKE '%"approved_scopes":["%'`;
+
 /** Rows per DELETE statement, at most. */
 export const SWEEP_BATCH = 1_000;
 /** What one statement should take: well under the 20 ms stall budget. */
@@ -52,9 +55,18 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
              AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.grant_id = grants.grant_id)`,
           [cutoff],
         ));
+      // Registration is open to anyone: an agent that was never given a scope and holds no token is only weight.
+      // (The store writes `approvals` with JSON.stringify, so an approved scope always reads `"approved_scopes":["`.)
+      const agents = await inBatches(
+        "agents",
+        "client_id",
+        `SELECT client_id FROM agents WHERE ${UNSCOPED_AGENT} AND created_at <= ?
+           AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.client_id = agents.client_id)`,
+        [cutoff],
+      );
       const audit = auditRetainMs === undefined ? 0 : await inBatches("audit", "id", "SELECT id FROM audit WHERE at <= ?", [now - auditRetainMs]);
       const rateLeases = await inBatches("rate_leases", "(rkey, window_start)", "SELECT rkey, window_start FROM rate_leases WHERE expires_at <= ?", [now]);
-      return { sessions, jti, tokens, grants, audit, rate_leases: rateLeases };
+      return { sessions, jti, tokens, grants, agents, audit, rate_leases: rateLeases };
     },
   };
 }

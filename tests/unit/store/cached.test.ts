@@ -50,6 +50,29 @@ function cacheSuite(name: string, makeHarness: () => Harness) {
       return { agent, grant, token };
     }
 
+    test("a write that failed — maybe after it committed — drops what it touched: the next read asks the database", async () => {
+      const { token } = await seeded();
+      // the database lost the connection between COMMIT and its answer: the revocation happened, the caller saw an error
+      const flaky: Store = {
+        ...raw,
+        revokeToken: async (hash, now) => {
+          await raw.revokeToken(hash, now);
+          throw new Error("connection lost after COMMIT");
+        },
+        close: async () => undefined,
+      };
+      const c = await cachedStore(flaky);
+      try {
+        await eventually(async () => c.cacheStats.live);
+        await c.getToken(token.token_hash);
+        expect((await c.getToken(token.token_hash))?.revoked_at).toBeNull(); // warm
+        await expect(c.revokeToken(token.token_hash, T0 + 1)).rejects.toThrow("connection lost");
+        expect((await c.getToken(token.token_hash))?.revoked_at).toBe(T0 + 1);
+      } finally {
+        await c.close();
+      }
+    });
+
     test("a warm read of a token, grant, agent or provider is served from memory, and equals the store's", async () => {
       const { agent, grant, token } = await seeded();
       const first = await Promise.all([cache.getToken(token.token_hash), cache.getGrant(grant.grant_id), cache.getAgentByClientId(agent.client_id)]);

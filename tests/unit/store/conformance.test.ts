@@ -70,6 +70,29 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       expect(await store.getProvider("github")).toBeNull();
     });
 
+    test("lockAgent holds the agent row until its transaction ends: a status change made meanwhile waits for it", async () => {
+      const a = agentFixture();
+      await store.createAgent(a);
+      expect(await store.lockAgent("ath_cl_nobody")).toBeNull();
+      const order: string[] = [];
+      let locked: () => void = () => undefined;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      const decision = store.transaction(async (tx) => {
+        expect((await tx.lockAgent(a.client_id))?.status).toBe("approved");
+        locked();
+        await Bun.sleep(100);
+        order.push("token issued");
+      });
+      await isLocked;
+      const suspension = store.transaction(async (tx) => {
+        await tx.lockAgent(a.client_id);
+        await tx.updateAgent(a.client_id, { status: "suspended" });
+        order.push("suspended");
+      });
+      await Promise.all([decision, suspension]);
+      expect(order).toEqual(["token issued", "suspended"]);
+    });
+
     test("an agent_id can be registered once", async () => {
       const first = agentFixture();
       expect(await store.createAgent(first)).toBe(true);
@@ -583,7 +606,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.markSessionConsented(consented.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: pendingGrant.grant_id, expires_at: now + 1 });
 
       const before = { sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") };
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, audit: 0, rate_leases: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, agents: 0, audit: 0, rate_leases: 0 });
       expect({ sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") })
         .toEqual({ sessions: before.sessions - 1, jti: before.jti - 1, tokens: before.tokens - 2, grants: before.grants - 2 });
       expect(await store.getGrant(dead.grant_id)).toBeNull();
@@ -592,7 +615,28 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       for (const t of kept) expect(await store.getToken(t.token_hash)).toEqual(t);
       expect(await store.getSession(live.session_id)).toEqual(live);
       expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, audit: 0, rate_leases: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0 });
+    });
+
+    test("sweep deletes agents that never got an approved scope and hold no token, once past retention — not pending ones, not approved ones, not token holders", async () => {
+      const now = T0 + 1_000_000;
+      const retain = 60_000;
+      const old = now - retain;
+      const none = [{ provider_id: "github", approved_scopes: [], denied_scopes: ["repo"], denial_reason: "unknown provider" }];
+      const goes = [agentFixture({ status: "denied", approvals: none, created_at: old }), agentFixture({ status: "suspended", approvals: [], created_at: old })];
+      const stays = [
+        agentFixture({ status: "denied", approvals: none, created_at: old + 1 }), // too recent
+        agentFixture({ status: "pending", approvals: none, created_at: old }), // awaits an admin
+        agentFixture({ status: "approved", created_at: old }), // holds an approved scope
+        agentFixture({ status: "denied", created_at: old }), // was approved once (denied later by an admin)
+      ];
+      const holder = agentFixture({ status: "denied", approvals: none, created_at: old });
+      for (const a of [...goes, ...stays, holder]) await store.createAgent(a);
+      await store.createToken(tokenFixture(holder, { expires_at: now + 1 }));
+      await store.createSession(sessionFixture(goes[0]!, { expires_at: now + 1 }));
+      expect((await store.sweep(now, retain)).agents).toBe(2);
+      for (const a of goes) expect(await store.getAgentByClientId(a.client_id)).toBeNull();
+      for (const a of [...stays, holder]) expect((await store.getAgentByClientId(a.client_id))?.client_id).toBe(a.client_id);
     });
 
     test("sweep deletes in batches: 2,500 expired tokens all go, live ones and another agent's same jti stay", async () => {

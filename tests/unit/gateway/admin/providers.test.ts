@@ -98,4 +98,16 @@ describe("admin API — /ath/admin/providers", () => {
     expect(put.json).toMatchObject({ display_name: "Renamed", source: "admin", client_secret: "********" });
     expect((await openProvider(g.gw, await requireProvider(g.gw, "roundtrip"))).config.client_secret).toBe("kept-secret");
   });
+
+  test("a scope rule over 512 characters or with more than 8 `**` is refused at configuration (400 INVALID_REQUEST), and nothing is added", async () => {
+    const entry = (rule: string) => ({ provider_id: "globby", ...p.config(), scope_rules: { "mail:read": [rule] } });
+    const nine = `GET /${Array.from({ length: 9 }, () => "**").join("/a/")}`;
+    const long = `GET /${"x".repeat(520)}`;
+    for (const rule of [nine, long]) {
+      const r = await send(url(), { headers: admin, json: entry(rule) });
+      expect({ status: r.status, code: r.json.code }).toEqual({ status: 400, code: "INVALID_REQUEST" });
+    }
+    const eight = `GET /${Array.from({ length: 8 }, () => "**").join("/a/")}`;
+    expect((await send(url(), { headers: admin, json: entry(eight) })).status).toBe(201);
+  });
 });

@@ -83,6 +83,40 @@ describe("identity — agent identity documents (dev: loopback http)", () => {
     expect(hits.get("/cached.json")).toBe(2);
   });
 
+  test("Cache-Control is respected: no-store and no-cache are not cached, max-age shortens the 5 minutes", async () => {
+    for (const [path, header, expected] of [["/nostore.json", "no-store", 2], ["/nocache.json", "private, no-cache", 2], ["/short.json", "max-age=10", 2], ["/long.json", "max-age=86400", 1]] as const) {
+      const agentId = `${origin}${path}`;
+      routes.set(path, () => Response.json(identityDoc(agentId, key.publicJwk), { headers: { "cache-control": header } }));
+      hits.set(path, 0);
+      const c = clock();
+      const keys = createKeyResolver({ dev: true, now: c.now });
+      await keys.get(agentId);
+      c.advance(10_000);
+      await keys.get(agentId);
+      expect({ path, fetched: hits.get(path) }).toEqual({ path, fetched: expected });
+    }
+  });
+
+  test("at most 16 documents are fetched at once: one more is 503 SERVICE_UNAVAILABLE at once, with Retry-After", async () => {
+    const hanging = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: () => new Promise<Response>(() => undefined) });
+    try {
+      const keys = createKeyResolver({ dev: true, now: () => NOW });
+      const pending = Array.from({ length: 16 }, (_, i) => keys.get(`http://127.0.0.1:${hanging.port}/agent-${i}`).catch((e: unknown) => e));
+      const refused = await rejection(keys.get(`http://127.0.0.1:${hanging.port}/agent-17`));
+      expect({ code: refused.code, reason: refused.details?.reason, retryAfter: refused.headers?.["retry-after"] }).toEqual({
+        code: "SERVICE_UNAVAILABLE", reason: "identity_fetch_busy", retryAfter: "1",
+      });
+      // the same agent_id joins the fetch already running instead of taking a slot
+      const joined = keys.get(`http://127.0.0.1:${hanging.port}/agent-0`).then(() => "resolved", () => "failed");
+      expect(await Promise.race([joined, Bun.sleep(50).then(() => "still waiting")])).toBe("still waiting");
+      hanging.stop(true);
+      await Promise.all(pending);
+      expect(await joined).toBe("failed");
+    } finally {
+      hanging.stop(true);
+    }
+  });
+
   test("refresh re-fetches at most once a minute per agent_id", async () => {
     const agentId = serveDoc("/throttle.json", () => key.publicJwk);
     const c = clock();

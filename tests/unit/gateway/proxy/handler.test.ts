@@ -173,6 +173,41 @@ describe("Proxy — header rules", () => {
     expect(seen["x-kept"]).toBe("yes");
   });
 
+  test("every forwarding and client-address header (X-Forwarded-*, X-Real-IP, X-Original-*, True-Client-IP…) is dropped toward the upstream", async () => {
+    const forwarding = {
+      "x-forwarded-prefix": "/admin",
+      "x-forwarded-uri": "/admin/x",
+      "x-forwarded-path": "/admin",
+      "x-forwarded-method": "DELETE",
+      "x-forwarded-port": "443",
+      "x-forwarded-server": "internal",
+      "x-forwarded-ssl": "on",
+      "x-real-ip": "10.0.0.1",
+      "x-client-ip": "10.0.0.1",
+      "true-client-ip": "10.0.0.1",
+      "cf-connecting-ip": "10.0.0.1",
+      "x-cluster-client-ip": "10.0.0.1",
+      "x-original-host": "internal.example",
+      "x-rewrite-url": "/admin",
+    };
+    const before = p.api.length;
+    const r = await send(proxy("mail/v1/echo"), { headers: bearer(mail.accessToken, { ...forwarding, "x-kept": "yes" }) });
+    expect(r.status).toBe(200);
+    const seen = p.api.slice(before)[0]?.headers ?? {};
+    expect(Object.keys(seen).filter((h) => h in forwarding)).toEqual([]);
+    expect(seen["x-kept"]).toBe("yes");
+  });
+
+  test("forwarding and hop-by-hop headers in the upstream's answer do not reach the agent either", async () => {
+    p.routes.set("/v1/leaky", () =>
+      Response.json({ ok: true }, { headers: { "x-forwarded-for": "10.1.2.3", "x-real-ip": "10.1.2.3", forwarded: "for=10.1.2.3", "keep-alive": "timeout=5", "x-kept": "yes" } }),
+    );
+    const r = await send(proxy("mail/v1/leaky"), { headers: bearer(mail.accessToken) });
+    expect(r.status).toBe(200);
+    expect(["x-forwarded-for", "x-real-ip", "forwarded", "keep-alive"].filter((h) => r.headers.has(h))).toEqual([]);
+    expect(r.headers.get("x-kept")).toBe("yes");
+  });
+
   test("method- and URL-override headers never reach the upstream (they would re-route a request scope_rules allowed)", async () => {
     const overrides = {
       "x-http-method-override": "DELETE",
