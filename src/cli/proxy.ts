@@ -85,11 +85,11 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
     ctx.out.doc({ status: r.status, headers: Object.fromEntries(r.headers), ...body, ...(pending ? { approval: { ...pending, status: "pending" } } : {}) });
   }
   if (pending !== undefined) {
-    const again = `ath proxy ${[provider, method, path].filter(Boolean).join(" ")} … --approval ${pending.approval_id}`;
+    const who = pending.approver === "admin" ? "an admin of the gateway (its console, Approvals)" : "the person who gave consent, in that browser,";
     throw new ClientError(
       "refused",
       "APPROVAL_REQUIRED",
-      `${method} ${r.url} needs a person's approval (${pending.approver ?? "user"}): open ${pending.approval_url} — it ${pending.approver === "admin" ? "is decided by an admin" : "must be opened in the browser that gave consent"}, before ${pending.expires_at}; then run \`${again}\` (or use --wait-approval)`,
+      `${method} ${path} needs a person's approval: ${who} must open ${pending.approval_url} before ${pending.expires_at}; then run the same command with --approval ${pending.approval_id} (or use --wait-approval)`,
       { status: r.status, reported: true },
     );
   }
@@ -108,7 +108,7 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
 async function waitForPerson(ctx: Awaited<ReturnType<typeof context>>, r: RequestResult, pending: PendingApproval, input: RequestInput): Promise<void> {
   const { out, deps } = ctx;
   const until = Date.parse(pending.expires_at);
-  out.info(`${input.method} ${r.url} needs a person's approval. Open this URL${pending.approver === "admin" ? " (an admin decides it)" : ""}:\n  ${pending.approval_url}`);
+  out.info(`${input.method} ${input.path} needs a person's approval${pending.approver === "admin" ? " (an admin of the gateway decides it)" : ""}. Open this URL:\n  ${pending.approval_url}`);
   if (out.json) deps.stderr(`${JSON.stringify({ approval_id: pending.approval_id, approval_url: pending.approval_url, expires_at: pending.expires_at })}\n`);
   const spin = deps.stderrTTY && !out.json ? spinner(() => `waiting for the approval… ${timeLeft(until - deps.now())} left`, deps.stderr) : undefined;
   deps.openUrl(pending.approval_url).catch((e: unknown) => {
@@ -123,7 +123,7 @@ async function waitForPerson(ctx: Awaited<ReturnType<typeof context>>, r: Reques
   }
   if (decision === "approved") return;
   const code = decision === "denied" ? "APPROVAL_DENIED" : "APPROVAL_REQUIRED";
-  throw new ClientError("refused", code, `${input.method} ${r.url}: the approval ${pending.approval_id} is ${decision}; the request was not sent`, {
+  throw new ClientError("refused", code, `${input.method} ${input.path}: the approval ${pending.approval_id} is ${decision}; the request was not sent`, {
     details: { approval_id: pending.approval_id, status: decision },
   });
 }
