@@ -51,7 +51,8 @@ function sizeFetchPool(): void {
   if (process.env.BUN_CONFIG_MAX_HTTP_REQUESTS !== undefined || typeof execve !== "function" || process.platform === "win32") return;
   // A compiled binary sees argv [bun, /$bunfs/root/<name>, …args]; the OS started it as [path, …args].
   const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/");
-  const args = compiled ? [process.execPath, ...process.argv.slice(2)] : [process.execPath, ...process.argv.slice(1)];
+  // From source, Bun's own flags (execArgv: --cpu-prof…) go along.
+  const args = compiled ? [process.execPath, ...process.argv.slice(2)] : [process.execPath, ...process.execArgv, ...process.argv.slice(1)];
   execve(process.execPath, args, { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: String(FETCH_POOL_SIZE) });
 }
 

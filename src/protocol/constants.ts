@@ -55,6 +55,11 @@ export const HEADERS = {
   agentId: "x-ath-agent-id",
   /** Set by the gateway on its own error responses (never passed through from an upstream). */
   error: "x-ath-error",
+  /**
+   * Set by `ath serve` on every answer its proxy relays from the provider: the client can tell an upstream answer from
+   * a refusal even at a gateway that, unlike ath, does not mark its refusals with X-ATH-Error (DESIGN §8).
+   */
+  upstream: "x-ath-upstream",
   /** The agent's resend of a request a person approved (DESIGN §15): the approval's id. */
   approval: "x-ath-approval",
 } as const;

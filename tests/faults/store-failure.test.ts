@@ -170,7 +170,10 @@ describe("PostgreSQL gone", () => {
       expectAllUnavailable(await writesWhileFailing(w, p));
       const r = await proxied(w, p.victim.accessToken);
       expect({ status: r.status, code: r.json.code }).toEqual({ status: 503, code: "SERVICE_UNAVAILABLE" });
+      // liveness is not readiness: /health stays 200, /ready says the store does not answer (issue 10, finding 10)
       expect((await call(`${w.baseUrl}/health`)).status).toBe(200);
+      const ready = await call(`${w.baseUrl}/ready`);
+      expect({ status: ready.status, code: ready.json.code }).toEqual({ status: 503, code: "NOT_READY" });
       const cliProxy = await ath(p.home, ["proxy", "-g", w.baseUrl, "mail", "GET", "/v1/messages"]);
       expect({ code: cliProxy.code, stderr: cliProxy.stderr }).toMatchObject({ code: 5, stderr: expect.stringContaining("SERVICE_UNAVAILABLE") });
       await cliRevokeWhileFailing(w, p);
@@ -181,5 +184,6 @@ describe("PostgreSQL gone", () => {
 
   test("with PostgreSQL back, the same requests succeed", async () => {
     await expectRecovered(w, p);
+    expect((await call(`${w.baseUrl}/ready`)).status).toBe(200);
   }, 30_000);
 });

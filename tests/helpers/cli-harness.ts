@@ -146,7 +146,10 @@ export function fakeGateway(base = GW): FakeGateway {
       // An upstream error whose body looks like an ATH error (the gateway strips any X-ATH-* it sets).
       if (url.pathname.endsWith("/binary")) return new Response(BINARY_BODY, { headers: { "content-type": "application/octet-stream" } });
       if (url.pathname.endsWith("/plain")) return new Response("no newline at the end", { headers: { "content-type": "text/plain" } });
-      if (url.pathname.endsWith("/lookalike")) return json(401, { code: "TOKEN_REVOKED", message: "upstream: your upstream token was revoked" });
+      // What ath serve relays from the provider is marked X-ATH-Upstream (a refusal of its own carries X-ATH-Error).
+      if (url.pathname.endsWith("/lookalike")) return relayed(json(401, { code: "TOKEN_REVOKED", message: "upstream: your upstream token was revoked" }));
+      // A gateway that marks neither (the official SDK's): its refusal is an ATH error body alone.
+      if (url.pathname.endsWith("/foreign-refusal")) return json(401, { code: "TOKEN_REVOKED", message: "The access token has been revoked" });
       return json(200, { ok: true, method: req.method, path: url.pathname, query: url.search, body: text === "" ? null : req.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text });
     }
     return err(404, "NOT_FOUND", "Not found");
@@ -263,4 +266,10 @@ export function cliFixture() {
   async function pendingIds(): Promise<string[]> {
     return Object.keys((Object.values((await credentials()).gateways[GW].agents)[0] as { pending: object }).pending);
   }
+}
+
+/** An answer as ath serve's proxy relays it: marked as the provider's (X-ATH-Upstream). */
+function relayed(res: Response): Response {
+  res.headers.set("x-ath-upstream", "true");
+  return res;
 }

@@ -106,18 +106,25 @@ const NATIVE_REFUSALS = new Set([
   "PROVIDER_NOT_APPROVED",
 ]);
 
+/** A gateway's refusal of the token or the agent, by its code (DESIGN §8): TOKEN_*, AGENT_*, PROVIDER_MISMATCH. */
+const GATEWAY_REFUSAL = /^(TOKEN_|AGENT_|PROVIDER_MISMATCH$)/;
+
 /**
  * The ATH error of an answer ≥ 400 when ATH itself refused the call, else undefined: the upstream answered.
- * Gateway mode: the gateway marks every error it produces with X-ATH-Error and strips X-ATH-* from upstream
- * answers, so the header alone decides — an upstream body that merely looks like `{code, message}` is the
- * upstream's. Native mode: no gateway stands between agent and API; the service checks the ATH token itself, so
- * besides the header (if it sends one) an ATH error body with a token/agent refusal code is its refusal. Other
- * codes stay the API's own errors.
+ * - X-ATH-Error decides when present: `ath serve` marks every error it produces with it.
+ * - An answer `ath serve` relayed from the provider says so (X-ATH-Upstream): an upstream body that merely looks like
+ *   `{code, message}` stays the upstream's.
+ * - Otherwise (a gateway that marks neither, like the official SDK's; DESIGN §8) a 401/403 whose body is an ATH
+ *   error with a TOKEN_*, AGENT_* or PROVIDER_MISMATCH code is the gateway's refusal.
+ * - Native mode: no gateway stands between agent and API; the service checks the ATH token itself, so an ATH error
+ *   body with a token/agent refusal code is its refusal. Other codes stay the API's own errors.
  */
 function refusal(res: Response, bytes: Uint8Array, native: boolean): { code: string; message: string } | undefined {
   const header = res.headers.get(HEADERS.error);
   const body = ATHError.safeParse(parseMaybeJson(utf8(bytes) ?? ""));
   if (header !== null && header !== "") return { code: header, message: body.success ? body.data.message : `HTTP ${res.status}` };
-  if (native && body.success && NATIVE_REFUSALS.has(body.data.code)) return { code: body.data.code, message: body.data.message };
+  if (!body.success || res.headers.get(HEADERS.upstream) !== null) return undefined;
+  if (native && NATIVE_REFUSALS.has(body.data.code)) return { code: body.data.code, message: body.data.message };
+  if ((res.status === 401 || res.status === 403) && GATEWAY_REFUSAL.test(body.data.code)) return { code: body.data.code, message: body.data.message };
   return undefined;
 }

@@ -7,6 +7,7 @@
  * message, scrubbed the same way.
  */
 import type { LogFields, Logger, LogLevel } from "../context.ts";
+import { writeSync } from "node:fs";
 
 export type LogFormat = "text" | "json";
 
@@ -24,7 +25,7 @@ export interface LogOptions {
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
 
 export function createLogger(o: LogOptions): Logger {
-  const write = o.write ?? ((line: string) => void process.stdout.write(line));
+  const write = o.write ?? batchedStdout();
   // Warnings and errors on stderr, as a supervisor expects; the start-up line stays the first line on stdout.
   const writeError = o.writeError ?? o.write ?? ((line: string) => void process.stderr.write(line));
   const now = o.now ?? Date.now;
@@ -44,6 +45,34 @@ export function createLogger(o: LogOptions): Logger {
       if (o.format === "text") write(`${scrub(msg)}\n`);
       else write(format("json", now(), "info", scrub(msg), undefined));
     },
+  };
+}
+
+/**
+ * stdout in batches: the lines of one turn of the event loop go out in one write — under load an access record per
+ * request would otherwise be a write per request (5% of the proxy's CPU in a profile). Whatever is pending is written
+ * synchronously when the process exits, so no line is lost on a clean stop.
+ */
+function batchedStdout(): (line: string) => void {
+  let pending: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending.length === 0) return;
+    const chunk = pending.join("");
+    pending = [];
+    process.stdout.write(chunk);
+  };
+  process.once("exit", () => {
+    if (pending.length > 0) writeSync(1, pending.join(""));
+    pending = [];
+  });
+  return (line) => {
+    pending.push(line);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
   };
 }
 

@@ -2,6 +2,7 @@
  * The proxy's header rules as named lists (hono's proxy helper keeps them the same way), applied by one filter in
  * both directions.
  */
+import { HEADERS } from "../../protocol/constants.ts";
 
 /** RFC 9110 §7.6.1: hop-by-hop fields are meaningful for one connection only and never forwarded. */
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"];
@@ -41,7 +42,10 @@ export function upstreamRequestHeaders(incoming: Headers, apiHeaders: Readonly<R
 
 /** The upstream's response headers the agent may see. */
 export function agentResponseHeaders(incoming: Headers): HeaderFields {
-  return filter(incoming, TO_AGENT);
+  const out = filter(incoming, TO_AGENT);
+  // after the filter, which drops any X-ATH-* the upstream sent: only the gateway says what is the upstream's
+  out[HEADERS.upstream] = "true";
+  return out;
 }
 
 // internal

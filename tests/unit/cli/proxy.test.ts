@@ -71,7 +71,14 @@ describe("proxy", () => {
     expect(plain.body_encoding).toBeUndefined();
   });
 
-  test("an upstream ≥ 400 whose body looks like an ATH error exits 1 UPSTREAM_ERROR: only X-ATH-Error means the gateway refused", async () => {
+  test("a 401 with an ATH token-refusal body and neither X-ATH-Error nor X-ATH-Upstream (a gateway that marks neither) is a refusal: exit 4", async () => {
+    await fx.authorized();
+    const r = await ath(["proxy", "-g", GW, "github", "GET", "/foreign-refusal", "--format", "json"]);
+    expect(r.code).toBe(4);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 401, body: { code: "TOKEN_REVOKED" } });
+  });
+
+  test("an upstream ≥ 400 whose body looks like an ATH error exits 1 UPSTREAM_ERROR: ath serve marked it as the provider's answer", async () => {
     await fx.authorized();
     const r = await ath(["proxy", "-g", GW, "github", "GET", "/lookalike"]);
     expect(r.code).toBe(1);

@@ -103,6 +103,7 @@ describe("Proxy — relaying", () => {
     expect(text).not.toContain(upstreamToken);
     expect(r.headers.get("set-cookie")).toBeNull();
     expect(r.headers.get("x-ath-error")).toBeNull(); // an upstream cannot pose as the gateway
+    expect(r.headers.get("x-ath-upstream")).toBe("true"); // the gateway says the answer is the provider's (DESIGN §8)
     expect(r.headers.get("x-upstream")).toBe("scripted");
     // (this upstream echoes the token in a header of its own: relaying the API's own headers is the provider's business)
     expect(r.headers.get("authorization")).toBeNull();
@@ -229,7 +230,9 @@ describe("Proxy — header rules", () => {
 describe("Proxy — token states and binding", () => {
   test("a missing, malformed or unknown bearer token is 401 TOKEN_INVALID", async () => {
     for (const headers of [{}, { authorization: "Basic abc" }, { authorization: "Bearer " }, bearer("ath_tk_doesnotexist"), bearer(mail.accessToken.slice(0, -2))]) {
-      expectError(await upstreamUntouched(() => send(proxy("mail/v1/messages"), { headers })), "TOKEN_INVALID");
+      const r = await upstreamUntouched(() => send(proxy("mail/v1/messages"), { headers }));
+      expectError(r, "TOKEN_INVALID");
+      expect(r.headers.get("x-ath-upstream")).toBeNull(); // the gateway's own answer
     }
   });
 
