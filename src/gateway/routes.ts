@@ -59,7 +59,7 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("introspect", "POST", PATHS.introspect, "api", introspect, { auth: "introspection" }),
 
     // Per-request approvals (DESIGN §15): the agent polls (JSON with its bearer), a person decides (the page)
-    row("approval", "GET", `${PATHS.approvals}/{approval_id}`, "page", showApproval),
+    row("approval", "GET", `${PATHS.approvals}/{approval_id}`, "page", showApproval, { limit: "proxy" }),
     row("approval.decide", "POST", `${PATHS.approvals}/{approval_id}`, "page", submitApproval, { maxBody: 4096 }),
     row("approval.signin", "POST", `${PATHS.approvals}/{approval_id}/signin`, "page", startSignin, { maxBody: 4096 }),
 

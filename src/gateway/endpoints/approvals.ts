@@ -25,7 +25,7 @@ import { requireUsableToken } from "../domain/tokens.ts";
 import { bearerToken, readText } from "../http/request.ts";
 import { errorResponse, json } from "../http/response.ts";
 import { formActionSources, htmlResponse } from "../pages/index.ts";
-import { renderApprovalDecidedPage, renderApprovalPage, renderApprovalSigninPage } from "../pages/approval.ts";
+import { renderApprovalAdminPage, renderApprovalDecidedPage, renderApprovalPage, renderApprovalSigninPage } from "../pages/approval.ts";
 
 const NOT_YOURS =
   "Only the person who gave this agent access can approve its requests, and only from the browser where they gave that consent.";
@@ -42,8 +42,9 @@ export async function showApproval(call: Call): Promise<Response> {
   const a = await find(gw, call.params.approval_id!);
   const approver = await readApprover(gw, req);
   const allowed = a.approver === "user" && mayDecide(a, approver);
-  if (a.approver === "user" && !allowed) return signinPage(gw, req, a);
-  return htmlResponse(await page(gw, a, allowed ? approver! : null), { status: 200 });
+  if (a.approver === "admin") return adminPage(gw, a);
+  if (!allowed) return signinPage(gw, req, a);
+  return htmlResponse(await page(gw, a, approver!), { status: 200 });
 }
 
 /** POST /ath/approvals/{id}/signin: off to the provider's sign-in, to prove who this browser's person is. */
@@ -176,6 +177,15 @@ function signinCsrf(approvalId: string, binding: string): string {
   return hashSecret(`approval-signin:${approvalId}:${binding}`);
 }
 
+/**
+ * An admin approval, seen from a browser: where it is decided — not the request itself: the link went to the agent,
+ * and the /ath/ paths know no admin session (its cookie is the console's).
+ */
+async function adminPage(gw: Gateway, a: ApprovalRecord): Promise<Response> {
+  const record = await findProvider(gw, a.provider_id);
+  return htmlResponse(renderApprovalAdminPage({ providerName: record?.config.display_name ?? a.provider_id, status: approvalStatus(a, gw.now()), consoleUrl: `${PATHS.adminConsole}/approvals` }));
+}
+
 /** The 403 page for a browser that has not proven it is the approver, with the sign-in when the provider allows it. */
 async function signinPage(gw: Gateway, req: Request, a: ApprovalRecord): Promise<Response> {
   const record = await findProvider(gw, a.provider_id);
@@ -195,6 +205,8 @@ async function signinPage(gw: Gateway, req: Request, a: ApprovalRecord): Promise
 /** The agent's poll: its bearer token, and an approval it asked for (any other: 404, never a hint it exists). */
 async function agentsOwn(call: Call): Promise<ApprovalRecord> {
   const token = await requireUsableToken(call.gw, bearerToken(call.req));
+  // polls count against the agent's proxy budget (the route's `limit`)
+  await call.identify({ client_id: token.client_id, provider_id: token.provider_id });
   const a = await call.gw.store.getApproval(call.params.approval_id!);
   if (!a || a.client_id !== token.client_id) throw new AthError("NOT_FOUND", "No such approval for this agent");
   return a;
@@ -226,15 +238,15 @@ function csrfToken(approvalId: string, who: ApproverIdentity): string {
   return hashSecret(`approval-csrf:${approvalId}:${who.raw}`);
 }
 
-async function page(gw: Gateway, a: ApprovalRecord, who: ApproverIdentity | null): Promise<string> {
+async function page(gw: Gateway, a: ApprovalRecord, who: ApproverIdentity): Promise<string> {
   const [provider, agent, body] = await Promise.all([findProvider(gw, a.provider_id), gw.store.getAgentByClientId(a.client_id), shownBody(gw, a)]);
   const text = body === null ? null : utf8(body);
   return renderApprovalPage({
     gatewayHost: new URL(gw.opts.baseUrl).host,
     status: approvalStatus(a, gw.now()),
     approver: a.approver,
-    ...(who ? { actionUrl: `${PATHS.approvals}/${a.approval_id}`, csrfToken: csrfToken(a.approval_id, who) } : {}),
-    ...(a.approver === "admin" ? { notice: "An admin of this gateway decides this request, in its admin console (Approvals)." } : {}),
+    actionUrl: `${PATHS.approvals}/${a.approval_id}`,
+    csrfToken: csrfToken(a.approval_id, who),
     provider: { id: a.provider_id, displayName: provider?.config.display_name ?? a.provider_id },
     agent: {
       agentId: a.agent_id,

@@ -88,6 +88,14 @@ export function renderApprovalDecidedPage(v: { decision: "approve" | "deny"; pro
   return renderPage({ title: v.decision === "approve" ? "Request approved" : "Request denied", body });
 }
 
+/** An admin approval seen from a browser: an admin decides it in the console; the request is shown there. */
+export function renderApprovalAdminPage(v: { providerName: string; status: ApprovalPageView["status"]; consoleUrl: string }): string {
+  const body = `<h1>An admin decides this request</h1>
+<p>An agent asked to send a request to ${escapeHtml(v.providerName)} that an admin of this gateway must approve. It is <strong>${escapeHtml(v.status)}</strong>.</p>
+<p class="hint">Admins see the request and decide it in the admin console: <a href="${escapeHtml(v.consoleUrl)}">Approvals</a>.</p>`;
+  return renderPage({ title: "An admin decides this request", body });
+}
+
 /**
  * The 403 page for a browser that has not proven it belongs to the approver: sign in at the provider (when it names
  * its users), or use the browser that gave consent.

@@ -237,6 +237,8 @@ describe("admin approvals and per-agent rules", () => {
     const page = await person.navigate(d.approval_url);
     expect(page.status).toBe(200);
     expect(parseForms(page.body)).toEqual([]);
+    expect(page.body).toContain("An admin decides this request");
+    expect(page.body).not.toContain("/v1/messages/42"); // shown to admins in the console, not to whoever holds the link
     const list = (await (await g.fetch("/ath/admin/approvals?status=pending", { headers: admin })).json()) as { approvals: Record<string, unknown>[] };
     expect(list.approvals.map((a) => a.approval_id)).toEqual([d.approval_id]);
     expect(list.approvals[0]).toMatchObject({ client_id: flow.client.client_id, method: "DELETE", path: "/v1/messages/42", status: "pending" });
