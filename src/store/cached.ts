@@ -164,7 +164,7 @@ const NEUTRAL = new Set([
   "deleteConsoleSession", "createGrant",
   "getGrant", "appendAudit", "listAudit", "leaseRateCapacity", "transaction", "changes", "close",
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
-  "createApproval", "getApproval", "listApprovals", "decideApproval", "consumeApproval",
+  "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
 ]);
 
 /**

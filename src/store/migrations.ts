@@ -173,6 +173,7 @@ CREATE INDEX sessions_client ON sessions (client_id);`,
 );
 CREATE INDEX approvals_created ON approvals (created_at, approval_id);
 CREATE INDEX approvals_expires ON approvals (expires_at);
+CREATE INDEX approvals_client ON approvals (client_id, status, expires_at);
 ALTER TABLE agents ADD COLUMN approval_rules TEXT;`,
   ];
 }

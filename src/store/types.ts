@@ -318,6 +318,8 @@ export interface Store {
   /** Saves a new approval, dropping ones that expired over a day before it. */
   createApproval(a: ApprovalRecord): Promise<void>;
   getApproval(approvalId: string): Promise<ApprovalRecord | null>;
+  /** How many of the client's approvals are pending and unexpired at `now` (the gateway caps them per client). */
+  countPendingApprovals(clientId: string, now: number): Promise<number>;
   /**
    * Approvals newest first ((created_at, approval_id) descending) after `after`; `status` "expired" means pending or
    * approved past expiry at `now`, "pending"/"approved" only unexpired ones.

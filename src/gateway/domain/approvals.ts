@@ -16,6 +16,12 @@ export const SHOWN_BODY_BYTES = 16 * 1024;
 /** `--max-approval-body` default: larger bodies of requests that need an approval are refused (413). */
 export const MAX_APPROVAL_BODY_DEFAULT = 1024 * 1024;
 
+/**
+ * Pending approvals one client may hold at once: each refused request makes one, and each waits for a person —
+ * beyond this the agent is asking faster than anyone decides (429, until some are decided or expire).
+ */
+export const MAX_PENDING_PER_CLIENT = 50;
+
 export type ApprovalView = "pending" | "approved" | "denied" | "expired" | "used";
 
 /** The first rule, the provider's before the agent's own, that matches; null when the request needs no approval. */
@@ -134,6 +140,11 @@ export const APPROVAL_HEADER = HEADERS.approval;
 
 async function createApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRequest, digest: string): Promise<ApprovalRecord> {
   const now = gw.now();
+  if ((await gw.store.countPendingApprovals(r.token.client_id, now)) >= MAX_PENDING_PER_CLIENT) {
+    throw new AthError("RATE_LIMITED", `This agent already has ${MAX_PENDING_PER_CLIENT} requests waiting for a person's approval`, { reason: "pending_approvals", limit: MAX_PENDING_PER_CLIENT }, {
+      headers: { "retry-after": "60" },
+    });
+  }
   const id = mintSecret(PREFIX.approval, 16);
   const shown = r.body.byteLength ? r.body.subarray(0, SHOWN_BODY_BYTES) : null;
   const a: ApprovalRecord = {

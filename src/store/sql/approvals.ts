@@ -6,7 +6,7 @@ import { type Driver, insert, one } from "./driver.ts";
 /** Approvals that expired longer ago than this are dropped when a new one is made: the table stays bounded. */
 const KEEP_EXPIRED_MS = 24 * 3600 * 1000;
 
-export function approvalQueries(db: Driver): Pick<Store, "createApproval" | "getApproval" | "listApprovals" | "decideApproval" | "consumeApproval"> {
+export function approvalQueries(db: Driver): Pick<Store, "createApproval" | "getApproval" | "countPendingApprovals" | "listApprovals" | "decideApproval" | "consumeApproval"> {
   return {
     async createApproval(a) {
       await db.run("DELETE FROM approvals WHERE expires_at < ?", [a.created_at - KEEP_EXPIRED_MS]);
@@ -14,6 +14,10 @@ export function approvalQueries(db: Driver): Pick<Store, "createApproval" | "get
     },
     async getApproval(approvalId) {
       return one(db, "SELECT * FROM approvals WHERE approval_id = ?", [approvalId], toApproval);
+    },
+    async countPendingApprovals(clientId, now) {
+      const [row] = await db.all("SELECT COUNT(*) AS n FROM approvals WHERE client_id = ? AND status = 'pending' AND expires_at > ?", [clientId, now]);
+      return Number(row?.n ?? 0);
     },
     async listApprovals(o) {
       const where: string[] = [];

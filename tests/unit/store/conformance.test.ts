@@ -455,6 +455,16 @@ function storeConformance(name: string, makeHarness: () => Harness) {
         expect((await store.getApproval(a.approval_id))!.used_at).toBe(3_000);
       });
 
+      test("countPendingApprovals counts a client's pending, unexpired approvals only", async () => {
+        await store.createApproval(approval());
+        await store.createApproval(approval({ expires_at: 5_000 }));
+        await store.createApproval(approval({ status: "denied" }));
+        await store.createApproval(approval({ client_id: "ath_c2" }));
+        expect(await store.countPendingApprovals("ath_c1", 10_000)).toBe(1);
+        expect(await store.countPendingApprovals("ath_c1", 1_000)).toBe(2);
+        expect(await store.countPendingApprovals("ath_none", 1_000)).toBe(0);
+      });
+
       test("listApprovals pages newest first and filters by status, expired computed at now", async () => {
         const old = approval({ created_at: 1_000, expires_at: 5_000 });
         const mid = approval({ created_at: 2_000, status: "denied" });

@@ -92,6 +92,15 @@ describe("asking", () => {
   });
 });
 
+test("an agent holds at most 50 pending approvals: the next request is 429 until some are decided or expire", async () => {
+  for (let i = 0; i < 50; i++) await required(await send("/v1/messages", { body: JSON.stringify({ i }) }));
+  const over = await send("/v1/messages", { body: "{}" });
+  expect(over.status).toBe(429);
+  expect(((await over.json()) as { details: Record<string, unknown> }).details).toMatchObject({ reason: "pending_approvals", limit: 50 });
+  g.clock.advance(301);
+  await required(await send("/v1/messages", { body: "{}" }));
+});
+
 describe("the person decides", () => {
   test("approve in the consenting browser; the resend is forwarded once with exactly that body", async () => {
     const body = JSON.stringify(MAIL);
