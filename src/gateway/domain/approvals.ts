@@ -3,7 +3,7 @@
  * with a fresh approval), deciding it, and spending it on the one resend whose digest matches — a single guarded
  * UPDATE, so of two racing resends exactly one is forwarded.
  */
-import { AthError, HEADERS, PATHS, PREFIX, type ApprovalRule, type ProviderConfig } from "../../protocol/index.ts";
+import { AthError, PATHS, PREFIX, type ApprovalRule, type ProviderConfig } from "../../protocol/index.ts";
 import type { AgentRecord, ApprovalRecord, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
@@ -133,8 +133,6 @@ export function statusDocument(gw: Gateway, a: ApprovalRecord) {
     decided_at: a.decided_at === null ? null : new Date(a.decided_at).toISOString(),
   };
 }
-
-export const APPROVAL_HEADER = HEADERS.approval;
 
 // internal
 

@@ -244,7 +244,6 @@ async function page(gw: Gateway, a: ApprovalRecord, who: ApproverIdentity): Prom
   return renderApprovalPage({
     gatewayHost: new URL(gw.opts.baseUrl).host,
     status: approvalStatus(a, gw.now()),
-    approver: a.approver,
     actionUrl: `${PATHS.approvals}/${a.approval_id}`,
     csrfToken: csrfToken(a.approval_id, who),
     provider: { id: a.provider_id, displayName: provider?.config.display_name ?? a.provider_id },

@@ -2,7 +2,8 @@
  * The approval page (GET /ath/approvals/{id}, DESIGN §15): one exact request an agent wants to make — the agent (its
  * id proven; developer and purpose only claimed, and marked so), the provider, method, upstream path, query and body
  * (the first 16 KiB, JSON pretty-printed, every byte escaped), and the time left — with Approve / Deny for the one
- * person allowed to decide it. Same shell, CSP and headers as the consent page.
+ * person allowed to decide it (endpoints/approvals.ts shows it to no one else). Same shell, CSP and headers as the
+ * consent page.
  */
 import { escapeHtml, renderPage } from "./layout.ts";
 import { expiryHtml } from "./time.ts";
@@ -10,11 +11,9 @@ import { expiryHtml } from "./time.ts";
 export interface ApprovalPageView {
   gatewayHost: string;
   status: "pending" | "approved" | "denied" | "expired" | "used";
-  approver: "user" | "admin";
-  /** The form posts here; absent: this viewer cannot decide (the page says why in `notice`). */
-  actionUrl?: string;
-  csrfToken?: string;
-  notice?: string;
+  /** The form posts here. */
+  actionUrl: string;
+  csrfToken: string;
   provider: { id: string; displayName: string };
   agent: { agentId: string; developerName: string; developerId: string; purpose: string | null };
   method: string;
@@ -40,7 +39,7 @@ export function renderApprovalPage(v: ApprovalPageView): string {
     used: `<p class="status-ok">This request was approved and sent.</p>`,
   };
   const form =
-    v.status === "pending" && v.actionUrl && v.csrfToken
+    v.status === "pending"
       ? `<form method="post" action="${escapeHtml(v.actionUrl)}">
 <input type="hidden" name="csrf" value="${escapeHtml(v.csrfToken)}">
 <div class="actions">
@@ -50,7 +49,6 @@ export function renderApprovalPage(v: ApprovalPageView): string {
 </form>
 <p class="expiry">This request ${expiryHtml(v.expiresAt, v.now)}.</p>`
       : "";
-  const notice = v.status === "pending" && v.notice ? `<p class="hint">${escapeHtml(v.notice)}</p>` : "";
   const body = `<h1>An agent wants to send this request to ${provider}</h1>
 <p class="lead">Approve only if you want exactly this request sent with your ${provider} account. Approving sends it once; the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong> refuses any other.</p>
 ${decided[v.status]}
@@ -73,7 +71,7 @@ ${bodyHtml(v.body)}
 ${purpose}
 </dl>
 </div>
-${notice}${form}`;
+${form}`;
   return renderPage({ title: `Approve this request to ${v.provider.displayName}?`, body, brand: `ath gateway · ${v.gatewayHost}` });
 }
 
