@@ -37,7 +37,12 @@ export const OUTPUT_SCHEMAS: Record<string, z.ZodType> = {
   register: registration,
   authorize: z.union([z.object({ authorization_url: z.string(), ath_session_id: z.string() }).describe("--no-wait"), token.describe("--wait")]),
   token,
-  proxy: RequestOutput.omit({ truncated: true }),
+  proxy: RequestOutput.omit({ truncated: true }).extend({
+    approval: z
+      .object({ approval_id: z.string(), approval_url: z.string(), expires_at: z.string(), request_digest: z.string(), approver: z.enum(["user", "admin"]).optional(), status: z.literal("pending") })
+      .optional()
+      .describe("403 APPROVAL_REQUIRED (exit 4): the approval a person must give at approval_url; resend with --approval <approval_id>"),
+  }),
   revoke: RevokeOutput,
   status: StatusDocument,
   identity: AgentIdentityDocument,

@@ -4,10 +4,19 @@
  * (text: its bytes unchanged, streamed as they arrive; json: `{status, headers, body}`), then `ath: HTTP 404` on
  * stderr and exit 1 (exit 4 when the gateway itself refused: X-ATH-Error). `-H` names are case-insensitive and
  * cannot replace the two headers ath sets (Authorization, X-ATH-Agent-ID); no Accept is sent unless `-H` gives one.
+ *
+ * A request a person must approve (DESIGN §15, 403 APPROVAL_REQUIRED): the approval URL is said on stderr and the
+ * command exits 4 (`--format json`: the answer's document with `approval`, the pending approval); `--approval ID`
+ * resends it once approved. `--wait-approval` does it in one go: opens the URL, polls with a spinner until the
+ * person decided, then resends the same request with `X-ATH-Approval` (denied or expired: exit 4).
  */
 import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../protocol/constants.ts";
 import { didYouMean } from "../protocol/suggest.ts";
-import { OWN_HEADERS, parseMaybeJson, request, utf8 } from "../agent/flows/request.ts";
+import { pendingApproval, resend, waitForDecision } from "../agent/flows/approval.ts";
+import { OWN_HEADERS, parseMaybeJson, request, utf8, type RequestInput, type RequestResult } from "../agent/flows/request.ts";
+import type { PendingApproval } from "../protocol/lean.ts";
+import { HEADERS } from "../protocol/constants.ts";
+import { spinner } from "./spinner.ts";
 import { commonOptions, context, type CommonOptions } from "./common.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import { athErrorKind, ClientError, oneLine, usageError } from "./errors.ts";
@@ -18,6 +27,10 @@ export interface ProxyOptions extends CommonOptions {
   words: string[];
   body?: string;
   headers: string[];
+  /** Open the approval URL, wait for the person's decision, resend (DESIGN §15). */
+  waitApproval: boolean;
+  /** Resend with this approval (`X-ATH-Approval`). */
+  approval?: string;
 }
 
 export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
@@ -45,26 +58,40 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
       headers["content-type"] = "application/json";
     }
   }
+  if (opts.approval !== undefined) {
+    if (!/^ath_apr_[A-Za-z0-9_-]{1,64}$/.test(opts.approval)) throw usageError(`--approval must be an approval id (ath_apr_…), got "${oneLine(opts.approval)}"`);
+    headers[HEADERS.approval] = opts.approval;
+  }
   // On a terminal a person reads the answer: JSON pretty-printed, and a final newline (gh api does the same).
   const forPerson = !ctx.out.json && deps.stdoutTTY;
-  const r = await request(
-    {
-      target,
-      provider,
-      method,
-      path,
-      headers,
-      body,
-      // Piped text: as received, chunk by chunk — binary-safe, no newline added, never all in memory (`ath proxy … > file`).
-      ...(ctx.out.json || forPerson ? {} : { onChunk: (chunk: Uint8Array) => deps.stdout(chunk) }),
-    },
-    ctx.agent,
-  );
+  // Piped text: as received, chunk by chunk — binary-safe, no newline added, never all in memory (`ath proxy … > file`).
+  // Not while an approval may be awaited: the refusal must not reach stdout before the real answer.
+  const streamed = !ctx.out.json && !forPerson;
+  const input: RequestInput = { target, method, path, headers, ...(provider === undefined ? {} : { provider }), ...(body === undefined ? {} : { body }) };
+  const onChunk = (chunk: Uint8Array) => deps.stdout(chunk);
+  let r = await request({ ...input, ...(streamed && !opts.waitApproval ? { onChunk } : {}) }, ctx.agent);
+  let pending = pendingApproval(r);
+  if (pending !== undefined && opts.waitApproval) {
+    await waitForPerson(ctx, r, pending, input);
+    r = await resend({ ...input, ...(streamed ? { onChunk } : {}) }, pending.approval_id, ctx.agent);
+    pending = pendingApproval(r);
+  } else if (streamed && opts.waitApproval) {
+    deps.stdout(r.body);
+  }
   if (forPerson) deps.stdout(forTerminal(r.body));
   if (ctx.out.json) {
     const text = utf8(r.body);
     const body = text === undefined ? { body: r.body.toBase64(), body_encoding: "base64" } : { body: parseMaybeJson(text) };
-    ctx.out.doc({ status: r.status, headers: Object.fromEntries(r.headers), ...body });
+    ctx.out.doc({ status: r.status, headers: Object.fromEntries(r.headers), ...body, ...(pending ? { approval: { ...pending, status: "pending" } } : {}) });
+  }
+  if (pending !== undefined) {
+    const who = pending.approver === "admin" ? "an admin of the gateway (its console, Approvals)" : "the person who gave consent, in that browser,";
+    throw new ClientError(
+      "refused",
+      "APPROVAL_REQUIRED",
+      `${method} ${path} needs a person's approval: ${who} must open ${pending.approval_url} before ${pending.expires_at}; then run the same command with --approval ${pending.approval_id} (or use --wait-approval)`,
+      { status: r.status, reported: true },
+    );
   }
   if (r.status < 400) return;
   if (r.refusal !== undefined) {
@@ -76,6 +103,41 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
 }
 
 // internal
+
+/** Says the URL, opens it, and polls (a spinner on a TTY) until the person decided; denied or expired → exit 4. */
+async function waitForPerson(ctx: Awaited<ReturnType<typeof context>>, r: RequestResult, pending: PendingApproval, input: RequestInput): Promise<void> {
+  const { out, deps } = ctx;
+  const until = Date.parse(pending.expires_at);
+  out.info(`${input.method} ${input.path} needs a person's approval${pending.approver === "admin" ? " (an admin of the gateway decides it)" : ""}. Open this URL:\n  ${pending.approval_url}`);
+  if (out.json) deps.stderr(`${JSON.stringify({ approval_id: pending.approval_id, approval_url: pending.approval_url, expires_at: pending.expires_at })}\n`);
+  const spin = deps.stderrTTY && !out.json ? spinner(() => `waiting for the approval… ${timeLeft(until - deps.now())} left`, deps.stderr) : undefined;
+  deps.openUrl(pending.approval_url).catch((e: unknown) => {
+    if (spin) deps.stderr("\r\u001b[2K");
+    out.info(`could not open a browser (${(e as Error).message}). Open the URL yourself.`);
+  });
+  let decision: string;
+  try {
+    decision = await waitForDecision(input, r.provider, pending, ctx.agent, { intervalMs: pollInterval(deps.env) });
+  } finally {
+    spin?.stop();
+  }
+  if (decision === "approved") return;
+  const code = decision === "denied" ? "APPROVAL_DENIED" : "APPROVAL_REQUIRED";
+  throw new ClientError("refused", code, `${input.method} ${input.path}: the approval ${pending.approval_id} is ${decision}; the request was not sent`, {
+    details: { approval_id: pending.approval_id, status: decision },
+  });
+}
+
+/** `ATH_APPROVAL_POLL_MS` (tests, impatient people), else once a second. */
+function pollInterval(env: Record<string, string | undefined>): number {
+  const ms = Number(env.ATH_APPROVAL_POLL_MS);
+  return Number.isInteger(ms) && ms >= 50 && ms <= 60_000 ? ms : 1000;
+}
+
+function timeLeft(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+}
 
 /** `--body` as given: inline text, `@path` a file's contents, `-` all of stdin. */
 async function readBodyArg(arg: string, deps: Deps): Promise<string> {
@@ -123,6 +185,8 @@ const args = {
   path: { type: "positional", description: "API path, query included (e.g. /v1/items?limit=5)", required: false },
   body: { type: "string", description: "Body for POST/PUT/PATCH: JSON, @file, or - for stdin (JSON unless -H Content-Type)", valueHint: "json|@file|-" },
   header: { type: "string", alias: "H", description: "Extra request header \"Name: value\"; repeatable", valueHint: "K:V" },
+  "wait-approval": { type: "boolean", description: "If a person must approve the request: open the approval page, wait for the decision, resend" },
+  approval: { type: "string", description: "Resend a request a person approved (its approval id, ath_apr_…)", valueHint: "id" },
 } as const;
 
 export default defineCommand({
@@ -130,8 +194,9 @@ export default defineCommand({
   args,
   run: ({ args: a, rawArgs }) => {
     const words = [a.provider, a.method, a.path].filter((w): w is string => typeof w === "string");
-    const o: ProxyOptions = { ...commonOptions(a, rawArgs), words, headers: allValues(rawArgs, args, "header") };
+    const o: ProxyOptions = { ...commonOptions(a, rawArgs), words, headers: allValues(rawArgs, args, "header"), waitApproval: a["wait-approval"] === true };
     if (typeof a.body === "string") o.body = a.body;
+    if (typeof a.approval === "string") o.approval = a.approval;
     return run(o, getDeps());
   },
 });

@@ -34,6 +34,8 @@ export interface GatewayOptions {
   adminTokenHash: string;
   /** SHA-256 of the introspection token, if one was configured. */
   introspectionTokenHash: string | null;
+  /** Largest body of a request that needs a person's approval (DESIGN §15), bytes; default 1 MiB. */
+  maxApprovalBody?: number;
   /** Native mode: the one provider's id (the app id); null in gateway mode. */
   appId: string | null;
   /** A proxy in front terminates TLS: the client IP is the last hop of X-Forwarded-For. */

@@ -5,6 +5,7 @@
  */
 import { LIMITS, PATHS } from "../protocol/index.ts";
 import * as adminAgents from "./admin/agents.ts";
+import * as adminApprovals from "./admin/approvals.ts";
 import * as adminAudit from "./admin/audit.ts";
 import * as adminProviders from "./admin/providers.ts";
 import * as adminTokens from "./admin/tokens.ts";
@@ -18,6 +19,7 @@ import { introspect } from "./endpoints/introspect.ts";
 import { metrics, ready } from "./endpoints/ops.ts";
 import { appDiscovery } from "./endpoints/native.ts";
 import { agentStatus } from "./endpoints/agent-status.ts";
+import { showApproval, startSignin, submitApproval } from "./endpoints/approvals.ts";
 import { register } from "./endpoints/register.ts";
 import { revoke } from "./endpoints/revoke.ts";
 import { token } from "./endpoints/token.ts";
@@ -56,6 +58,11 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("revoke", "POST", PATHS.revoke, "api", revoke),
     row("introspect", "POST", PATHS.introspect, "api", introspect, { auth: "introspection" }),
 
+    // Per-request approvals (DESIGN §15): the agent polls (JSON with its bearer), a person decides (the page)
+    row("approval", "GET", `${PATHS.approvals}/{approval_id}`, "page", showApproval, { limit: "proxy" }),
+    row("approval.decide", "POST", `${PATHS.approvals}/{approval_id}`, "page", submitApproval, { maxBody: 4096 }),
+    row("approval.signin", "POST", `${PATHS.approvals}/{approval_id}/signin`, "page", startSignin, { maxBody: 4096 }),
+
     // The proxy streams its bodies: maxBody does not apply to them.
     row("proxy", "*", `${PATHS.proxy}/{provider_id}/*`, "proxy", proxy, { limit: "proxy" }),
     // Native mode: the app's API is the proxy without the provider segment — the same handler, the same rules.
@@ -79,6 +86,8 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("admin.tokens.list", "GET", PATHS.adminTokens, "api", adminTokens.list, { auth: "admin" }),
     row("admin.tokens.revoke", "POST", PATHS.adminTokensRevoke, "api", adminTokens.revoke, { auth: "admin" }),
     row("admin.audit.list", "GET", PATHS.adminAudit, "api", adminAudit.list, { auth: "admin" }),
+    row("admin.approvals.list", "GET", PATHS.adminApprovals, "api", adminApprovals.list, { auth: "admin" }),
+    row("admin.approvals.decide", "POST", `${PATHS.adminApprovals}/{approval_id}`, "api", adminApprovals.decideOne, { auth: "admin" }),
 
     // Admin console (DESIGN §9): pages; the session cookie is checked by the handlers (sign-in is one of them)
     row("console", "GET", PATHS.adminConsole, "page", adminConsole.overview),
@@ -88,6 +97,8 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("console.signout", "POST", `${PATHS.adminConsole}/signout`, "page", adminConsole.submitSignout, { maxBody: 4096 }),
     row("console.agents", "GET", `${PATHS.adminConsole}/agents`, "page", adminConsole.agents),
     row("console.agents.act", "POST", `${PATHS.adminConsole}/agents/{client_id}`, "page", adminConsole.agentAction, { maxBody: 4096 }),
+    row("console.approvals", "GET", `${PATHS.adminConsole}/approvals`, "page", adminConsole.approvals),
+    row("console.approvals.decide", "POST", `${PATHS.adminConsole}/approvals/{approval_id}`, "page", adminConsole.approvalAction, { maxBody: 4096 }),
     row("console.tokens", "GET", `${PATHS.adminConsole}/tokens`, "page", adminConsole.tokens),
     row("console.tokens.revoke", "POST", `${PATHS.adminConsole}/tokens/revoke`, "page", adminConsole.revokeAction, { maxBody: 8192 }),
     row("console.providers", "GET", `${PATHS.adminConsole}/providers`, "page", adminConsole.providers),

@@ -79,6 +79,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         tokenTtlSeconds: o.tokenTtlSeconds,
         strictScopes: o.strictScopes,
         upstreamTimeoutMs: o.upstreamTimeoutMs,
+        maxApprovalBody: o.maxApprovalBody,
         trustProxy: o.trustProxy,
         metricsPublic: o.metricsPublic,
         ...(o.metricsToken ? { metricsToken: o.metricsToken } : {}),

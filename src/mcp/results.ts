@@ -54,6 +54,8 @@ const NEXT: Record<string, (provider: string) => string> = {
   SESSION_NOT_FOUND: reauthorize,
   AGENT_UNAPPROVED: () => "the gateway's admin must approve this agent (ath_status shows its agent_id and client_id); then call ath_authorize again",
   PROVIDER_NOT_APPROVED: (p) => `this agent's registration does not cover ${p}; the gateway's admin can approve it`,
+  APPROVAL_REQUIRED: () => "a person must approve this exact request at details.approval_url (show it to them); once they approved, call ath_request again with the same arguments and approval_id",
+  APPROVAL_DENIED: () => "the person denied this request: do not send it again",
   RATE_LIMITED: () => "the gateway is limiting requests: wait, then try again",
   NETWORK_ERROR: () => "the gateway is unreachable: try again once it is back",
   TIMEOUT: () => "the gateway did not answer in time: try again",

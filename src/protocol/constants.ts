@@ -23,6 +23,9 @@ export const PATHS = {
   adminTokens: "/ath/admin/tokens",
   adminTokensRevoke: "/ath/admin/tokens/revoke",
   adminAudit: "/ath/admin/audit",
+  /** Per-request approvals (DESIGN §15): the page a person decides on, and the agent's status poll. + /{approval_id} */
+  approvals: "/ath/approvals",
+  adminApprovals: "/ath/admin/approvals",
   adminConsole: "/admin",
   nativeApi: "/api",
 } as const;
@@ -43,6 +46,8 @@ export const PREFIX = {
   /** A token's public id (DESIGN §9): not a secret, never a bearer. */
   tokenId: "ath_tkid_",
   code: "ath_code_",
+  /** A per-request approval (DESIGN §15): not a secret — the page it names is only answered to the approver. */
+  approval: "ath_apr_",
 } as const;
 
 export const HEADERS = {
@@ -55,6 +60,8 @@ export const HEADERS = {
    * a refusal even at a gateway that, unlike ath, does not mark its refusals with X-ATH-Error (DESIGN §8).
    */
   upstream: "x-ath-upstream",
+  /** The agent's resend of a request a person approved (DESIGN §15): the approval's id. */
+  approval: "x-ath-approval",
 } as const;
 
 /** RFC 9110 §5.1: a header name is a token. */

@@ -29,6 +29,8 @@ export const ERRORS = {
   METHOD_NOT_ALLOWED: { status: 405, message: "Method not allowed" },
   AGENT_ALREADY_REGISTERED: { status: 409, message: "This agent_id is already registered" },
   PROVIDER_ALREADY_EXISTS: { status: 409, message: "A provider with this id already exists; use PUT to replace it" },
+  APPROVAL_REQUIRED: { status: 403, message: "A person must approve this request before it is forwarded" },
+  APPROVAL_DENIED: { status: 403, message: "A person denied this request" },
   PAYLOAD_TOO_LARGE: { status: 413, message: "The request body is too large" },
   RATE_LIMITED: { status: 429, message: "Too many requests" },
   UPSTREAM_UNAVAILABLE: { status: 502, message: "The provider API could not be reached" },

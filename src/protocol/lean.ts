@@ -33,6 +33,26 @@ export const ATHError = z.object({
 });
 export type ATHError = z.infer<typeof ATHError>;
 
+/**
+ * A request waiting for a person's approval (DESIGN §15): the `details` of 403 APPROVAL_REQUIRED, and what the
+ * agent's poll of GET /ath/approvals/{id} answers (`status`).
+ */
+export const PendingApproval = z.object({
+  approval_id: z.string(),
+  approval_url: z.string(),
+  expires_at: z.string(),
+  request_digest: z.string(),
+  approver: z.optional(z.enum(["user", "admin"])),
+});
+export type PendingApproval = z.infer<typeof PendingApproval>;
+
+export const ApprovalState = z.object({
+  approval_id: z.string(),
+  status: z.enum(["pending", "approved", "denied", "expired", "used"]),
+  expires_at: z.string(),
+});
+export type ApprovalState = z.infer<typeof ApprovalState>;
+
 /** Formats zod issues as `path: message` lines, e.g. `requested_providers.0.scopes: Expected array`. */
 export function formatIssues(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }, prefix = ""): string[] {
   // a message of several lines is several problems at one path (each unknown field of an object)

@@ -95,6 +95,18 @@ export const RequestToolInput = z.object({
     .optional()
     .describe("Extra request headers (Authorization and X-ATH-Agent-ID are set by ath)"),
   body: z.unknown().optional().describe("Request body: a string is sent as is, any other JSON value as application/json"),
+  approval_id: z
+    .string()
+    .regex(/^ath_apr_[A-Za-z0-9_-]{1,64}$/, "an approval id (ath_apr_…)")
+    .optional()
+    .describe("Resend a request a person approved (APPROVAL_REQUIRED's details.approval_id): the same method, path, query and body"),
+  wait_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_WAIT_SECONDS)
+    .optional()
+    .describe("With URL elicitation: how long to wait for the person's decision on a request that needs one (default 45)"),
 });
 export type RequestToolInput = z.infer<typeof RequestToolInput>;
 

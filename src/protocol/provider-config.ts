@@ -37,6 +37,20 @@ const apiHeaderName = z
   });
 const apiHeaderValue = z.string().max(1024).regex(/^[\x20-\x7e\t]*$/, "expected a printable header value without line breaks");
 
+
+/**
+ * One approval rule (DESIGN §15): a request matching one of `match` waits for a person — the user who granted the
+ * token (`user`) or an admin — who approves that exact request within `ttl` seconds (default 300).
+ */
+export const ApprovalRule = z.strictObject({
+  // the grammar, bounds and matcher of scope_rules
+  match: z.array(scopeRule).min(1).max(100),
+  approver: z.enum(["user", "admin"]).default("user"),
+  ttl: z.number().int().min(10).max(7 * 24 * 3600).default(300),
+});
+export type ApprovalRule = z.output<typeof ApprovalRule>;
+export const ApprovalRules = z.array(ApprovalRule).max(100);
+
 /**
  * Every field of an entry is known: a misspelt optional field (`scope_rule` for `scope_rules`) would otherwise be
  * dropped silently — and a provider without its scope_rules allows every path (issue 13, item 7).
@@ -55,6 +69,8 @@ export const ProviderConfig = z
     // optional extensions
     /** Per scope, the requests it allows: `"METHOD /path/glob"`, `*` one segment, `**` any rest. */
     scope_rules: z.record(z.string(), z.array(scopeRule)).optional(),
+    /** Requests a person must approve one by one (DESIGN §15), checked after scope_rules. */
+    approval_rules: ApprovalRules.optional(),
     /** Human descriptions of scopes, shown on the consent page. */
     scope_descriptions: z.record(z.string(), z.string().max(500)).optional(),
     categories: z.array(z.string()).optional(),

@@ -163,6 +163,8 @@ const NEUTRAL = new Set([
   "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "listTokens", "countTokens", "createConsoleSession", "getConsoleSession",
   "deleteConsoleSession", "createGrant",
   "getGrant", "appendAudit", "listAudit", "leaseRateCapacity", "transaction", "changes", "close",
+  // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
+  "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
 ]);
 
 /**

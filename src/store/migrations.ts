@@ -148,5 +148,32 @@ CREATE INDEX rate_leases_expires ON rate_leases (expires_at);`,
     // — and deleting an agent cascades to its sessions, found by client_id
     `CREATE INDEX agents_unscoped ON agents (created_at) WHERE status <> 'pending' AND approvals NOT LIKE '%"approved_scopes":["%';
 CREATE INDEX sessions_client ON sessions (client_id);`,
+    // 7: per-request approvals (DESIGN §15), and an agent's own approval rules
+    `CREATE TABLE approvals (
+  approval_id TEXT PRIMARY KEY,
+  client_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  provider_id TEXT NOT NULL,
+  token_id TEXT NOT NULL,
+  approver TEXT NOT NULL CHECK (approver IN ('user', 'admin')),
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  query TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  body_sealed TEXT,
+  body_bytes ${int} NOT NULL,
+  content_type TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'used')),
+  decided_by TEXT,
+  decided_at ${int},
+  used_at ${int},
+  created_at ${int} NOT NULL,
+  expires_at ${int} NOT NULL
+);
+CREATE INDEX approvals_created ON approvals (created_at, approval_id);
+CREATE INDEX approvals_expires ON approvals (expires_at);
+CREATE INDEX approvals_client ON approvals (client_id, status, expires_at);
+ALTER TABLE agents ADD COLUMN approval_rules TEXT;`,
   ];
 }

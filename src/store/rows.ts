@@ -2,7 +2,8 @@
  * Row ↔ record mapping shared by both drivers: JSON text columns are parsed, integers normalised (PostgreSQL
  * returns BIGINT as a string), and the column lists used by the INSERT statements live next to the mappers.
  */
-import type { AgentRecord, AuditEvent, GrantRecord, ProviderRecord, SessionRecord, TokenRecord } from "./types.ts";
+import type { ApprovalRule } from "../protocol/index.ts";
+import type { AgentRecord, ApprovalRecord, AuditEvent, GrantRecord, ProviderRecord, SessionRecord, TokenRecord } from "./types.ts";
 
 export type Row = Record<string, unknown>;
 
@@ -57,6 +58,39 @@ export function toAgent(r: Row): AgentRecord {
     approvals: json(r.approvals),
     approval_expires: num(r.approval_expires),
     created_at: num(r.created_at),
+    // absent unless an admin set some: records compare equal to what was created
+    ...(r.approval_rules == null ? {} : { approval_rules: json<ApprovalRule[]>(r.approval_rules) }),
+  };
+}
+
+export const APPROVAL_COLUMNS = [
+  "approval_id", "client_id", "agent_id", "user_id", "provider_id", "token_id", "approver", "method", "path", "query",
+  "digest", "body_sealed", "body_bytes", "content_type", "status", "decided_by", "decided_at", "used_at", "created_at",
+  "expires_at",
+] as const satisfies readonly (keyof ApprovalRecord)[];
+
+export function toApproval(r: Row): ApprovalRecord {
+  return {
+    approval_id: str(r.approval_id),
+    client_id: str(r.client_id),
+    agent_id: str(r.agent_id),
+    user_id: str(r.user_id),
+    provider_id: str(r.provider_id),
+    token_id: str(r.token_id),
+    approver: str(r.approver) as ApprovalRecord["approver"],
+    method: str(r.method),
+    path: str(r.path),
+    query: str(r.query),
+    digest: str(r.digest),
+    body_sealed: strOrNull(r.body_sealed),
+    body_bytes: num(r.body_bytes),
+    content_type: strOrNull(r.content_type),
+    status: str(r.status) as ApprovalRecord["status"],
+    decided_by: strOrNull(r.decided_by),
+    decided_at: numOrNull(r.decided_at),
+    used_at: numOrNull(r.used_at),
+    created_at: num(r.created_at),
+    expires_at: num(r.expires_at),
   };
 }
 

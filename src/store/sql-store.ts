@@ -6,6 +6,7 @@
  */
 import { storeFailure } from "./errors.ts";
 import { agentQueries } from "./sql/agents.ts";
+import { approvalQueries } from "./sql/approvals.ts";
 import { auditQueries } from "./sql/audit.ts";
 import { consoleQueries } from "./sql/console.ts";
 import type { Driver } from "./sql/driver.ts";
@@ -32,6 +33,7 @@ export function sqlStore(driver: Driver, inTransaction = false): Store {
     ...grantQueries(db),
     ...auditQueries(db),
     ...consoleQueries(db),
+    ...approvalQueries(db),
     ...rateLimitQueries(db),
     ...sweepQueries(db),
     // Nested: already in one, the inner decision joins it.

@@ -6,7 +6,7 @@
  * Times are epoch milliseconds. Secrets arrive already hashed (`*_hash`: hex SHA-256) or sealed (`*_sealed`:
  * AES-256-GCM blobs from gateway/sealing.ts); the store never sees a plaintext secret.
  */
-import type { AgentStatus, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
+import type { AgentStatus, ApprovalRule, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
 import type { ChangeFeed } from "./notify.ts";
 
 export interface ProviderRecord {
@@ -30,6 +30,8 @@ export interface AgentRecord {
   approvals: ProviderApproval[];
   approval_expires: number;
   created_at: number;
+  /** The agent's own approval rules (DESIGN §15), added to its providers'; set by an admin. */
+  approval_rules?: ApprovalRule[] | null;
 }
 
 export type SessionStatus = "pending" | "consented" | "denied" | "used";
@@ -149,6 +151,39 @@ export interface ConsoleSession {
   expires_at: number;
 }
 
+/** `expired` is never stored: a pending or approved approval past `expires_at` reads as expired. */
+export type ApprovalStatus = "pending" | "approved" | "denied" | "used";
+
+/** One request waiting for (or given) a person's approval (DESIGN §15). */
+export interface ApprovalRecord {
+  approval_id: string;
+  client_id: string;
+  agent_id: string;
+  /** The user whose grant the request would use: the one `approver: "user"` means. */
+  user_id: string;
+  provider_id: string;
+  token_id: string;
+  approver: "user" | "admin";
+  method: string;
+  /** The upstream path relative to api_base_url, as sent (percent-encoded). */
+  path: string;
+  /** The query string without `?`, as sent ("" when none). */
+  query: string;
+  /** base64url SHA-256 of method, path, sorted query and body (rules/request-digest.ts). */
+  digest: string;
+  /** The first 16 KiB of the body, sealed (the page shows it); null when the request had none. */
+  body_sealed: string | null;
+  body_bytes: number;
+  content_type: string | null;
+  status: ApprovalStatus;
+  /** `user:<id>` or `admin`, once decided. */
+  decided_by: string | null;
+  decided_at: number | null;
+  used_at: number | null;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface SweepResult {
   sessions: number;
   jti: number;
@@ -184,7 +219,7 @@ export interface Store {
    * change and a decision that depends on the status (issuing a token) happen one after the other, never interleaved.
    */
   lockAgent(clientId: string): Promise<AgentRecord | null>;
-  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires">>): Promise<boolean>;
+  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires" | "approval_rules">>): Promise<boolean>;
   listAgents(): Promise<AgentRecord[]>;
   /** Deletes the agent with its sessions and tokens; false when there was none. */
   deleteAgent(clientId: string): Promise<boolean>;
@@ -278,6 +313,25 @@ export interface Store {
    * `auditRetainMs` is given) audit events older than that.
    */
   sweep(now: number, retainMs: number, auditRetainMs?: number): Promise<SweepResult>;
+
+  // per-request approvals (DESIGN §15)
+  /** Saves a new approval, dropping ones that expired over a day before it. */
+  createApproval(a: ApprovalRecord): Promise<void>;
+  getApproval(approvalId: string): Promise<ApprovalRecord | null>;
+  /** How many of the client's approvals are pending and unexpired at `now` (the gateway caps them per client). */
+  countPendingApprovals(clientId: string, now: number): Promise<number>;
+  /**
+   * Approvals newest first ((created_at, approval_id) descending) after `after`; `status` "expired" means pending or
+   * approved past expiry at `now`, "pending"/"approved" only unexpired ones.
+   */
+  listApprovals(o: { status?: ApprovalStatus | "expired"; now: number; after?: { created_at: number; approval_id: string }; limit: number }): Promise<ApprovalRecord[]>;
+  /** pending → approved|denied, atomically, before expiry; the approval as decided, or null when it was not pending. */
+  decideApproval(approvalId: string, decision: "approved" | "denied", by: string, now: number): Promise<ApprovalRecord | null>;
+  /**
+   * approved → used, atomically, only for the same client, user, provider and digest, before expiry: exactly one of
+   * racing resends gets the approval back; the others get null.
+   */
+  consumeApproval(approvalId: string, match: { client_id: string; user_id: string; provider_id: string; digest: string }, now: number): Promise<ApprovalRecord | null>;
 
   /**
    * Runs one decision that spans several statements atomically: `fn` gets a Store bound to the transaction; it

@@ -87,7 +87,7 @@ describe("ath mcp — tools/list", () => {
     }
     const request = tools.find((t) => t.name === "ath_request")!;
     expect(request.inputSchema.required).toEqual(["provider", "method", "path"]);
-    expect(Object.keys(request.inputSchema.properties ?? {}).sort()).toEqual(["body", "headers", "method", "path", "provider", "query"]);
+    expect(Object.keys(request.inputSchema.properties ?? {}).sort()).toEqual(["approval_id", "body", "headers", "method", "path", "provider", "query", "wait_seconds"]);
     expect(Object.keys((request.outputSchema as { properties: object }).properties).sort()).toEqual(["body", "body_encoding", "headers", "status", "truncated"]);
     const info = h.client.getServerVersion();
     expect(info).toMatchObject({ name: "ath", version: "0.1.0" });

@@ -4,7 +4,7 @@
  * every token it holds at once.
  */
 import { z } from "zod";
-import { AthError } from "../../protocol/index.ts";
+import { ApprovalRules, AthError } from "../../protocol/index.ts";
 import type { AgentRecord } from "../../store/types.ts";
 import { audit } from "../domain/audit.ts";
 import { afterRevocation } from "../domain/tokens.ts";
@@ -12,7 +12,10 @@ import type { Call, Gateway } from "../context.ts";
 import { readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
 
-const AgentPatch = z.object({ status: z.enum(["approved", "denied", "suspended"]) });
+/** A status change, the agent's own approval rules (DESIGN §15: replaces its list; `[]` clears it), or both. */
+const AgentPatch = z
+  .strictObject({ status: z.enum(["approved", "denied", "suspended"]).optional(), approval_rules: ApprovalRules.optional() })
+  .refine((p) => p.status !== undefined || p.approval_rules !== undefined, { message: "give status, approval_rules, or both" });
 
 export async function list({ gw }: Call): Promise<Response> {
   return json({ agents: (await gw.store.listAgents()).map(view) });
@@ -23,8 +26,17 @@ export async function get({ gw, params }: Call): Promise<Response> {
 }
 
 export async function patch(call: Call): Promise<Response> {
-  const { status } = await readJson(call, AgentPatch);
-  return json(await setAgentStatus(call.gw, call.params.client_id!, status));
+  const { status, approval_rules } = await readJson(call, AgentPatch);
+  const clientId = call.params.client_id!;
+  if (approval_rules !== undefined) await setApprovalRules(call.gw, clientId, approval_rules);
+  return json(status !== undefined ? await setAgentStatus(call.gw, clientId, status) : view(await find(call.gw, clientId)));
+}
+
+/** Replaces the agent's own approval rules (added to its providers' at the proxy). */
+export async function setApprovalRules(gw: Gateway, clientId: string, rules: z.output<typeof ApprovalRules>) {
+  const agent = await find(gw, clientId);
+  await gw.store.updateAgent(clientId, { approval_rules: rules.length ? rules : null });
+  await audit(gw, "agent.approval_rules_set", { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", rules: rules.length } });
 }
 
 /**
@@ -92,5 +104,6 @@ export function view(a: AgentRecord) {
     approved_providers: a.approvals,
     approval_expires: new Date(a.approval_expires).toISOString(),
     created_at: new Date(a.created_at).toISOString(),
+    approval_rules: a.approval_rules ?? [],
   };
 }

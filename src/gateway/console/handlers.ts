@@ -6,10 +6,12 @@
  */
 import { AthError, PATHS } from "../../protocol/index.ts";
 import { removeAgent, setAgentStatus, view as agentView } from "../admin/agents.ts";
+import { adminDecide, listApprovals } from "../admin/approvals.ts";
 import { listAudit } from "../admin/audit.ts";
 import { removeProvider } from "../admin/providers.ts";
 import { listTokens } from "../admin/tokens.ts";
 import type { Call } from "../context.ts";
+import { shownBody } from "../domain/approvals.ts";
 import { audit } from "../domain/audit.ts";
 import { listProviders, maskedProvider } from "../domain/providers.ts";
 import { revokeTokens } from "../domain/tokens.ts";
@@ -85,6 +87,35 @@ export async function agentAction(call: Call): Promise<Response> {
   if (!status) throw new AthError("INVALID_REQUEST", "Choose Approve, Deny, Suspend or Remove.");
   const r = await setAgentStatus(call.gw, clientId, status);
   return done("agents", `Agent ${status}${r.tokens_revoked > 0 ? `; ${r.tokens_revoked} token(s) revoked` : ""}.`);
+}
+
+export async function approvals(call: Call): Promise<Response> {
+  return page(call, async (user) => {
+    const { gw } = call;
+    // pending unless the filter says otherwise (its "any" sends an empty status)
+    const q = new URLSearchParams(withoutFlash(call.search));
+    if (!q.has("status")) q.set("status", "pending");
+    const answer = await listApprovals(gw, `?${q}`);
+    const rows = await Promise.all(
+      answer.approvals.map(async (a) => {
+        if (a.approver !== "admin" || a.status !== "pending") return a;
+        const record = await gw.store.getApproval(a.approval_id);
+        const bytes = record ? await shownBody(gw, record) : null;
+        return { ...a, body: bytes === null ? null : readable(bytes) };
+      }),
+    );
+    const filters = filtersOf(call.search);
+    if (!new URLSearchParams(call.search).has("status")) filters.status = "pending";
+    return pages.approvalsPage(shell(call, user, "approvals"), { filters, approvals: rows, next: answer.next_cursor });
+  });
+}
+
+export async function approvalAction(call: Call): Promise<Response> {
+  const { form } = await action(call);
+  const what = form.get("action");
+  if (what !== "approve" && what !== "deny") throw new AthError("INVALID_REQUEST", "Choose Approve or Deny.");
+  await adminDecide(call.gw, call.params.approval_id!, what);
+  return done("approvals", `Request ${what === "approve" ? "approved" : "denied"}.`);
 }
 
 export async function tokens(call: Call): Promise<Response> {
@@ -163,7 +194,22 @@ function shell(call: Call, user: ConsoleUser, section: pages.Shell["section"]): 
 }
 
 /** The messages `done` writes: a count and fixed words — anything else in `done=` is not shown. */
-const FLASHES = /^(Agent (approved|denied|suspended|removed)(; \d+ token\(s\) revoked)?\.|\d+ token\(s\) revoked\.|Provider removed\.)$/;
+const FLASHES = /^(Agent (approved|denied|suspended|removed)(; \d+ token\(s\) revoked)?\.|\d+ token\(s\) revoked\.|Provider removed\.|Request (approved|denied)\.)$/;
+
+/** A body for reading: UTF-8 text (JSON pretty-printed), or a note for binary data. */
+function readable(bytes: Uint8Array): string {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return `(${bytes.byteLength} bytes of binary data)`;
+  }
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
 
 function withoutFlash(search: string): string {
   const q = new URLSearchParams(search);

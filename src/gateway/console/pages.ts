@@ -8,7 +8,7 @@ import { PATHS } from "../../protocol/index.ts";
 import { escapeHtml as e, renderPage } from "../pages/layout.ts";
 
 const ROOT = PATHS.adminConsole;
-type Section = "overview" | "agents" | "tokens" | "providers" | "audit";
+type Section = "overview" | "agents" | "approvals" | "tokens" | "providers" | "audit";
 
 export interface Shell {
   csrf: string;
@@ -138,6 +138,58 @@ ${pager(`${ROOT}/tokens`, f, v.next)}`;
   return page(s, "Tokens", body);
 }
 
+export interface ApprovalRow {
+  approval_id: string;
+  agent_id: string;
+  client_id: string;
+  user_id: string;
+  provider_id: string;
+  approver: string;
+  method: string;
+  path: string;
+  query: string;
+  status: string;
+  body_bytes: number;
+  expires_at: string;
+  /** The body as the approval page shows it (first 16 KiB, JSON pretty-printed), for rows an admin may decide. */
+  body?: string | null;
+}
+
+/** Requests waiting for a person (DESIGN §15): the ones whose approver is `admin` can be decided here. */
+export function approvalsPage(s: Shell, v: { filters: Record<string, string>; approvals: ApprovalRow[]; next: string | null }): string {
+  const f = v.filters;
+  const rows = v.approvals.map((a) => {
+    const decidable = a.approver === "admin" && a.status === "pending";
+    const buttons = decidable
+      ? `<form method="post" action="${ROOT}/approvals/${e(encodeURIComponent(a.approval_id))}" class="row-actions">${csrfField(s.csrf)}<button type="submit" name="action" value="deny" class="small danger">Deny</button><button type="submit" name="action" value="approve" class="small primary">Approve</button></form>`
+      : a.approver === "user" && a.status === "pending"
+        ? '<span class="hint">the user decides</span>'
+        : "";
+    const body = a.body === undefined ? "" : a.body === null ? '<span class="hint">no body</span>' : `<pre>${e(a.body)}</pre>`;
+    return `<tr>
+<td data-label="Status"><span class="badge ${e(a.status)}">${e(a.status)}</span></td>
+<td data-label="Request"><span class="mono">${e(a.method)} ${e(a.path)}${a.query ? `?${e(a.query)}` : ""}</span><br><span class="hint">${e(String(a.body_bytes))} bytes · ${e(a.approval_id)}</span>${body}</td>
+<td data-label="Agent"><span class="mono">${e(a.agent_id)}</span></td>
+<td data-label="User"><span class="mono">${e(a.user_id)}</span></td>
+<td data-label="Provider">${e(a.provider_id)}</td>
+<td data-label="Approver">${e(a.approver)}</td>
+<td data-label="Expires">${e(short(a.expires_at))}</td>
+<td data-label="Actions">${buttons}</td>
+</tr>`;
+  });
+  const body = `<h1>Approvals</h1>
+<p class="hint">Requests agents want to send that a person must approve one by one. Approve sends exactly the request shown, once; an admin decides those whose approver is admin, the user who granted the access decides the others.</p>
+<form method="get" action="${ROOT}/approvals" class="filters">
+<div><label for="status">Status</label><select id="status" name="status">${["pending", "approved", "denied", "expired", "used", ""]
+    .map((o) => `<option value="${o}"${(f.status ?? "") === o ? " selected" : ""}>${o || "any"}</option>`)
+    .join("")}</select></div>
+<div><button type="submit" class="small">Filter</button></div>
+</form>
+${table(["Status", "Request", "Agent", "User", "Provider", "Approver", "Expires", "Actions"], rows, "No requests match.")}
+${pager(`${ROOT}/approvals`, f, v.next)}`;
+  return page(s, "Approvals", body);
+}
+
 export interface ProviderRow {
   provider_id: string;
   display_name: string;
@@ -190,6 +242,7 @@ function page(s: Shell, title: string, body: string): string {
   const links: [Section, string, string][] = [
     ["overview", "Overview", ROOT],
     ["agents", "Agents", `${ROOT}/agents`],
+    ["approvals", "Approvals", `${ROOT}/approvals`],
     ["tokens", "Tokens", `${ROOT}/tokens`],
     ["providers", "Providers", `${ROOT}/providers`],
     ["audit", "Audit", `${ROOT}/audit`],

@@ -6,6 +6,7 @@
 import { AthError, PATHS } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { constantTimeEqual } from "../crypto/secrets.ts";
+import { approverCookieAfterConsent } from "../domain/approver-cookie.ts";
 import { audit } from "../domain/audit.ts";
 import { bindingHash, browserPseudonym, readBinding } from "../domain/browser-binding.ts";
 import { openProvider, outbound, requireProvider } from "../domain/providers.ts";
@@ -13,6 +14,7 @@ import { recordConsent, requirePending } from "../domain/sessions.ts";
 import { redirect } from "../http/response.ts";
 import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "../oauth/client.ts";
 import { htmlResponse, renderCodeResultPage } from "../pages/index.ts";
+import { finishSignin, isSigninState } from "./approvals.ts";
 import { denied } from "./consent.ts";
 
 export async function callback(call: Call): Promise<Response> {
@@ -21,6 +23,8 @@ export async function callback(call: Call): Promise<Response> {
   const state = q.get("state");
   // a state with NUL cannot be one the gateway issued (nor be looked up in PostgreSQL)
   if (!state || state.includes("\0")) throw new AthError("STATE_MISMATCH", "The provider's response carries no valid state.");
+  // A person proving, at the provider, that they may decide an approval (DESIGN §15)
+  if (isSigninState(state)) return finishSignin(call, state);
   const session = requirePending(gw, await gw.store.getSessionByUpstreamState(state));
   const binding = readBinding(gw, req);
   if (!binding || !session.binding_hash || !constantTimeEqual(bindingHash(binding), session.binding_hash)) {
@@ -47,6 +51,8 @@ export async function callback(call: Call): Promise<Response> {
   }
   const userId = (await upstreamUserId(provider, tokens, outbound(gw))) ?? browserPseudonym(binding);
   const { agentCode, expiresAt, consented } = await recordConsent(gw, session, { tokens, userId });
+  // This browser may later approve this user's individual requests (DESIGN §15).
+  const headers = { "set-cookie": await approverCookieAfterConsent(gw, req, session.provider_id, userId) };
 
   // The gateway's own callback as the agent's redirect URI (the official SDK's and athx's default) means "no agent
   // redirect": sending the browser there would only show a "no longer valid" page (DESIGN §8).
@@ -55,7 +61,7 @@ export async function callback(call: Call): Promise<Response> {
     url.searchParams.set("code", agentCode);
     url.searchParams.set("state", session.agent_state);
     url.searchParams.set("ath_session_id", session.session_id);
-    return redirect(url.href, 302);
+    return redirect(url.href, 302, headers);
   }
   return htmlResponse(
     renderCodeResultPage({
@@ -68,5 +74,6 @@ export async function callback(call: Call): Promise<Response> {
       expiresAt: new Date(expiresAt),
       now: new Date(gw.now()),
     }),
+    { headers },
   );
 }

@@ -84,6 +84,8 @@ export interface Metrics {
   upstreamRefresh: Counter;
   agentsRegistered: Counter;
   rateLimited: Counter;
+  /** Per-request approvals (DESIGN §15): requested, approved, denied, used. */
+  approvals: Counter;
   /** Counts what an audit event says happened (domain/audit.ts calls it for every event). */
   event(type: string, e: { provider_id?: string | null | undefined; data?: LogFields | undefined }): void;
   /** The exposition, process metrics included. */
@@ -101,6 +103,7 @@ export function createMetrics(version: string): Metrics {
     upstreamRefresh: new Counter("ath_upstream_refresh_total", "Upstream token refreshes, by result (ok, refused, failed).", ["provider", "result"]),
     agentsRegistered: new Counter("ath_agents_registered_total", "Agents registered, by the status they got.", ["status"]),
     rateLimited: new Counter("ath_rate_limited_total", "Requests refused with 429, by limit.", ["limit"]),
+    approvals: new Counter("ath_approvals_total", "Per-request approvals, by provider and what happened (requested, approved, denied, used).", ["provider", "result"]),
   };
   const provider = (e: { provider_id?: string | null | undefined }) => e.provider_id ?? "none";
   const EVENTS: Record<string, (e: { provider_id?: string | null | undefined; data?: LogFields | undefined }) => void> = {
@@ -109,6 +112,10 @@ export function createMetrics(version: string): Metrics {
     "upstream.refreshed": (e) => m.upstreamRefresh.inc([provider(e), "ok"]),
     "upstream.refresh_refused": (e) => m.upstreamRefresh.inc([provider(e), "refused"]),
     "upstream.refresh_failed": (e) => m.upstreamRefresh.inc([provider(e), "failed"]),
+    "approval.requested": (e) => m.approvals.inc([provider(e), "requested"]),
+    "approval.approved": (e) => m.approvals.inc([provider(e), "approved"]),
+    "approval.denied": (e) => m.approvals.inc([provider(e), "denied"]),
+    "approval.used": (e) => m.approvals.inc([provider(e), "used"]),
     "agent.registered": (e) => m.agentsRegistered.inc([String(e.data?.status ?? "unknown")]),
   };
   const build = `# HELP ath_build_info The running ath version.\n# TYPE ath_build_info gauge\nath_build_info${labelSet(["version"], [version])} 1\n`;

@@ -18,6 +18,11 @@ const PAGES: Partial<Record<ErrorCode, { title: string; message: string; hint: s
     message: "For your safety, an approval can only be completed in the browser that first opened the agent's link.",
     hint: "Ask the agent for a new link and open it in this browser.",
   },
+  APPROVAL_REQUIRED: {
+    title: "You cannot decide this request",
+    message: "Only the person who gave this agent access can approve its requests.",
+    hint: "Open the link in the browser where you approved the agent's access to this account. Links you did not expect are best ignored.",
+  },
   OAUTH_ERROR: {
     title: "The provider could not complete the sign-in",
     message: "The gateway could not exchange the authorization with the provider.",

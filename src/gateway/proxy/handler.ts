@@ -4,14 +4,16 @@
  */
 import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
+import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../domain/approvals.ts";
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
 import { requireUsableToken } from "../domain/tokens.ts";
+import { readBounded } from "../http/body.ts";
 import { bearerToken } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
-import { prepareBody, send } from "./relay.ts";
+import { prepareBody, send, type PreparedBody } from "./relay.ts";
 import { allowedByScopeRules } from "./scope-rules.ts";
 import { relativePath, upstreamUrl } from "./url.ts";
 
@@ -55,7 +57,27 @@ export async function proxy(call: Call): Promise<Response> {
   // timeout, which is for everyone else (DESIGN §14); Bun's longest.
   gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
   const headers = upstreamRequestHeaders(req.headers, apiHeaders(record.config));
-  const body = await prepareBody(req, gw.opts.maxProxyBody);
+  // Approval rules (DESIGN §15), after scope_rules: the body is read whole (bounded) to be digested and shown.
+  const rule = approvalRuleFor(record.config, await gw.store.getAgentByClientId(token.client_id), req.method, path);
+  let body: PreparedBody;
+  if (rule) {
+    const limit = Math.min(gw.opts.maxApprovalBody ?? MAX_APPROVAL_BODY_DEFAULT, gw.opts.maxProxyBody ?? Infinity);
+    const bytes = await readBounded(req.body, req.headers.get("content-length"), limit, () =>
+      new AthError("PAYLOAD_TOO_LARGE", `A request that needs a person's approval may carry at most ${limit} bytes`, { limit }),
+    );
+    await passApproval(gw, rule, {
+      token,
+      method: req.method,
+      path: "/" + rawPath,
+      query: call.search.replace(/^\?/, ""),
+      body: bytes,
+      contentType: req.headers.get("content-type"),
+      approvalId: req.headers.get(HEADERS.approval),
+    });
+    body = { data: bytes.byteLength ? (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer) : null, replayable: true };
+  } else {
+    body = await prepareBody(req, gw.opts.maxProxyBody);
+  }
   let access = await currentAccess(gw, token.grant_id);
   let res = await send(gw, providerId, req.method, target, headers, body, access);
   if (res.status === 401 && access.canRefresh && body.replayable) {

@@ -15,6 +15,12 @@ export function allowedByScopeRules(
   return scopes.some((scope) => (rules[scope] ?? []).some((rule) => matchRule(rule, method, segments)));
 }
 
+/** Whether one of `rules` (same grammar) matches: approval_rules (DESIGN §15) use the scope_rules matcher. */
+export function matchesAnyRule(rules: readonly string[], method: string, path: string): boolean {
+  const segments = path.split("/").filter(Boolean);
+  return rules.some((rule) => matchRule(rule, method, segments));
+}
+
 // internal
 
 function matchRule(rule: string, method: string, segments: readonly string[]): boolean {

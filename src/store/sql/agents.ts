@@ -25,8 +25,16 @@ export function agentQueries(
     async updateAgent(clientId, patch) {
       const changed = await db.run(
         `UPDATE agents SET status = COALESCE(?, status), approvals = COALESCE(?, approvals),
-           approval_expires = COALESCE(?, approval_expires) WHERE client_id = ?`,
-        [patch.status ?? null, patch.approvals ? JSON.stringify(patch.approvals) : null, patch.approval_expires ?? null, clientId],
+           approval_expires = COALESCE(?, approval_expires),
+           approval_rules = CASE WHEN ? = 1 THEN ? ELSE approval_rules END WHERE client_id = ?`,
+        [
+          patch.status ?? null,
+          patch.approvals ? JSON.stringify(patch.approvals) : null,
+          patch.approval_expires ?? null,
+          patch.approval_rules === undefined ? 0 : 1,
+          patch.approval_rules ? JSON.stringify(patch.approval_rules) : null,
+          clientId,
+        ],
       );
       return changed === 1;
     },

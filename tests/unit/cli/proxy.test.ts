@@ -127,6 +127,17 @@ describe("-H headers", () => {
     expect(fx.gw.proxied).toHaveLength(0);
   });
 
+  test("--approval sends X-ATH-Approval; a value that is not an approval id is a usage error, nothing sent", async () => {
+    await fx.authorized();
+    const ok = await ath(["proxy", "-g", GW, "github", "POST", "/v1/items", "--body", "{}", "--approval", "ath_apr_abc-DEF_123", "--format", "json"]);
+    expect(ok.code).toBe(0);
+    expect(fx.gw.proxied[0]!.headers.get("x-ath-approval")).toBe("ath_apr_abc-DEF_123");
+    const bad = await ath(["proxy", "-g", GW, "github", "POST", "/v1/items", "--body", "{}", "--approval", "apr\r\nX: y", "--format", "json"]);
+    expect(bad.code).toBe(2);
+    expect(JSON.parse(bad.stdout).error.code).toBe("USAGE");
+    expect(fx.gw.proxied).toHaveLength(1);
+  });
+
   test("a header name or value fetch would refuse (CR/LF, controls, spaces in the name) is a usage error, not a network error", async () => {
     await fx.authorized("repo");
     for (const h of ["X-A: a\r\nX-Injected: 1", "X-A: a\u0000b", "Bad Name: v", "X-A: \u2603"]) {

@@ -4,7 +4,7 @@
  * Set ATH_TEST_POSTGRES_URL to point elsewhere, or to "" to leave PostgreSQL out.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import type { Store } from "../../../src/store/types.ts";
+import type { ApprovalRecord, Store } from "../../../src/store/types.ts";
 import {
   type Harness, PG_URL, T0, agentFixture, grantFixture, postgresHarness, sessionFixture, sqliteHarness, tokenFixture,
 } from "../../helpers/store-harness.ts";
@@ -419,6 +419,78 @@ function storeConformance(name: string, makeHarness: () => Harness) {
         await store.createGrant(g);
         expect(await store.deleteGrant(g.grant_id)).toEqual(g);
         expect(await store.deleteGrant(g.grant_id)).toBeNull();
+      });
+    });
+
+    describe("approvals (DESIGN §15)", () => {
+      const approval = (o: Partial<ApprovalRecord> = {}): ApprovalRecord => ({
+        approval_id: `ath_apr_${crypto.randomUUID()}`, client_id: "ath_c1", agent_id: "did:key:z1", user_id: "u1",
+        provider_id: "mail", token_id: "ath_tkid_1", approver: "user", method: "POST", path: "/v1/messages", query: "",
+        digest: "d1", body_sealed: "v1.a.b", body_bytes: 3, content_type: "application/json", status: "pending",
+        decided_by: null, decided_at: null, used_at: null, created_at: 1_000, expires_at: 301_000, ...o,
+      });
+      const match = { client_id: "ath_c1", user_id: "u1", provider_id: "mail", digest: "d1" };
+
+      test("an approval round-trips; it is decided once, before expiry", async () => {
+        const a = approval();
+        await store.createApproval(a);
+        expect(await store.getApproval(a.approval_id)).toEqual(a);
+        expect(await store.decideApproval(a.approval_id, "approved", "user:u1", 301_000)).toBeNull(); // expired
+        const decided = await store.decideApproval(a.approval_id, "approved", "user:u1", 2_000);
+        expect(decided).toEqual({ ...a, status: "approved", decided_by: "user:u1", decided_at: 2_000 });
+        expect(await store.decideApproval(a.approval_id, "denied", "admin", 3_000)).toBeNull();
+      });
+
+      test("consumeApproval: only approved, unexpired, the same client/user/provider/digest — and once among racers", async () => {
+        const a = approval();
+        await store.createApproval(a);
+        expect(await store.consumeApproval(a.approval_id, match, 2_000)).toBeNull(); // still pending
+        await store.decideApproval(a.approval_id, "approved", "user:u1", 2_000);
+        for (const wrong of [{ digest: "d2" }, { client_id: "ath_c2" }, { user_id: "u2" }, { provider_id: "other" }]) {
+          expect(await store.consumeApproval(a.approval_id, { ...match, ...wrong }, 3_000)).toBeNull();
+        }
+        expect(await store.consumeApproval(a.approval_id, match, 301_000)).toBeNull(); // expired
+        const racers = await Promise.all(Array.from({ length: 6 }, () => store.consumeApproval(a.approval_id, match, 3_000)));
+        expect(racers.filter((r) => r !== null).map((r) => r!.status)).toEqual(["used"]);
+        expect((await store.getApproval(a.approval_id))!.used_at).toBe(3_000);
+      });
+
+      test("countPendingApprovals counts a client's pending, unexpired approvals only", async () => {
+        await store.createApproval(approval());
+        await store.createApproval(approval({ expires_at: 5_000 }));
+        await store.createApproval(approval({ status: "denied" }));
+        await store.createApproval(approval({ client_id: "ath_c2" }));
+        expect(await store.countPendingApprovals("ath_c1", 10_000)).toBe(1);
+        expect(await store.countPendingApprovals("ath_c1", 1_000)).toBe(2);
+        expect(await store.countPendingApprovals("ath_none", 1_000)).toBe(0);
+      });
+
+      test("listApprovals pages newest first and filters by status, expired computed at now", async () => {
+        const old = approval({ created_at: 1_000, expires_at: 5_000 });
+        const mid = approval({ created_at: 2_000, status: "denied" });
+        const neu = approval({ created_at: 3_000 });
+        for (const a of [old, mid, neu]) await store.createApproval(a);
+        const ids = (rows: ApprovalRecord[]) => rows.map((r) => r.approval_id);
+        expect(ids(await store.listApprovals({ now: 10_000, limit: 10 }))).toEqual([neu, mid, old].map((a) => a.approval_id));
+        expect(ids(await store.listApprovals({ now: 10_000, limit: 10, status: "pending" }))).toEqual([neu.approval_id]);
+        expect(ids(await store.listApprovals({ now: 10_000, limit: 10, status: "expired" }))).toEqual([old.approval_id]);
+        expect(ids(await store.listApprovals({ now: 10_000, limit: 10, status: "denied" }))).toEqual([mid.approval_id]);
+        expect(ids(await store.listApprovals({ now: 10_000, limit: 1, after: { created_at: 3_000, approval_id: neu.approval_id } }))).toEqual([mid.approval_id]);
+        // a day after the oldest expired, making a new one drops it
+        await store.createApproval(approval({ created_at: 5_000 + 24 * 3600 * 1000 + 1 }));
+        expect(await store.getApproval(old.approval_id)).toBeNull();
+      });
+
+      test("an agent's approval_rules are set, replaced and cleared by updateAgent", async () => {
+        const agent = agentFixture();
+        await store.createAgent(agent);
+        const rules = [{ match: ["POST /x"], approver: "admin" as const, ttl: 60 }];
+        await store.updateAgent(agent.client_id, { approval_rules: rules });
+        expect((await store.getAgentByClientId(agent.client_id))!.approval_rules).toEqual(rules);
+        await store.updateAgent(agent.client_id, { status: "suspended" });
+        expect((await store.getAgentByClientId(agent.client_id))!.approval_rules).toEqual(rules);
+        await store.updateAgent(agent.client_id, { approval_rules: null });
+        expect(await store.getAgentByClientId(agent.client_id)).toEqual({ ...agent, status: "suspended" });
       });
     });
 

@@ -1,0 +1,189 @@
+/**
+ * Human approval of individual requests (DESIGN §15): which requests need one, asking for it (403 APPROVAL_REQUIRED
+ * with a fresh approval), deciding it, and spending it on the one resend whose digest matches — a single guarded
+ * UPDATE, so of two racing resends exactly one is forwarded.
+ */
+import { AthError, PATHS, PREFIX, type ApprovalRule, type ProviderConfig } from "../../protocol/index.ts";
+import type { AgentRecord, ApprovalRecord, TokenRecord } from "../../store/types.ts";
+import type { Gateway } from "../context.ts";
+import { mintSecret } from "../crypto/secrets.ts";
+import { matchesAnyRule } from "../proxy/scope-rules.ts";
+import { requestDigest } from "../rules/request-digest.ts";
+import { audit } from "./audit.ts";
+
+/** How much of a body the approval page shows (and so the store keeps, sealed). */
+export const SHOWN_BODY_BYTES = 16 * 1024;
+/** `--max-approval-body` default: larger bodies of requests that need an approval are refused (413). */
+export const MAX_APPROVAL_BODY_DEFAULT = 1024 * 1024;
+
+/**
+ * Pending approvals one client may hold at once: each refused request makes one, and each waits for a person —
+ * beyond this the agent is asking faster than anyone decides (429, until some are decided or expire).
+ */
+export const MAX_PENDING_PER_CLIENT = 50;
+
+export type ApprovalView = "pending" | "approved" | "denied" | "expired" | "used";
+
+/** The first rule, the provider's before the agent's own, that matches; null when the request needs no approval. */
+export function approvalRuleFor(config: ProviderConfig, agent: AgentRecord | null, method: string, path: string): ApprovalRule | null {
+  for (const rule of [...(config.approval_rules ?? []), ...(agent?.approval_rules ?? [])]) {
+    if (matchesAnyRule(rule.match, method, path)) return rule;
+  }
+  return null;
+}
+
+/** What a person or the agent sees: pending/approved past their expiry are `expired`. */
+export function approvalStatus(a: ApprovalRecord, now: number): ApprovalView {
+  return (a.status === "pending" || a.status === "approved") && a.expires_at <= now ? "expired" : a.status;
+}
+
+export interface ProxiedRequest {
+  token: TokenRecord;
+  method: string;
+  /** Upstream path relative to api_base_url, as sent. */
+  path: string;
+  /** Query string without `?`. */
+  query: string;
+  body: Uint8Array;
+  contentType: string | null;
+  /** The X-ATH-Approval header, if sent. */
+  approvalId: string | null;
+}
+
+/**
+ * Lets the request through when it carries an approval that is approved, unexpired, unused and made for exactly this
+ * request (spending it); else throws APPROVAL_DENIED (it was denied) or APPROVAL_REQUIRED with a fresh approval.
+ */
+export async function passApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRequest): Promise<void> {
+  const digest = requestDigest(r.method, r.path, r.query, r.body);
+  const { token } = r;
+  let previous: { approval_id: string; reason: string } | undefined;
+  if (r.approvalId !== null) {
+    const id = r.approvalId;
+    const spent = /^ath_apr_[A-Za-z0-9_-]{1,64}$/.test(id)
+      ? await gw.store.consumeApproval(id, { client_id: token.client_id, user_id: token.user_id, provider_id: token.provider_id, digest }, gw.now())
+      : null;
+    if (spent) {
+      await audit(gw, "approval.used", { ...who(spent), data: { approval_id: id, digest } });
+      return;
+    }
+    const a = /^ath_apr_/.test(id) ? await gw.store.getApproval(id) : null;
+    const mine = a !== null && a.client_id === token.client_id;
+    if (mine && a.status === "denied") {
+      throw new AthError("APPROVAL_DENIED", "A person denied this request; it will not be forwarded", { approval_id: id, request_digest: a.digest });
+    }
+    previous = { approval_id: id, reason: !mine ? "unknown" : reasonRefused(a, digest, token, gw.now()) };
+  }
+  const a = await createApproval(gw, rule, r, digest);
+  throw new AthError(
+    "APPROVAL_REQUIRED",
+    `A person must approve this ${r.method} request: open ${approvalUrl(gw, a.approval_id)}`,
+    {
+      approval_id: a.approval_id,
+      approval_url: approvalUrl(gw, a.approval_id),
+      expires_at: new Date(a.expires_at).toISOString(),
+      request_digest: digest,
+      approver: a.approver,
+      ...(previous ? { previous } : {}),
+    },
+  );
+}
+
+export function approvalUrl(gw: Gateway, approvalId: string): string {
+  return `${gw.opts.baseUrl}${PATHS.approvals}/${approvalId}`;
+}
+
+/** Approves or denies a pending approval; NOT_FOUND/APPROVAL_* errors when it cannot be decided any more. */
+export async function decide(gw: Gateway, a: ApprovalRecord, decision: "approve" | "deny", by: string): Promise<ApprovalRecord> {
+  const decided = await gw.store.decideApproval(a.approval_id, decision === "approve" ? "approved" : "denied", by, gw.now());
+  if (!decided) {
+    const now = (await gw.store.getApproval(a.approval_id)) ?? a;
+    throw new AthError("INVALID_REQUEST", `This request is ${approvalStatus(now, gw.now())} and can no longer be decided.`, {
+      approval_id: a.approval_id,
+      status: approvalStatus(now, gw.now()),
+    });
+  }
+  await audit(gw, decision === "approve" ? "approval.approved" : "approval.denied", {
+    ...who(decided),
+    data: { approval_id: decided.approval_id, digest: decided.digest, by, method: decided.method, path: decided.path },
+  });
+  return decided;
+}
+
+/** The body as the page shows it: the first 16 KiB (sealed at rest), or null when there was none. */
+export async function shownBody(gw: Gateway, a: ApprovalRecord): Promise<Uint8Array | null> {
+  if (a.body_sealed === null) return null;
+  return Uint8Array.fromBase64(await gw.sealer.open(a.body_sealed, aad(a.approval_id)));
+}
+
+/** The agent's view of its approval (GET /ath/approvals/{id} with its bearer token). */
+export function statusDocument(gw: Gateway, a: ApprovalRecord) {
+  return {
+    approval_id: a.approval_id,
+    status: approvalStatus(a, gw.now()),
+    approver: a.approver,
+    provider_id: a.provider_id,
+    method: a.method,
+    path: a.path,
+    query: a.query,
+    request_digest: a.digest,
+    approval_url: approvalUrl(gw, a.approval_id),
+    created_at: new Date(a.created_at).toISOString(),
+    expires_at: new Date(a.expires_at).toISOString(),
+    decided_at: a.decided_at === null ? null : new Date(a.decided_at).toISOString(),
+  };
+}
+
+// internal
+
+async function createApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRequest, digest: string): Promise<ApprovalRecord> {
+  const now = gw.now();
+  if ((await gw.store.countPendingApprovals(r.token.client_id, now)) >= MAX_PENDING_PER_CLIENT) {
+    throw new AthError("RATE_LIMITED", `This agent already has ${MAX_PENDING_PER_CLIENT} requests waiting for a person's approval`, { reason: "pending_approvals", limit: MAX_PENDING_PER_CLIENT }, {
+      headers: { "retry-after": "60" },
+    });
+  }
+  const id = mintSecret(PREFIX.approval, 16);
+  const shown = r.body.byteLength ? r.body.subarray(0, SHOWN_BODY_BYTES) : null;
+  const a: ApprovalRecord = {
+    approval_id: id,
+    client_id: r.token.client_id,
+    agent_id: r.token.agent_id,
+    user_id: r.token.user_id,
+    provider_id: r.token.provider_id,
+    token_id: r.token.token_id,
+    approver: rule.approver,
+    method: r.method,
+    path: r.path,
+    query: r.query,
+    digest,
+    body_sealed: shown ? await gw.sealer.seal(shown.toBase64(), aad(id)) : null,
+    body_bytes: r.body.byteLength,
+    content_type: r.contentType?.slice(0, 200) ?? null,
+    status: "pending",
+    decided_by: null,
+    decided_at: null,
+    used_at: null,
+    created_at: now,
+    expires_at: now + rule.ttl * 1000,
+  };
+  await gw.store.createApproval(a);
+  await audit(gw, "approval.requested", {
+    ...who(a),
+    data: { approval_id: id, digest, approver: a.approver, method: a.method, path: a.path, body_bytes: a.body_bytes },
+  });
+  return a;
+}
+
+function reasonRefused(a: ApprovalRecord, digest: string, token: TokenRecord, now: number): string {
+  if (a.digest !== digest || a.user_id !== token.user_id || a.provider_id !== token.provider_id) return "digest_mismatch";
+  return approvalStatus(a, now);
+}
+
+function who(a: ApprovalRecord) {
+  return { client_id: a.client_id, agent_id: a.agent_id, provider_id: a.provider_id, user_id: a.user_id };
+}
+
+function aad(approvalId: string): string {
+  return `approval:${approvalId}:body`;
+}

@@ -1,0 +1,144 @@
+/**
+ * The approval page (GET /ath/approvals/{id}, DESIGN §15): one exact request an agent wants to make — the agent (its
+ * id proven; developer and purpose only claimed, and marked so), the provider, method, upstream path, query and body
+ * (the first 16 KiB, JSON pretty-printed, every byte escaped), and the time left — with Approve / Deny for the one
+ * person allowed to decide it (endpoints/approvals.ts shows it to no one else). Same shell, CSP and headers as the
+ * consent page.
+ */
+import { escapeHtml, renderPage } from "./layout.ts";
+import { expiryHtml } from "./time.ts";
+
+export interface ApprovalPageView {
+  gatewayHost: string;
+  status: "pending" | "approved" | "denied" | "expired" | "used";
+  /** The form posts here. */
+  actionUrl: string;
+  csrfToken: string;
+  provider: { id: string; displayName: string };
+  agent: { agentId: string; developerName: string; developerId: string; purpose: string | null };
+  method: string;
+  path: string;
+  query: string;
+  /** null: no body. */
+  body: { text: string | null; bytes: number; shownBytes: number; contentType: string | null } | null;
+  expiresAt: Date;
+  now: Date;
+}
+
+export function renderApprovalPage(v: ApprovalPageView): string {
+  const provider = escapeHtml(v.provider.displayName);
+  const query = v.query
+    ? `<dt>Query</dt><dd><code class="id">${v.query.split("&").map((p) => escapeHtml(safeDecode(p, true))).join("<br>")}</code></dd>`
+    : "";
+  const purpose = v.agent.purpose?.trim() ? `<dt>Purpose</dt><dd>${escapeHtml(v.agent.purpose)}</dd>` : `<dt>Purpose</dt><dd class="hint">none given</dd>`;
+  const decided: Record<typeof v.status, string> = {
+    pending: "",
+    approved: `<p class="status-ok">This request was approved. The agent may now send it once.</p>`,
+    denied: `<p class="status-bad">This request was denied. It will not be sent.</p>`,
+    expired: `<p class="status-bad">This request expired before it was decided or sent. The agent must ask again.</p>`,
+    used: `<p class="status-ok">This request was approved and sent.</p>`,
+  };
+  const form =
+    v.status === "pending"
+      ? `<form method="post" action="${escapeHtml(v.actionUrl)}">
+<input type="hidden" name="csrf" value="${escapeHtml(v.csrfToken)}">
+<div class="actions">
+<button type="submit" name="decision" value="deny">Deny</button>
+<button type="submit" name="decision" value="approve" class="primary">Approve</button>
+</div>
+</form>
+<p class="expiry">This request ${expiryHtml(v.expiresAt, v.now)}.</p>`
+      : "";
+  const body = `<h1>An agent wants to send this request to ${provider}</h1>
+<p class="lead">Approve only if you want exactly this request sent with your ${provider} account. Approving sends it once; the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong> refuses any other.</p>
+${decided[v.status]}
+<h2>The request</h2>
+<dl class="identity">
+<dt>Method</dt><dd><code class="id">${escapeHtml(v.method)}</code></dd>
+<dt>Path</dt><dd><code class="id">${escapeHtml(safeDecode(v.path))}</code></dd>
+${query}
+</dl>
+${bodyHtml(v.body)}
+<h2>The agent</h2>
+<dl class="identity">
+<dt>Agent</dt><dd><code class="id">${escapeHtml(v.agent.agentId)}</code></dd>
+</dl>
+<p class="hint">The agent proved, with a signature, that it holds the key of this identity.</p>
+<div class="claim">
+<p class="claim-label">Claimed by the agent — not verified by the gateway</p>
+<dl>
+<dt>Developer</dt><dd>${escapeHtml(v.agent.developerName)} (${escapeHtml(v.agent.developerId)})</dd>
+${purpose}
+</dl>
+</div>
+${form}`;
+  return renderPage({ title: `Approve this request to ${v.provider.displayName}?`, body, brand: `ath gateway · ${v.gatewayHost}` });
+}
+
+export function renderApprovalDecidedPage(v: { decision: "approve" | "deny"; providerName: string; method: string; path: string }): string {
+  const what = `<code class="id">${escapeHtml(v.method)} ${escapeHtml(safeDecode(v.path))}</code>`;
+  const body =
+    v.decision === "approve"
+      ? `<h1 class="status-ok">Request approved</h1>
+<p class="lead">The agent may now send ${what} to ${escapeHtml(v.providerName)} — once, exactly as shown. You can close this tab.</p>`
+      : `<h1 class="status-bad">Request denied</h1>
+<p class="lead">${what} will not be sent to ${escapeHtml(v.providerName)}. The agent is told you denied it. You can close this tab.</p>`;
+  return renderPage({ title: v.decision === "approve" ? "Request approved" : "Request denied", body });
+}
+
+/** An admin approval seen from a browser: an admin decides it in the console; the request is shown there. */
+export function renderApprovalAdminPage(v: { providerName: string; status: ApprovalPageView["status"]; consoleUrl: string }): string {
+  const body = `<h1>An admin decides this request</h1>
+<p>An agent asked to send a request to ${escapeHtml(v.providerName)} that an admin of this gateway must approve. It is <strong>${escapeHtml(v.status)}</strong>.</p>
+<p class="hint">Admins see the request and decide it in the admin console: <a href="${escapeHtml(v.consoleUrl)}">Approvals</a>.</p>`;
+  return renderPage({ title: "An admin decides this request", body });
+}
+
+/**
+ * The 403 page for a browser that has not proven it belongs to the approver: sign in at the provider (when it names
+ * its users), or use the browser that gave consent.
+ */
+export function renderApprovalSigninPage(v: { providerName: string; signin?: { actionUrl: string; csrfToken: string } }): string {
+  const provider = escapeHtml(v.providerName);
+  const body = v.signin
+    ? `<h1 class="status-bad">You cannot decide this request yet</h1>
+<p>Only the person who gave this agent access to their ${provider} account can approve its requests. This browser has not shown that it is theirs.</p>
+<p class="hint">If that is you, sign in at ${provider}: the gateway checks it is the same account, then shows you the request. Anyone else cannot decide it.</p>
+<form method="post" action="${escapeHtml(v.signin.actionUrl)}">
+<input type="hidden" name="csrf" value="${escapeHtml(v.signin.csrfToken)}">
+<div class="actions"><button type="submit" class="primary">Sign in at ${provider}</button></div>
+</form>
+<p class="error-code">HTTP 403 · APPROVAL_REQUIRED</p>`
+    : `<h1 class="status-bad">You cannot decide this request</h1>
+<p>Only the person who gave this agent access to their ${provider} account can approve its requests, and ${provider} does not tell the gateway who signs in.</p>
+<p class="hint">Open the link in the browser where you approved the agent's access.</p>
+<p class="error-code">HTTP 403 · APPROVAL_REQUIRED</p>`;
+  return renderPage({ title: "You cannot decide this request", body });
+}
+
+// internal
+
+function bodyHtml(b: ApprovalPageView["body"]): string {
+  if (b === null) return `<h2>Body</h2><p class="hint">No body.</p>`;
+  const more = b.bytes > b.shownBytes ? `<p class="hint">Showing the first ${b.shownBytes} of ${b.bytes} bytes.</p>` : "";
+  const type = b.contentType ? ` <span class="hint">(${escapeHtml(b.contentType)})</span>` : "";
+  if (b.text === null) return `<h2>Body${type}</h2><p class="hint">${b.bytes} bytes of binary data, not shown.</p>`;
+  return `<h2>Body${type}</h2>\n<pre>${escapeHtml(pretty(b.text))}</pre>\n${more}`;
+}
+
+function pretty(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+/** For reading only (the digest covers the bytes as sent): percent-decoded, `+` as a space in a query. */
+function safeDecode(s: string, query = false): string {
+  try {
+    return decodeURIComponent(query ? s.replace(/\+/g, "%20") : s);
+  } catch {
+    return s;
+  }
+}

@@ -1,0 +1,380 @@
+/**
+ * Per-request approval (DESIGN §15) for real: the compiled `dist/ath serve` with a provider whose approval_rules
+ * cover `POST /v1/messages` of the sample API (oidc-provider signs the people in, so user ids are real `sub`s), the
+ * compiled CLI as the agent (own ATH_HOME), and people in Chromium: the one who consented approves or denies on the
+ * approval page; another signed-in user and an anonymous browser get the 403 page; an admin decides from the console.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { tempDir } from "../helpers/net.ts";
+import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
+import { freshPage, launchChromium, recordDialogs, screenshots } from "../helpers/chromium.ts";
+import { clickAndWait, openConsent } from "../helpers/person.ts";
+import { ATH_BIN, AUTHORIZATION_URL, ath, run, start } from "../helpers/processes.ts";
+import { athError, startHost } from "../helpers/mcp-host.ts";
+
+const SCOPES = ["openid", "mail:read", "mail:send"];
+const MAIL = { to: "boss@example.com", subject: "Resignation", text: "I quit." };
+
+let w: World;
+let chromium: Browser;
+let env: Record<string, string>;
+/** The person who consented (as alice at the provider): their browser keeps its cookies across tests. */
+let alice: { context: BrowserContext; page: Page };
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  [w, chromium] = await Promise.all([
+    startWorld({
+      binary: true,
+      extraArgs: ["--max-approval-body", "4096"],
+      providers: (auth, api) => ({
+        approvals: {
+          display_name: "Sample Mail (approvals)",
+          available_scopes: MAIL_SCOPES,
+          authorize_endpoint: auth.authorizeEndpoint,
+          token_endpoint: auth.tokenEndpoint,
+          api_base_url: api.baseUrl,
+          client_id: auth.postClient.client_id,
+          client_secret: auth.postClient.client_secret,
+          approval_rules: [
+            { match: ["POST /v1/messages", "PUT /v1/messages"], approver: "user", ttl: 300 },
+            { match: ["POST /v1/echo"], approver: "user", ttl: 10 },
+            { match: ["DELETE /v1/messages/*"], approver: "admin" },
+          ],
+        },
+      }),
+    }),
+    launchChromium(),
+  ]);
+  const home = await tempDir("approvals-home");
+  cleanups.push(home.remove);
+  env = { ATH_HOME: home.path, BROWSER: "true", ATH_APPROVAL_POLL_MS: "200" };
+  await ath(["config", "set-gateway", "local", w.baseUrl], { env });
+  await ath(["register", "--provider", "approvals", "--scopes", SCOPES.join(","), "--purpose", "sends mail only when its user approves"], { env });
+  alice = await freshPage(chromium);
+  await authorizeAs(alice.page, "alice");
+}, 120_000);
+afterAll(async () => {
+  for (const c of cleanups) await c();
+  await chromium?.close();
+  await w?.stop();
+});
+
+/** `ath authorize --wait` (the compiled CLI, in the agent home `as`) with `login` consenting in `page`. */
+async function authorizeAs(page: Page, login: string, as = env): Promise<void> {
+  const cli = start([ATH_BIN, "authorize", "--provider", "approvals", "--scopes", SCOPES.join(","), "--wait", "--no-open", "--format", "json"], { env: as });
+  const [, url] = await cli.waitFor("stderr", AUTHORIZATION_URL);
+  await openConsent(page, String(url));
+  await clickAndWait(page, "Approve");
+  await page.fill('input[name="login"]', login);
+  await clickAndWait(page, "Approve");
+  const done = await cli.done;
+  if (done.exitCode !== 0) throw new Error(`authorize: ${done.exitCode} ${done.stderr}`);
+}
+
+/** `ath proxy approvals …` (the compiled CLI, JSON); the document it printed and its exit code. */
+async function proxy(args: string[]) {
+  const r = await run([ATH_BIN, "proxy", "approvals", ...args, "--format", "json"], { env });
+  let doc: Record<string, any> = {};
+  try {
+    doc = JSON.parse(r.stdout);
+  } catch {
+    // not JSON: the test reads exit and stderr
+  }
+  return { exit: r.exitCode, doc, stderr: r.stderr };
+}
+
+/** Asks for `POST /v1/messages` with `body`: exit 4 and the pending approval. */
+async function ask(args: string[]) {
+  const r = await proxy(args);
+  expect(r.exit).toBe(4);
+  expect(r.doc.status).toBe(403);
+  expect(r.doc.body.code).toBe("APPROVAL_REQUIRED");
+  const approval = { ...r.doc.approval };
+  expect(approval.status).toBe("pending");
+  expect(String(approval.approval_id)).toMatch(/^ath_apr_[A-Za-z0-9_-]+$/);
+  return approval as { approval_id: string; approval_url: string; expires_at: string; request_digest: string; approver: string };
+}
+
+async function decide(page: Page, url: string, button: "Approve" | "Deny") {
+  const res = await page.goto(url);
+  expect(res?.status()).toBe(200);
+  await clickAndWait(page, button);
+  return String(await page.textContent("body"));
+}
+
+const posts = () => w.api.requests.filter((r) => r.method === "POST" && r.path === "/v1/messages");
+
+describe("the user approves one exact request", () => {
+  test("APPROVAL_REQUIRED; approve in the browser; the resend is forwarded once with exactly that body; a second is refused", async () => {
+    const body = JSON.stringify(MAIL);
+    const before = posts().length;
+    const pending = await ask(["POST", "/v1/messages", "--body", body]);
+    expect(new URL(pending.approval_url).origin).toBe(w.baseUrl);
+    expect(posts().length).toBe(before);
+
+    await alice.page.goto(pending.approval_url);
+    const text = String(await alice.page.textContent("body"));
+    expect(text).toContain("POST");
+    expect(text).toContain("/v1/messages");
+    expect(text).toContain('"subject": "Resignation"');
+    await screenshots(alice.page, "approval-page");
+    await clickAndWait(alice.page, "Approve");
+    expect(String(await alice.page.textContent("body"))).toContain("Request approved");
+
+    const sent = await proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id]);
+    expect({ exit: sent.exit, status: sent.doc.status }).toEqual({ exit: 0, status: 201 });
+    expect(posts().slice(before).map((r) => r.body)).toEqual([body]);
+    expect(posts().at(-1)!.headers["x-ath-approval"]).toBeUndefined();
+
+    const again = await proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id]);
+    expect(again.exit).toBe(4);
+    expect(again.doc.body.details.previous).toEqual({ approval_id: pending.approval_id, reason: "used" });
+    expect(posts().length).toBe(before + 1);
+  });
+
+  test("a resend with a changed body, query or method is refused; the exact one still goes", async () => {
+    const body = JSON.stringify(MAIL);
+    const pending = await ask(["POST", "/v1/messages", "--body", body]);
+    await decide(alice.page, pending.approval_url, "Approve");
+    const before = w.api.requests.length;
+    for (const changed of [
+      ["POST", "/v1/messages", "--body", JSON.stringify({ ...MAIL, to: "everyone@example.com" })],
+      ["POST", "/v1/messages?cc=everyone", "--body", body],
+      ["PUT", "/v1/messages", "--body", body],
+    ]) {
+      const r = await proxy([...changed, "--approval", pending.approval_id]);
+      expect(r.exit).toBe(4);
+      expect(r.doc.body.details.previous).toEqual({ approval_id: pending.approval_id, reason: "digest_mismatch" });
+    }
+    expect(w.api.requests.length).toBe(before);
+    expect((await proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id])).exit).toBe(0);
+  });
+
+  test("two racing resends: one is forwarded", async () => {
+    const body = JSON.stringify({ ...MAIL, subject: "race" });
+    const pending = await ask(["POST", "/v1/messages", "--body", body]);
+    await decide(alice.page, pending.approval_url, "Approve");
+    const before = posts().length;
+    const results = await Promise.all([1, 2].map(() => proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id])));
+    expect(results.map((r) => r.exit).sort()).toEqual([0, 4]);
+    expect(posts().length).toBe(before + 1);
+  });
+
+  test("deny: the resend exits 4 with APPROVAL_DENIED and nothing is sent", async () => {
+    const body = JSON.stringify({ ...MAIL, subject: "deny me" });
+    const pending = await ask(["POST", "/v1/messages", "--body", body]);
+    expect(await decide(alice.page, pending.approval_url, "Deny")).toContain("Request denied");
+    const before = posts().length;
+    const r = await proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id]);
+    expect(r.exit).toBe(4);
+    expect(r.doc.body.code).toBe("APPROVAL_DENIED");
+    expect(posts().length).toBe(before);
+  });
+
+  test("expiry: past its ttl the page can no longer approve, and the resend is refused", async () => {
+    const pending = await ask(["POST", "/v1/echo", "--body", "{}"]);
+    await alice.page.goto(pending.approval_url);
+    await Bun.sleep(Math.max(0, Date.parse(pending.expires_at) - Date.now()) + 500);
+    await clickAndWait(alice.page, "Approve");
+    expect(String(await alice.page.textContent("body"))).toContain("expired");
+    const r = await proxy(["POST", "/v1/echo", "--body", "{}", "--approval", pending.approval_id]);
+    expect(r.exit).toBe(4);
+    expect(r.doc.body.details.previous.reason).toBe("expired");
+    expect(w.api.requests.filter((x) => x.path === "/v1/echo")).toEqual([]);
+  }, 30_000);
+
+  test("a hostile body is rendered inert: escaped text, no script runs", async () => {
+    const hostile = JSON.stringify({ text: "</pre><script>alert(1)</script><img src=x onerror=alert(2)>", html: "<b>bold</b>" });
+    const pending = await ask(["POST", "/v1/messages", "--body", hostile]);
+    const dialogs = recordDialogs(alice.page);
+    await alice.page.goto(pending.approval_url);
+    expect(await alice.page.locator("script").count()).toBe(0);
+    expect(await alice.page.locator("main img").count()).toBe(0);
+    expect(await alice.page.locator("main pre b").count()).toBe(0);
+    expect(String(await alice.page.locator("pre").textContent())).toContain("<script>alert(1)</script>");
+    await Bun.sleep(200);
+    expect(dialogs).toEqual([]);
+  });
+
+  test("--max-approval-body: a larger body is refused 413 before anyone is asked", async () => {
+    const r = await proxy(["POST", "/v1/messages", "--body", JSON.stringify({ text: "x".repeat(5000) })]);
+    expect(r.exit).toBe(4);
+    expect(r.doc.status).toBe(413);
+  });
+});
+
+describe("who may decide", () => {
+  test("an anonymous browser and another signed-in user get the 403 page; a forged or cross-site post decides nothing", async () => {
+    const pending = await ask(["POST", "/v1/messages", "--body", JSON.stringify({ ...MAIL, subject: "not yours" })]);
+    const anonymous = await freshPage(chromium);
+    const bob = await freshPage(chromium);
+    try {
+      const anon = await anonymous.page.goto(pending.approval_url);
+      expect(anon?.status()).toBe(403);
+      const anonText = String(await anonymous.page.textContent("body"));
+      expect(anonText).toContain("You cannot decide this request");
+      expect(anonText).not.toContain("not yours");
+      await screenshots(anonymous.page, "approval-forbidden");
+
+      // bob consents to an agent too (another agent, so this one keeps alice's token): his browser proves bob, not alice
+      const bobHome = await tempDir("approvals-bob");
+      cleanups.push(bobHome.remove);
+      const bobEnv = { ...env, ATH_HOME: bobHome.path };
+      await ath(["config", "set-gateway", "local", w.baseUrl], { env: bobEnv });
+      await ath(["register", "--provider", "approvals", "--scopes", SCOPES.join(",")], { env: bobEnv });
+      await authorizeAs(bob.page, "bob", bobEnv);
+      expect((await bob.context.cookies()).some((c) => c.name === "ath_user" && c.httpOnly)).toBe(true);
+      expect((await bob.page.goto(pending.approval_url))?.status()).toBe(403);
+
+      // CSRF: alice's own browser posting without the page's token (same cookies, no form)
+      const forged = await alice.context.request.post(pending.approval_url, { form: { decision: "approve", csrf: "forged" }, maxRedirects: 0 });
+      expect(forged.status()).toBe(400);
+      expect(await forged.text()).toContain("STATE_MISMATCH");
+      // a page on another site cannot make alice's browser post with her cookie: SameSite=Lax keeps it off a cross-site POST
+      await alice.page.route("http://attacker.test/", (route) =>
+        route.fulfill({ contentType: "text/html", body: `<form method="post" action="${pending.approval_url}"><input name="decision" value="approve"><button>go</button></form>` }),
+      );
+      await alice.page.goto("http://attacker.test/");
+      await clickAndWait(alice.page, "go");
+      expect(String(await alice.page.textContent("body"))).toContain("You cannot decide this request");
+      expect((await proxy(["POST", "/v1/messages", "--body", JSON.stringify({ ...MAIL, subject: "not yours" }), "--approval", pending.approval_id])).doc.body.details.previous.reason).toBe("pending");
+    } finally {
+      await anonymous.context.close();
+      await bob.context.close();
+    }
+  }, 60_000);
+
+  test("another browser: signing in at the provider as the right user lets the person decide; as anyone else, 403", async () => {
+    const body = JSON.stringify({ ...MAIL, subject: "from my phone" });
+    const pending = await ask(["POST", "/v1/messages", "--body", body]);
+    for (const [login, allowed] of [["mallory", false], ["alice", true]] as const) {
+      const other = await freshPage(chromium);
+      try {
+        const first = await other.page.goto(pending.approval_url);
+        expect(first?.status()).toBe(403);
+        expect(String(await other.page.textContent("body"))).not.toContain("from my phone");
+        if (login === "alice") await screenshots(other.page, "approval-signin");
+        await clickAndWait(other.page, "Sign in at Sample Mail (approvals)");
+        expect(new URL(other.page.url()).pathname).toStartWith("/interaction/");
+        await other.page.fill('input[name="login"]', login);
+        const back = await clickAndWait(other.page, "Approve");
+        if (!allowed) {
+          expect(back?.status()).toBe(403);
+          expect(String(await other.page.textContent("body"))).toContain("You signed in as someone other than the person");
+          continue;
+        }
+        expect(other.page.url()).toBe(pending.approval_url);
+        expect(String(await other.page.textContent("body"))).toContain("from my phone");
+        await clickAndWait(other.page, "Approve");
+        expect(String(await other.page.textContent("body"))).toContain("Request approved");
+      } finally {
+        await other.context.close();
+      }
+    }
+    expect((await proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id])).exit).toBe(0);
+  }, 60_000);
+
+  test("approver admin: the person cannot decide it; an admin approves in the console; the resend goes", async () => {
+    const pending = await ask(["DELETE", "/v1/messages/m1"]);
+    expect(pending.approver).toBe("admin");
+    await alice.page.goto(pending.approval_url);
+    expect(await alice.page.getByRole("button", { name: "Approve" }).count()).toBe(0);
+
+    const admin = await freshPage(chromium);
+    try {
+      await admin.page.goto(`${w.baseUrl}/admin/signin`);
+      await admin.page.fill("#token", w.gw.adminToken);
+      await clickAndWait(admin.page, "Sign in");
+      await admin.page.goto(`${w.baseUrl}/admin/approvals`);
+      const row = admin.page.locator("tr", { hasText: pending.approval_id });
+      expect(String(await row.textContent())).toContain("DELETE /v1/messages/m1");
+      await screenshots(admin.page, "console-approvals");
+      await Promise.all([admin.page.waitForNavigation(), row.getByRole("button", { name: "Approve" }).click()]);
+      expect(String(await admin.page.textContent("body"))).toContain("Request approved.");
+    } finally {
+      await admin.context.close();
+    }
+    const before = w.api.requests.filter((r) => r.method === "DELETE").length;
+    const r = await proxy(["DELETE", "/v1/messages/m1", "--approval", pending.approval_id]);
+    expect(r.doc.status).not.toBe(403);
+    expect(w.api.requests.filter((x) => x.method === "DELETE").length).toBe(before + 1);
+  }, 60_000);
+});
+
+describe("ath proxy --wait-approval", () => {
+  test("opens the page, waits while the person approves, then resends: the API's answer, exit 0", async () => {
+    const body = JSON.stringify({ ...MAIL, subject: "waited" });
+    const before = posts().length;
+    const cli = start([ATH_BIN, "proxy", "approvals", "POST", "/v1/messages", "--body", body, "--wait-approval", "--format", "json"], { env });
+    const [, url] = await cli.waitFor("stderr", /"approval_url":"([^"]+)"/);
+    expect(posts().length).toBe(before);
+    await decide(alice.page, String(url), "Approve");
+    const done = await cli.done;
+    expect({ exit: done.exitCode }).toEqual({ exit: 0 });
+    const doc = JSON.parse(done.stdout);
+    expect(doc).toMatchObject({ status: 201, body: { received: { subject: "waited" } } });
+    expect(posts().slice(before).map((r) => r.body)).toEqual([body]);
+  }, 60_000);
+
+  test("denied while waiting: exit 4, APPROVAL_DENIED, nothing sent", async () => {
+    const before = posts().length;
+    const cli = start([ATH_BIN, "proxy", "approvals", "POST", "/v1/messages", "--body", "{}", "--wait-approval", "--format", "json"], { env });
+    const [, url] = await cli.waitFor("stderr", /"approval_url":"([^"]+)"/);
+    await decide(alice.page, String(url), "Deny");
+    const done = await cli.done;
+    expect(done.exitCode).toBe(4);
+    expect(JSON.parse(done.stdout)).toMatchObject({ error: { code: "APPROVAL_DENIED" } });
+    expect(posts().length).toBe(before);
+  }, 60_000);
+});
+
+describe("ath mcp: ath_request on a request that needs an approval", () => {
+  test("a host without elicitation gets APPROVAL_REQUIRED with the URL; after the person approves, the same call with approval_id goes", async () => {
+    const host = await startHost({ home: env.ATH_HOME!, args: ["-g", w.baseUrl] });
+    try {
+      const args = { provider: "approvals", method: "POST", path: "/v1/messages", body: { ...MAIL, subject: "via mcp" } };
+      const before = posts().length;
+      const first = athError(await host.call("ath_request", args));
+      expect(first.code).toBe("APPROVAL_REQUIRED");
+      const details = first.details as { approval_id: string; approval_url: string };
+      expect(details.approval_url).toBe(`${w.baseUrl}/ath/approvals/${details.approval_id}`);
+      await decide(alice.page, details.approval_url, "Approve");
+      const sent = await host.call("ath_request", { ...args, approval_id: details.approval_id });
+      expect(sent.isError).toBeUndefined();
+      expect(sent.structuredContent).toMatchObject({ status: 201, body: { received: { subject: "via mcp" } } });
+      expect(posts().length).toBe(before + 1);
+    } finally {
+      await host.close();
+    }
+  }, 60_000);
+
+  test("a host with URL elicitation sends the person to the approval page; ath_request itself answers with the API's answer", async () => {
+    const asked: { url: string; elicitationId: string }[] = [];
+    const host = await startHost({
+      home: env.ATH_HOME!,
+      args: ["-g", w.baseUrl],
+      elicit: async (params) => {
+        const p = params as unknown as { url: string; elicitationId: string };
+        asked.push(p);
+        // the host opens the page; the person approves there while the tool waits
+        void decide(alice.page, p.url, "Approve");
+        return { action: "accept" };
+      },
+    });
+    try {
+      const before = posts().length;
+      const r = await host.call("ath_request", { provider: "approvals", method: "POST", path: "/v1/messages", body: { ...MAIL, subject: "elicited" } });
+      expect(r.isError).toBeUndefined();
+      expect(r.structuredContent).toMatchObject({ status: 201, body: { received: { subject: "elicited" } } });
+      expect(asked).toHaveLength(1);
+      expect(asked[0]!.elicitationId).toStartWith("ath_apr_");
+      expect(asked[0]!.url).toBe(`${w.baseUrl}/ath/approvals/${asked[0]!.elicitationId}`);
+      expect(host.completed).toEqual([asked[0]!.elicitationId]);
+      expect(posts().length).toBe(before + 1);
+    } finally {
+      await host.close();
+    }
+  }, 60_000);
+});
