@@ -5,6 +5,7 @@
  * person allowed to decide it (endpoints/approvals.ts shows it to no one else). Same shell, CSP and headers as the
  * consent page.
  */
+import { renderAgentSection } from "./agent.ts";
 import { escapeHtml, renderPage } from "./layout.ts";
 import { expiryHtml } from "./time.ts";
 
@@ -30,7 +31,6 @@ export function renderApprovalPage(v: ApprovalPageView): string {
   const query = v.query
     ? `<dt>Query</dt><dd><code class="id">${v.query.split("&").map((p) => escapeHtml(safeDecode(p, true))).join("<br>")}</code></dd>`
     : "";
-  const purpose = v.agent.purpose?.trim() ? `<dt>Purpose</dt><dd>${escapeHtml(v.agent.purpose)}</dd>` : `<dt>Purpose</dt><dd class="hint">none given</dd>`;
   const decided: Record<typeof v.status, string> = {
     pending: "",
     approved: `<p class="status-ok">This request was approved. The agent may now send it once.</p>`,
@@ -59,18 +59,7 @@ ${decided[v.status]}
 ${query}
 </dl>
 ${bodyHtml(v.body)}
-<h2>The agent</h2>
-<dl class="identity">
-<dt>Agent</dt><dd><code class="id">${escapeHtml(v.agent.agentId)}</code></dd>
-</dl>
-<p class="hint">The agent proved, with a signature, that it holds the key of this identity.</p>
-<div class="claim">
-<p class="claim-label">Claimed by the agent — not verified by the gateway</p>
-<dl>
-<dt>Developer</dt><dd>${escapeHtml(v.agent.developerName)} (${escapeHtml(v.agent.developerId)})</dd>
-${purpose}
-</dl>
-</div>
+${renderAgentSection(v.agent)}
 ${form}`;
   return renderPage({ title: `Approve this request to ${v.provider.displayName}?`, body, brand: `ath gateway · ${v.gatewayHost}` });
 }

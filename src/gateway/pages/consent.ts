@@ -2,6 +2,7 @@
  * The consent page (GET /ath/consent/{handle}): which provider, which scopes, which agent (its identity is proven
  * by the attestation signature; its developer and purpose are only claimed, and marked as such) — and until when. Approve and Deny post back to the gateway with the CSRF token.
  */
+import { renderAgentSection } from "./agent.ts";
 import { escapeHtml, renderPage } from "./layout.ts";
 import { expiryHtml } from "./time.ts";
 
@@ -29,27 +30,13 @@ export function renderConsentPage(v: ConsentView): string {
         "</li>",
     )
     .join("\n");
-  const purpose = v.agent.purpose?.trim()
-    ? `<dt>Purpose</dt><dd>${escapeHtml(v.agent.purpose)}</dd>`
-    : `<dt>Purpose</dt><dd class="hint">none given</dd>`;
   const body = `<h1>An agent wants access to your ${provider} account</h1>
 <p class="lead">If you approve, ${provider} will ask you to sign in and confirm. The agent gets only the access listed here, through the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong>.</p>
 <h2>Access requested</h2>
 <ul class="scopes">
 ${scopes || '<li><span class="scope-desc">No scopes</span></li>'}
 </ul>
-<h2>The agent</h2>
-<dl class="identity">
-<dt>Agent</dt><dd><code class="id">${escapeHtml(v.agent.agentId)}</code></dd>
-</dl>
-<p class="hint">The agent proved, with a signature, that it holds the key of this identity.</p>
-<div class="claim">
-<p class="claim-label">Claimed by the agent — not verified by the gateway</p>
-<dl>
-<dt>Developer</dt><dd>${escapeHtml(v.agent.developerName)} (${escapeHtml(v.agent.developerId)})</dd>
-${purpose}
-</dl>
-</div>
+${renderAgentSection(v.agent)}
 <form method="post" action="${escapeHtml(v.actionUrl)}">
 <input type="hidden" name="csrf" value="${escapeHtml(v.csrfToken)}">
 <div class="actions">
