@@ -31,6 +31,16 @@ export async function requireLiveToken(gw: Gateway, presented: string | null): P
 }
 
 /**
+ * The token read again from the database itself (a transaction reads past the cache), after its grant turned up gone:
+ * a revocation drops the token, then its grant, and a request that read the token before this instance heard of the
+ * revocation must still be told TOKEN_REVOKED, not a lapsed grant.
+ */
+export async function requireNotRevoked(gw: Gateway, presented: string): Promise<void> {
+  const fresh = await gw.store.transaction((tx) => tx.getToken(hashSecret(presented)));
+  if (fresh?.revoked_at != null) throw new AthError("TOKEN_REVOKED", undefined, undefined, { headers: CHALLENGE });
+}
+
+/**
  * A live token whose agent is still approved — else as requireLiveToken, or 403 AGENT_UNAPPROVED once the agent was
  * suspended, denied or its approval lapsed (DESIGN §14). The agent comes from the store's cache, which a status change
  * invalidates at once, here and on every other instance (store/cached.ts).

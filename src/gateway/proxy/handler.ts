@@ -8,7 +8,7 @@ import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../dom
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
-import { requireUsableToken } from "../domain/tokens.ts";
+import { requireNotRevoked, requireUsableToken } from "../domain/tokens.ts";
 import { readBounded } from "../http/body.ts";
 import { bearerToken } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
@@ -78,7 +78,15 @@ export async function proxy(call: Call): Promise<Response> {
   } else {
     body = await prepareBody(req, gw.opts.maxProxyBody);
   }
-  let access = await currentAccess(gw, token.grant_id);
+  let access: Awaited<ReturnType<typeof currentAccess>>;
+  try {
+    access = await currentAccess(gw, token.grant_id);
+  } catch (err) {
+    // A revocation drops the token, then its grant: a request that read the token just before its revocation reached
+    // this instance finds the grant gone. Ask about the token again, so the answer names what happened (TOKEN_REVOKED).
+    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, bearerToken(req)!);
+    throw err;
+  }
   let res = await send(gw, providerId, req.method, target, headers, body, access);
   if (res.status === 401 && access.canRefresh && body.replayable) {
     await res.body?.cancel();
