@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { tempDir } from "../helpers/net.ts";
-import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
+import { mailProvider, startWorld, type World } from "../helpers/world.ts";
 import { freshPage, launchChromium, recordDialogs, screenshots } from "../helpers/chromium.ts";
 import { clickAndWait, openConsent } from "../helpers/person.ts";
 import { ATH_BIN, AUTHORIZATION_URL, ath, run, start } from "../helpers/processes.ts";
@@ -29,20 +29,14 @@ beforeAll(async () => {
       binary: true,
       extraArgs: ["--max-approval-body", "4096"],
       providers: (auth, api) => ({
-        approvals: {
+        approvals: mailProvider(auth, api, {
           display_name: "Sample Mail (approvals)",
-          available_scopes: MAIL_SCOPES,
-          authorize_endpoint: auth.authorizeEndpoint,
-          token_endpoint: auth.tokenEndpoint,
-          api_base_url: api.baseUrl,
-          client_id: auth.postClient.client_id,
-          client_secret: auth.postClient.client_secret,
           approval_rules: [
             { match: ["POST /v1/messages", "PUT /v1/messages"], approver: "user", ttl: 300 },
             { match: ["POST /v1/echo"], approver: "user", ttl: 10 },
             { match: ["DELETE /v1/messages/*"], approver: "admin" },
           ],
-        },
+        }),
       }),
     }),
     launchChromium(),

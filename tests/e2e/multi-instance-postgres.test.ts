@@ -6,22 +6,20 @@
  * own schema (`?schema=`), dropped afterwards; both instances share the master key through ATH_MASTER_KEY.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { SQL } from "bun";
 import { call, fullFlow } from "../helpers/agent.ts";
 import { expectError } from "../helpers/expect-error.ts";
-import { startGateway, type Gateway } from "../helpers/gateway.ts";
+import type { Gateway } from "../helpers/gateway.ts";
 import { providerRefreshes } from "../helpers/lifecycle.ts";
-import { freePort } from "../helpers/net.ts";
-import { PG_URL } from "../helpers/store-harness.ts";
-import { startUpstreamApi, type UpstreamApi } from "../helpers/upstream-api.ts";
-import { startUpstreamAuth, type UpstreamAuth } from "../helpers/upstream-auth.ts";
-import { MAIL_SCOPES } from "../helpers/world.ts";
+import { startPostgresPair, type PostgresPair } from "../helpers/postgres-pair.ts";
+import { mailProvider } from "../helpers/world.ts";
+import type { UpstreamApi } from "../helpers/upstream-api.ts";
+import type { UpstreamAuth } from "../helpers/upstream-auth.ts";
 
 /** Upstream access tokens count as expired (30 s margin) 3 s after issue; a refreshed one stays usable for 3 s. */
 const ACCESS_TTL_S = 33;
 const STALE_AFTER_MS = (ACCESS_TTL_S - 30) * 1000 + 150;
 
-const schema = `ath_e2e_${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}`;
+let pair: PostgresPair;
 let auth: UpstreamAuth;
 let api: UpstreamApi;
 let a: Gateway;
@@ -30,43 +28,14 @@ let revokedFlow: Awaited<ReturnType<typeof fullFlow>>;
 let crowdFlow: Awaited<ReturnType<typeof fullFlow>>;
 
 beforeAll(async () => {
-  const portA = await freePort();
-  auth = await startUpstreamAuth({ redirectUris: [`http://127.0.0.1:${portA}/ath/callback`], accessTokenTtl: ACCESS_TTL_S });
-  api = await startUpstreamApi(auth);
-  const providers = {
-    mail: {
-      display_name: "Sample Mail",
-      available_scopes: MAIL_SCOPES,
-      authorize_endpoint: auth.authorizeEndpoint,
-      token_endpoint: auth.tokenEndpoint,
-      api_base_url: api.baseUrl,
-      client_id: auth.postClient.client_id,
-      client_secret: auth.postClient.client_secret,
-    },
-  };
-  const db = new URL(PG_URL);
-  db.searchParams.set("schema", schema);
-  const env = { ATH_MASTER_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex") };
-  const common = { providers, env, extraArgs: ["--db", db.href] };
-  // started together: the migrations take turns behind the advisory lock
-  [a, b] = await Promise.all([startGateway({ ...common, port: portA }), startGateway(common)]);
+  pair = await startPostgresPair({ accessTokenTtl: ACCESS_TTL_S });
+  ({ auth, api, a, b } = pair);
   revokedFlow = await fullFlow(a.baseUrl, { provider_id: "mail", scopes: ["mail:read"] });
   crowdFlow = await fullFlow(a.baseUrl, { provider_id: "mail", scopes: ["mail:read"] });
   await Bun.sleep(STALE_AFTER_MS);
 }, 30_000);
 
-afterAll(async () => {
-  await a?.cleanup();
-  await b?.cleanup();
-  await api?.stop();
-  await auth?.stop();
-  const sql = new SQL(PG_URL);
-  try {
-    await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await sql.close();
-  }
-});
+afterAll(() => pair?.stop());
 
 const proxyVia = (g: Gateway, token: string) => call(`${g.baseUrl}/ath/proxy/mail/v1/messages`, { headers: { authorization: `Bearer ${token}` } });
 
@@ -120,15 +89,8 @@ describe("Several instances on one PostgreSQL database", () => {
     const put = (extra: Record<string, unknown>) =>
       call(`${a.baseUrl}/ath/admin/providers/mail`, {
         method: "PUT",
-        json: {
-          display_name: "Sample Mail",
-          available_scopes: MAIL_SCOPES,
-          authorize_endpoint: auth.authorizeEndpoint,
-          token_endpoint: auth.tokenEndpoint,
-          api_base_url: api.baseUrl,
-          client_id: auth.postClient.client_id,
-          ...extra,
-        },
+        // without client_secret: the stored one is kept
+        json: { ...withoutSecret(mailProvider(auth, api)), ...extra },
         headers: { "x-ath-user-token": a.adminToken },
       });
     expect((await put({ scope_rules: { "mail:read": ["GET /v1/elsewhere"] } })).status).toBe(200);
@@ -140,3 +102,8 @@ describe("Several instances on one PostgreSQL database", () => {
     expect((await put({})).status).toBe(200);
   });
 });
+
+function withoutSecret<T extends { client_secret?: unknown }>(entry: T): Omit<T, "client_secret"> {
+  const { client_secret: _secret, ...rest } = entry;
+  return rest;
+}

@@ -11,54 +11,26 @@ import { SQL } from "bun";
 import { fullFlow, register } from "../helpers/agent.ts";
 import { makeAgent } from "../helpers/attestations.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
-import { freePort } from "../helpers/net.ts";
 import { PG_URL } from "../helpers/store-harness.ts";
-import { startUpstreamApi, type UpstreamApi } from "../helpers/upstream-api.ts";
-import { startUpstreamAuth, type UpstreamAuth } from "../helpers/upstream-auth.ts";
-import { MAIL_SCOPES } from "../helpers/world.ts";
+import { startPostgresPair, type PostgresPair } from "../helpers/postgres-pair.ts";
+import type { UpstreamApi } from "../helpers/upstream-api.ts";
+import type { UpstreamAuth } from "../helpers/upstream-auth.ts";
 
 const LIMIT = 60;
-const schema = `ath_e2e_${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}`;
+let pair: PostgresPair;
+let schema: string;
 let auth: UpstreamAuth;
 let api: UpstreamApi;
 let a: Gateway;
 let b: Gateway;
 
 beforeAll(async () => {
-  const portA = await freePort();
-  auth = await startUpstreamAuth({ redirectUris: [`http://127.0.0.1:${portA}/ath/callback`] });
-  api = await startUpstreamApi(auth);
-  const providers = {
-    mail: {
-      display_name: "Sample Mail",
-      available_scopes: MAIL_SCOPES,
-      authorize_endpoint: auth.authorizeEndpoint,
-      token_endpoint: auth.tokenEndpoint,
-      api_base_url: api.baseUrl,
-      client_id: auth.postClient.client_id,
-      client_secret: auth.postClient.client_secret,
-    },
-  };
-  const db = new URL(PG_URL);
-  db.searchParams.set("schema", schema);
-  const env = { ATH_MASTER_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex") };
   // an hour's window: the test cannot straddle two windows unless started in an hour's last seconds (waited out below)
-  const common = { providers, env, extraArgs: ["--db", db.href, "--rate-limit-proxy", `${LIMIT}/h`] };
-  [a, b] = await Promise.all([startGateway({ ...common, port: portA }), startGateway(common)]);
+  pair = await startPostgresPair({ extraArgs: ["--rate-limit-proxy", `${LIMIT}/h`] });
+  ({ auth, api, a, b, schema } = pair);
 }, 30_000);
 
-afterAll(async () => {
-  await a?.cleanup();
-  await b?.cleanup();
-  await api?.stop();
-  await auth?.stop();
-  const sql = new SQL(PG_URL);
-  try {
-    await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await sql.close();
-  }
-});
+afterAll(() => pair?.stop());
 
 test("two instances on one PostgreSQL database together admit no more than the proxy limit of one client (≤ 1.1×), and refuse the rest with 429 and its headers", async () => {
   const untilHour = 3_600_000 - (Date.now() % 3_600_000);

@@ -34,6 +34,20 @@ export interface WorldOptions {
   onlyProviders?: boolean;
 }
 
+/** The sample mail provider: oidc-provider as its OAuth server (client_secret_post), the sample API as its API. */
+export function mailProvider(auth: UpstreamAuth, api: UpstreamApi, extra: Record<string, unknown> = {}) {
+  return {
+    display_name: "Sample Mail",
+    available_scopes: MAIL_SCOPES,
+    authorize_endpoint: auth.authorizeEndpoint,
+    token_endpoint: auth.tokenEndpoint,
+    api_base_url: api.baseUrl,
+    client_id: auth.postClient.client_id,
+    client_secret: auth.postClient.client_secret,
+    ...extra,
+  };
+}
+
 export async function startWorld(o: WorldOptions = {}): Promise<World> {
   const port = await freePort();
   const auth = await startUpstreamAuth({ redirectUris: [`http://127.0.0.1:${port}/ath/callback`], accessTokenTtl: o.accessTokenTtl });
