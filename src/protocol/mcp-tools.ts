@@ -16,6 +16,9 @@ export const MAX_TOOL_BODY_BYTES = 1024 * 1024;
 /** The longest an MCP tool waits for a person's approval; the gateway keeps a session at most 600 s. */
 export const MAX_WAIT_SECONDS = 600;
 
+/** The `wait_seconds` input of the tools that may wait for a person: 0 up to MAX_WAIT_SECONDS. */
+const waitSeconds = (description: string) => z.number().int().min(0).max(MAX_WAIT_SECONDS).optional().describe(description);
+
 // ath_providers -------------------------------------------------------------------------------------
 
 export const ProvidersInput = z.object({});
@@ -48,13 +51,7 @@ export const AuthorizeToolInput = z.object({
     .boolean()
     .optional()
     .describe("The gateway shows the person a code instead of redirecting to this machine (their browser is elsewhere); pass it to ath_token {code}"),
-  wait_seconds: z
-    .number()
-    .int()
-    .min(0)
-    .max(MAX_WAIT_SECONDS)
-    .optional()
-    .describe("With URL elicitation: how long to wait for the approval before answering `pending` (default 45)"),
+  wait_seconds: waitSeconds("With URL elicitation: how long to wait for the approval before answering `pending` (default 45)"),
 });
 export type AuthorizeToolInput = z.infer<typeof AuthorizeToolInput>;
 
@@ -62,7 +59,7 @@ export const TokenToolInput = z.object({
   provider: providerId.optional().describe("The provider whose pending authorization to complete; default: the only one"),
   code: z.string().min(1).max(512).optional().describe("The code the gateway showed the person (ath_authorize with code_on_page)"),
   session: z.string().min(1).max(256).optional().describe("The ath_session_id the code belongs to; default: the only pending one"),
-  wait_seconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).optional().describe("Without a code: how long to wait for the approval before answering `pending` (default 45)"),
+  wait_seconds: waitSeconds("Without a code: how long to wait for the approval before answering `pending` (default 45)"),
 });
 export type TokenToolInput = z.infer<typeof TokenToolInput>;
 
@@ -100,13 +97,7 @@ export const RequestToolInput = z.object({
     .regex(/^ath_apr_[A-Za-z0-9_-]{1,64}$/, "an approval id (ath_apr_…)")
     .optional()
     .describe("Resend a request a person approved (APPROVAL_REQUIRED's details.approval_id): the same method, path, query and body"),
-  wait_seconds: z
-    .number()
-    .int()
-    .min(0)
-    .max(MAX_WAIT_SECONDS)
-    .optional()
-    .describe("With URL elicitation: how long to wait for the person's decision on a request that needs one (default 45)"),
+  wait_seconds: waitSeconds("With URL elicitation: how long to wait for the person's decision on a request that needs one (default 45)"),
 });
 export type RequestToolInput = z.infer<typeof RequestToolInput>;
 

@@ -5,9 +5,8 @@
  * person allowed to decide it (endpoints/approvals.ts shows it to no one else). Same shell, CSP and headers as the
  * consent page.
  */
-import { renderAgentSection } from "./agent.ts";
+import { renderAgentSection, renderDecisionForm } from "./agent.ts";
 import { escapeHtml, renderPage } from "./layout.ts";
-import { expiryHtml } from "./time.ts";
 
 export interface ApprovalPageView {
   gatewayHost: string;
@@ -40,14 +39,7 @@ export function renderApprovalPage(v: ApprovalPageView): string {
   };
   const form =
     v.status === "pending"
-      ? `<form method="post" action="${escapeHtml(v.actionUrl)}">
-<input type="hidden" name="csrf" value="${escapeHtml(v.csrfToken)}">
-<div class="actions">
-<button type="submit" name="decision" value="deny">Deny</button>
-<button type="submit" name="decision" value="approve" class="primary">Approve</button>
-</div>
-</form>
-<p class="expiry">This request ${expiryHtml(v.expiresAt, v.now)}.</p>`
+      ? renderDecisionForm(v)
       : "";
   const body = `<h1>An agent wants to send this request to ${provider}</h1>
 <p class="lead">Approve only if you want exactly this request sent with your ${provider} account. Approving sends it once; the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong> refuses any other.</p>

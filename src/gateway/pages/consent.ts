@@ -2,9 +2,8 @@
  * The consent page (GET /ath/consent/{handle}): which provider, which scopes, which agent (its identity is proven
  * by the attestation signature; its developer and purpose are only claimed, and marked as such) — and until when. Approve and Deny post back to the gateway with the CSRF token.
  */
-import { renderAgentSection } from "./agent.ts";
+import { renderAgentSection, renderDecisionForm } from "./agent.ts";
 import { escapeHtml, renderPage } from "./layout.ts";
-import { expiryHtml } from "./time.ts";
 
 export interface ConsentView {
   /** The form POSTs here (same origin). */
@@ -37,13 +36,6 @@ export function renderConsentPage(v: ConsentView): string {
 ${scopes || '<li><span class="scope-desc">No scopes</span></li>'}
 </ul>
 ${renderAgentSection(v.agent)}
-<form method="post" action="${escapeHtml(v.actionUrl)}">
-<input type="hidden" name="csrf" value="${escapeHtml(v.csrfToken)}">
-<div class="actions">
-<button type="submit" name="decision" value="deny">Deny</button>
-<button type="submit" name="decision" value="approve" class="primary">Approve</button>
-</div>
-</form>
-<p class="expiry">This request ${expiryHtml(v.expiresAt, v.now)}.</p>`;
+${renderDecisionForm(v)}`;
   return renderPage({ title: `Allow access to ${v.provider.displayName}?`, body, brand: `ath gateway · ${v.gatewayHost}` });
 }
