@@ -6,7 +6,7 @@
 import type { ArgsDef, CommandDef } from "citty";
 import { getDeps } from "./deps.ts";
 import { usageError } from "./errors.ts";
-import { commonArgs, defineCommand } from "./flags.ts";
+import { commonArgs, defineCommand, resolve } from "./flags.ts";
 
 const SHELLS = ["bash", "zsh", "fish"] as const;
 type Shell = (typeof SHELLS)[number];
@@ -142,9 +142,6 @@ function fish(tree: Node): string {
   return `${lines.join("\n")}\n`;
 }
 
-async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>) | undefined): Promise<T | undefined> {
-  return typeof v === "function" ? await (v as () => T | Promise<T>)() : await v;
-}
 
 export default defineCommand({
   meta: { name: "completion", description: "Print a shell completion script (bash, zsh, fish)" },

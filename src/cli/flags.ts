@@ -15,6 +15,11 @@ export function defineCommand<A extends ArgsDef = ArgsDef>(def: CommandDef<A>): 
   return def;
 }
 
+/** A command's lazily given part (`args`, `subCommands`, `meta`: a value, a promise or a function of one), resolved. */
+export async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>) | undefined): Promise<T | undefined> {
+  return typeof v === "function" ? await (v as () => T | Promise<T>)() : await v;
+}
+
 /**
  * The parsed arguments of a command, as citty would give them to `run`: each flag by its name (and its camelCase and
  * kebab-case twins) — the last value given, a boolean's `--no-` form false, the default when absent, undefined when

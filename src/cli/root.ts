@@ -8,7 +8,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { getDeps } from "./deps.ts";
 import { oneLine, usageError } from "./errors.ts";
 import { didYouMean } from "../protocol/suggest.ts";
-import { checkFlags, commonArgs, defineCommand, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags, parseArgs } from "./flags.ts";
+import { checkFlags, commonArgs, defineCommand, resolve, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags, parseArgs } from "./flags.ts";
 import { stripAnsi } from "./render.ts";
 
 export const root = defineCommand({
@@ -199,7 +199,4 @@ function inheritedSection(names: string[]): string {
   return lines.length === 0 ? "" : `\n\nINHERITED FLAGS\n\n${[...lines, "  -h, --help                 This help"].join("\n")}${EXIT_CODES}`;
 }
 
-async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>) | undefined): Promise<T | undefined> {
-  return typeof v === "function" ? await (v as () => T | Promise<T>)() : await v;
-}
 

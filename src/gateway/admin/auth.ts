@@ -28,12 +28,7 @@ export function requireAdmin({ gw, req }: Call): void {
  * the admin token as a bearer or as `X-ATH-User-Token` (DESIGN §7).
  */
 export function requireIntrospector({ gw, req }: Call): void {
-  const bearer = bearerToken(req);
-  const ok =
-    isAdmin(gw, req) ||
-    matches(bearer, gw.opts.adminTokenHash) ||
-    (gw.opts.introspectionTokenHash !== null && matches(bearer, gw.opts.introspectionTokenHash));
-  if (!ok) throw new AthError("UNAUTHORIZED", "A valid introspection or admin token is required", undefined, { headers: { "www-authenticate": 'Bearer realm="ath"' } });
+  requireAdminOr(gw, req, gw.opts.introspectionTokenHash, "introspection");
 }
 
 /**
@@ -42,12 +37,14 @@ export function requireIntrospector({ gw, req }: Call): void {
  */
 export function requireMetricsReader({ gw, req }: Call): void {
   if (gw.opts.metricsPublic) return;
+  requireAdminOr(gw, req, gw.opts.metricsTokenHash, "metrics");
+}
+
+/** The admin token (as a bearer or X-ATH-User-Token), or a role's own token (`roleHash`) as a bearer; else 401. */
+function requireAdminOr(gw: Gateway, req: Request, roleHash: string | null, role: string): void {
   const bearer = bearerToken(req);
-  const ok =
-    isAdmin(gw, req) ||
-    matches(bearer, gw.opts.adminTokenHash) ||
-    (gw.opts.metricsTokenHash !== null && matches(bearer, gw.opts.metricsTokenHash));
-  if (!ok) throw new AthError("UNAUTHORIZED", "A valid metrics or admin token is required", undefined, { headers: { "www-authenticate": 'Bearer realm="ath"' } });
+  const ok = isAdmin(gw, req) || matches(bearer, gw.opts.adminTokenHash) || (roleHash !== null && matches(bearer, roleHash));
+  if (!ok) throw new AthError("UNAUTHORIZED", `A valid ${role} or admin token is required`, undefined, { headers: { "www-authenticate": 'Bearer realm="ath"' } });
 }
 
 /**

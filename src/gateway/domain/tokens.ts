@@ -3,7 +3,7 @@
  * revocation.
  */
 import { AthError, PREFIX } from "../../protocol/index.ts";
-import type { TokenFilter, TokenRecord } from "../../store/types.ts";
+import type { AgentRecord, TokenFilter, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { hashSecret } from "../crypto/secrets.ts";
 import { requireApproved } from "./agents.ts";
@@ -43,14 +43,15 @@ export async function requireNotRevoked(gw: Gateway, presented: string): Promise
 /**
  * A live token whose agent is still approved — else as requireLiveToken, or 403 AGENT_UNAPPROVED once the agent was
  * suspended, denied or its approval lapsed (DESIGN §14). The agent comes from the store's cache, which a status change
- * invalidates at once, here and on every other instance (store/cached.ts).
+ * invalidates at once, here and on every other instance (store/cached.ts). Both are returned: the caller needs the
+ * agent too (its approval rules) and must not read it again.
  */
-export async function requireUsableToken(gw: Gateway, presented: string | null): Promise<TokenRecord> {
+export async function requireUsableToken(gw: Gateway, presented: string | null): Promise<{ token: TokenRecord; agent: AgentRecord }> {
   const token = await requireLiveToken(gw, presented);
   const agent = await gw.store.getAgentByClientId(token.client_id);
   if (!agent) throw new AthError("TOKEN_INVALID", undefined, undefined, { headers: CHALLENGE });
   requireApproved(gw, agent);
-  return token;
+  return { token, agent };
 }
 
 /**

@@ -204,7 +204,7 @@ async function signinPage(gw: Gateway, req: Request, a: ApprovalRecord): Promise
 
 /** The agent's poll: its bearer token, and an approval it asked for (any other: 404, never a hint it exists). */
 async function agentsOwn(call: Call): Promise<ApprovalRecord> {
-  const token = await requireUsableToken(call.gw, bearerToken(call.req));
+  const { token } = await requireUsableToken(call.gw, bearerToken(call.req));
   // polls count against the agent's proxy budget (the route's `limit`)
   await call.identify({ client_id: token.client_id, provider_id: token.provider_id });
   const a = await call.gw.store.getApproval(call.params.approval_id!);

@@ -33,7 +33,7 @@ export async function proxy(call: Call): Promise<Response> {
   // /api/{path} in native mode is /ath/proxy/{app_id}/{path}.
   const providerId = call.params.provider_id ?? gw.opts.appId!;
   const rawPath = call.params["*"]!;
-  const token = await requireUsableToken(gw, bearerToken(req));
+  const { token, agent } = await requireUsableToken(gw, bearerToken(req));
   if (token.provider_id !== providerId) {
     throw new AthError("PROVIDER_MISMATCH", `This token is for '${token.provider_id}', not '${providerId}'`, { token_provider_id: token.provider_id });
   }
@@ -58,7 +58,7 @@ export async function proxy(call: Call): Promise<Response> {
   gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
   const headers = upstreamRequestHeaders(req.headers, apiHeaders(record.config));
   // Approval rules (DESIGN §15), after scope_rules: the body is read whole (bounded) to be digested and shown.
-  const rule = approvalRuleFor(record.config, await gw.store.getAgentByClientId(token.client_id), req.method, path);
+  const rule = approvalRuleFor(record.config, agent, req.method, path);
   let body: PreparedBody;
   if (rule) {
     const limit = Math.min(gw.opts.maxApprovalBody ?? MAX_APPROVAL_BODY_DEFAULT, gw.opts.maxProxyBody ?? Infinity);
