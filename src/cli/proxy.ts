@@ -10,7 +10,8 @@
  * resends it once approved. `--wait-approval` does it in one go: opens the URL, polls with a spinner until the
  * person decided, then resends the same request with `X-ATH-Approval` (denied or expired: exit 4).
  */
-import { forTerminal as sanitized, stringifyInert } from "../protocol/sanitize.ts";
+import { prettyJson } from "../protocol/pretty-json.ts";
+import { forTerminal as sanitized, jsonInert } from "../protocol/sanitize.ts";
 import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../protocol/constants.ts";
 import { didYouMean } from "../protocol/suggest.ts";
 import { pendingApproval, resend, waitForDecision } from "../agent/flows/approval.ts";
@@ -161,7 +162,8 @@ function forTerminal(bytes: Uint8Array): string {
   const text = utf8(bytes);
   if (text === undefined) return sanitized(new TextDecoder().decode(bytes)) + "\n";
   const value = parseMaybeJson(text);
-  if (typeof value === "object" && value !== null) return `${stringifyInert(value, 2)}\n`;
+  // bounded re-indenting (≤ 64 KiB, depth ≤ 32, else as received), inert escapes, then sanitized
+  if (typeof value === "object" && value !== null) return `${sanitized(jsonInert(prettyJson(text)))}\n`;
   const safe = sanitized(text);
   return safe === "" || safe.endsWith("\n") ? safe : `${safe}\n`;
 }
