@@ -142,12 +142,37 @@ describe("ath mcp against a hostile gateway", () => {
       const texts = (providers.content as { type: string; text: string }[]).map((c) => c.text).join("\n");
       expect(texts.length).toBeGreaterThan(0);
       expectInert(texts);
+      // structuredContent keeps the values (escaped on the wire, parsed back by the host)
+      expect((providers.structuredContent as { providers: { display_name: string }[] }).providers[0]!.display_name).toBe(EVIL);
       const refused = await client.callTool({ name: "ath_request", arguments: { provider: "mail", method: "GET", path: "/x" } });
       expect(refused.isError).toBe(true);
       expectInert((refused.content as { text: string }[])[0]!.text);
     } finally {
       await client.close();
     }
+  });
+});
+
+describe("ath mcp on the wire", () => {
+  test("every JSON-RPC line on stdout is inert: the gateway's characters travel as \\uXXXX escapes", async () => {
+    const p = Bun.spawn([ATH_BIN, "mcp", "-g", base], { env: env(), stdin: "pipe", stdout: "pipe", stderr: "ignore" });
+    const send = (m: object) => p.stdin.write(`${JSON.stringify(m)}\n`);
+    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "ath_providers", arguments: {} } });
+    await p.stdin.flush();
+    const reader = p.stdout.getReader();
+    let raw = "";
+    while (!raw.split("\n").some((l) => l.includes('"id":2'))) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      raw += new TextDecoder().decode(value);
+    }
+    p.kill();
+    await p.exited;
+    expect({ unsafe: UNSAFE.exec(raw)?.[0] ?? null }).toEqual({ unsafe: null });
+    const answer = JSON.parse(raw.split("\n").find((l) => l.includes('"id":2'))!);
+    expect(answer.result.structuredContent.providers[0].display_name).toBe(EVIL);
   });
 });
 
