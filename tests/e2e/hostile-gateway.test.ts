@@ -25,6 +25,8 @@ let server: ReturnType<typeof Bun.serve>;
 let base: string;
 let home: string;
 let browserLog: string;
+/** The consent links /ath/authorize hands out, in turn. */
+const nextLink: string[] = [];
 
 beforeAll(async () => {
   ensureBinary();
@@ -41,6 +43,16 @@ beforeAll(async () => {
           agent_registration_endpoint: `${origin}/ath/agents/register`,
           supported_providers: [{ provider_id: "mail", display_name: EVIL, available_scopes: [EVIL, "mail:read"], auth_mode: "oauth2", agent_approval_required: false }],
         });
+      }
+      if (url.pathname === "/ath/agents/register") {
+        return Response.json(
+          { client_id: "ath_hostile", client_secret: "ath_secret_hostile", agent_status: "approved", approved_providers: [{ provider_id: "mail", approved_scopes: ["mail:read"], denied_scopes: [] }], approval_expires: "2099-01-01T00:00:00Z" },
+          { status: 201 },
+        );
+      }
+      if (url.pathname === "/ath/authorize") {
+        const link = nextLink.shift() ?? "javascript:alert(document.cookie)";
+        return Response.json({ authorization_url: link, ath_session_id: "ath_sess_hostile" });
       }
       if (url.pathname === "/ath/admin/agents") {
         if (req.headers.get("x-ath-user-token") !== "right-token") {
@@ -177,8 +189,41 @@ describe("ath mcp on the wire", () => {
 });
 
 describe("links from a gateway", () => {
-  test("$BROWSER never sees a URL of another scheme or origin", async () => {
-    const log = await readFile(browserLog, "utf8").catch(() => "");
-    expect(log).toBe("");
+  test("ath authorize: a consent link of another scheme or origin is exit 4 naming its origin only; $BROWSER never sees it", async () => {
+    expect((await piped(["register", "-g", base, "--provider", "mail", "--scopes", "mail:read"])).code).toBe(0);
+    const links = ["javascript:alert(document.cookie)", "https://evil.example:8443/phish?token=SECRET", `${base.replace("http:", "https:")}/ath/consent/x`, "file:///etc/passwd"];
+    for (const link of links) {
+      nextLink.push(link);
+      const r = await piped(["authorize", "-g", base, "--provider", "mail", "--scopes", "mail:read", "--wait"]);
+      expect({ link, code: r.code }).toEqual({ link, code: 4 });
+      expect(r.stderr).toContain("which is not its own origin");
+      expect(r.stderr).not.toContain("SECRET");
+      expect(r.stdout + r.stderr).not.toContain(link);
+    }
+    const mcp = new Client({ name: "hostile-links", version: "1.0.0" });
+    await mcp.connect(new StdioClientTransport({ command: ATH_BIN, args: ["mcp", "-g", base], env: env() as Record<string, string>, stderr: "pipe" }));
+    try {
+      nextLink.push("https://evil.example/consent");
+      const r = await mcp.callTool({ name: "ath_authorize", arguments: { provider: "mail", scopes: ["mail:read"] } });
+      expect(r.isError).toBe(true);
+      const text = (r.content as { text: string }[])[0]!.text;
+      expect(text).toContain("UNSAFE_URL: the gateway sent a link to https://evil.example");
+      expect(text).not.toContain("/consent");
+    } finally {
+      await mcp.close();
+    }
+    expect(await readFile(browserLog, "utf8").catch(() => "")).toBe("");
+    // the control: a link of the gateway's own origin is opened with $BROWSER (so the silence above means something)
+    const own = `${base}/ath/consent/own-origin`;
+    nextLink.push(own);
+    const p = Bun.spawn([ATH_BIN, "authorize", "-g", base, "--provider", "mail", "--scopes", "mail:read", "--wait"], { env: env(), stdout: "ignore", stderr: "ignore" });
+    let opened = "";
+    for (let i = 0; i < 200 && !opened.includes(own); i++) {
+      await Bun.sleep(50);
+      opened = await readFile(browserLog, "utf8").catch(() => "");
+    }
+    p.kill();
+    await p.exited;
+    expect(opened.trim()).toBe(own);
   });
 });
