@@ -5,7 +5,7 @@
  * screen clears), DEL, the line/paragraph separators and Unicode format characters (Cf: bidi overrides U+202A–U+202E
  * and U+2066–U+2069, zero-width U+200B–U+200F, U+FEFF, tag characters…) are replaced:
  * - `forTerminal`: by U+FFFD (tab and line feed kept where the text is multi-line, else they too become a space);
- * - `forPage`: by a visible `⟨U+202E⟩` (HTML escaping is the page's own, after this);
+ * - `forPage`: by a visible `⟨U+202E⟩` (CR kept: only whitespace in HTML; HTML escaping is the page's own, after this);
  * - `jsonInert`: in JSON text, by their `\uXXXX` escape — the value is unchanged, what reaches a terminal is inert.
  * URLs from a gateway are used only when `http(s)` and of that gateway's origin (`sameOriginUrl`); a refused one is
  * named by its origin alone.
@@ -22,9 +22,12 @@ export function forTerminal(s: string, o: { multiline?: boolean } = {}): string 
   return o.multiline === false ? out.replace(/[\t\n]/g, " ") : out;
 }
 
-/** `s` for a page, before HTML escaping: unsafe characters made visible as `⟨U+202E⟩` (tab and line feed kept). */
+/** What a page shows visibly: as UNSAFE, but a carriage return is only whitespace in HTML (CRLF bodies stay readable). */
+const UNSAFE_ON_PAGE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u2028\u2029\p{Cf}]/gu;
+
+/** `s` for a page, before HTML escaping: unsafe characters made visible as `⟨U+202E⟩` (tab, CR and LF kept). */
 export function forPage(s: string): string {
-  return s.replace(UNSAFE, (c) => `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}⟩`);
+  return s.replace(UNSAFE_ON_PAGE, (c) => `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}⟩`);
 }
 
 /** JSON text with every unsafe character written as its `\uXXXX` escape (surrogate pairs for astral ones). */
