@@ -54,6 +54,14 @@ beforeAll(async () => {
         const link = nextLink.shift() ?? "javascript:alert(document.cookie)";
         return Response.json({ authorization_url: link, ath_session_id: "ath_sess_hostile" });
       }
+      if (url.pathname === "/ath/token") {
+        const scopes = { agent_approved: ["mail:read"], user_consented: ["mail:read"], effective: ["mail:read"] };
+        return Response.json({ access_token: "ath_tk_hostile", token_type: "Bearer", expires_in: 3600, effective_scopes: ["mail:read"], provider_id: "mail", agent_id: "x", scope_intersection: scopes });
+      }
+      if (url.pathname.startsWith("/ath/proxy/")) {
+        const details = { approval_id: "ath_apr_hostile", approval_url: nextLink.shift() ?? "javascript:alert(1)", expires_at: "2099-01-01T00:00:00Z", request_digest: "d", approver: "user" };
+        return Response.json({ code: "APPROVAL_REQUIRED", message: EVIL, details }, { status: 403, headers: { "x-ath-error": "APPROVAL_REQUIRED" } });
+      }
       if (url.pathname === "/ath/admin/agents") {
         if (req.headers.get("x-ath-user-token") !== "right-token") {
           return Response.json({ code: "UNAUTHORIZED", message: EVIL }, { status: 401, headers: { "x-ath-error": "UNAUTHORIZED" } });
@@ -211,6 +219,17 @@ describe("links from a gateway", () => {
       expect(text).not.toContain("/consent");
     } finally {
       await mcp.close();
+    }
+    // ath proxy --wait-approval: the approval page's link must be the gateway's too
+    nextLink.push(`${base}/ath/consent/for-token`);
+    expect((await piped(["authorize", "-g", base, "--provider", "mail", "--scopes", "mail:read", "--no-wait"])).code).toBe(0);
+    expect((await piped(["token", "-g", base, "--code", "c0de"])).code).toBe(0);
+    for (const link of ["javascript:alert(1)", "https://evil.example/ath/approvals/x?steal=SECRET", "data:text/html,<script>x</script>"]) {
+      nextLink.push(link);
+      const r = await piped(["proxy", "-g", base, "mail", "POST", "/v1/messages", "--body", "{}", "--wait-approval"]);
+      expect({ link, code: r.code }).toEqual({ link, code: 4 });
+      expect(r.stderr).toContain("which is not its own origin");
+      expect(r.stdout + r.stderr).not.toContain(link);
     }
     expect(await readFile(browserLog, "utf8").catch(() => "")).toBe("");
     // the control: a link of the gateway's own origin is opened with $BROWSER (so the silence above means something)
