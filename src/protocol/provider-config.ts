@@ -8,11 +8,18 @@ import { LIMITS } from "./constants.ts";
 import { httpUrl } from "./schemas.ts";
 import { didYouMean } from "./suggest.ts";
 
-/** A `scope_rules` entry: "METHOD /path/glob", bounded in length and in `**` segments (DESIGN §14). */
+/**
+ * A `scope_rules` entry: "METHOD /path/glob", bounded in length and in `**` segments (DESIGN §14). Written decoded
+ * (DESIGN §16): a space is a space, and a `%` is refused — the request's path is matched after one decoding, so a
+ * rule holding `%20` would never match anything.
+ */
 const scopeRule = z
   .string()
   .max(LIMITS.scopeRuleMaxChars, `a scope rule is at most ${LIMITS.scopeRuleMaxChars} characters`)
-  .regex(/^[A-Z*]+ \/\S*$/, "expected \"METHOD /path\"")
+  .regex(/^[A-Z*]+ \/[^\u0000-\u001f\u007f]*$/, "expected \"METHOD /path\"")
+  .refine((rule) => !rule.includes("%"), {
+    message: "rules are written decoded: write the character itself, not its %-encoding (a rule holding '%' never matches)",
+  })
   .refine((rule) => rule.split("/").filter((s) => s === "**").length <= LIMITS.scopeRuleMaxGlobstars, {
     message: `a scope rule holds at most ${LIMITS.scopeRuleMaxGlobstars} "**" segments`,
   });
@@ -71,6 +78,11 @@ export const ProviderConfig = z
     scope_rules: z.record(z.string(), z.array(scopeRule)).optional(),
     /** Requests a person must approve one by one (DESIGN §15), checked after scope_rules. */
     approval_rules: ApprovalRules.optional(),
+    /**
+     * The API reads `;` segment parameters (DESIGN §16): a path holding `;` is forwarded, with `;…` cut off each
+     * segment for matching. Without it such a path is ambiguous and refused.
+     */
+    path_params: z.boolean().optional(),
     /** Human descriptions of scopes, shown on the consent page. */
     scope_descriptions: z.record(z.string(), z.string().max(500)).optional(),
     categories: z.array(z.string()).optional(),

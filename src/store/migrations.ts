@@ -175,5 +175,7 @@ CREATE INDEX approvals_created ON approvals (created_at, approval_id);
 CREATE INDEX approvals_expires ON approvals (expires_at);
 CREATE INDEX approvals_client ON approvals (client_id, status, expires_at);
 ALTER TABLE agents ADD COLUMN approval_rules TEXT;`,
+    // policy (DESIGN §16): an approval keeps the bound headers it was made for (sealed, shown on its page)
+    `ALTER TABLE approvals ADD COLUMN headers_sealed TEXT;`,
   ];
 }

@@ -66,7 +66,7 @@ export function toAgent(r: Row): AgentRecord {
 export const APPROVAL_COLUMNS = [
   "approval_id", "client_id", "agent_id", "user_id", "provider_id", "token_id", "approver", "method", "path", "query",
   "digest", "body_sealed", "body_bytes", "content_type", "status", "decided_by", "decided_at", "used_at", "created_at",
-  "expires_at",
+  "expires_at", "headers_sealed",
 ] as const satisfies readonly (keyof ApprovalRecord)[];
 
 export function toApproval(r: Row): ApprovalRecord {
@@ -83,6 +83,7 @@ export function toApproval(r: Row): ApprovalRecord {
     query: str(r.query),
     digest: str(r.digest),
     body_sealed: strOrNull(r.body_sealed),
+    headers_sealed: strOrNull(r.headers_sealed),
     body_bytes: num(r.body_bytes),
     content_type: strOrNull(r.content_type),
     status: str(r.status) as ApprovalRecord["status"],

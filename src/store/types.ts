@@ -169,10 +169,12 @@ export interface ApprovalRecord {
   path: string;
   /** The query string without `?`, as sent ("" when none). */
   query: string;
-  /** base64url SHA-256 of method, path, sorted query and body (rules/request-digest.ts). */
+  /** base64url SHA-256 of method, literal path, query, bound headers and body (rules/request-digest.ts). */
   digest: string;
   /** The first 16 KiB of the body, sealed (the page shows it); null when the request had none. */
   body_sealed: string | null;
+  /** The bound headers (JSON object, lower-case names), sealed (the page shows them); null when none. */
+  headers_sealed: string | null;
   body_bytes: number;
   content_type: string | null;
   status: ApprovalStatus;

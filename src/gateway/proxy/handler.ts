@@ -15,7 +15,8 @@ import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { prepareBody, send, type PreparedBody } from "./relay.ts";
 import { allowedByScopeRules } from "./scope-rules.ts";
-import { relativePath, upstreamUrl } from "./url.ts";
+import { upstreamUrl } from "./url.ts";
+import { boundHeaders, canonicalRequest } from "../rules/canonical-request.ts";
 
 /** Methods the proxy forwards (the rule and its reason: PROXY_METHODS). */
 const FORWARDED_METHODS = PROXY_METHODS;
@@ -45,11 +46,12 @@ export async function proxy(call: Call): Promise<Response> {
   if (!record.config.api_base_url) {
     throw new AthError("UPSTREAM_UNAVAILABLE", `Provider '${providerId}' has no api_base_url configured`, { provider_id: providerId });
   }
+  // The one canonical request every rule reads (DESIGN §16): an ambiguous path is refused here, nothing forwarded.
+  const canonical = canonicalRequest(req.method, rawPath, call.search, { pathParams: record.config.path_params });
   const target = upstreamUrl(record.config.api_base_url, rawPath, call.search);
   const rules = record.config.scope_rules;
-  const path = relativePath(rawPath);
-  if (rules ? !allowedByScopeRules(rules, token.scopes, req.method, path) : gw.opts.strictScopes) {
-    throw new AthError("SCOPE_NOT_APPROVED", `No scope of this token allows ${req.method} ${path}`, { scopes: token.scopes });
+  if (rules ? !allowedByScopeRules(rules, token.scopes, canonical) : gw.opts.strictScopes) {
+    throw new AthError("SCOPE_NOT_APPROVED", `No scope of this token allows ${req.method} ${canonical.literal}`, { scopes: token.scopes });
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
 
@@ -58,7 +60,7 @@ export async function proxy(call: Call): Promise<Response> {
   gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
   const headers = upstreamRequestHeaders(req.headers, apiHeaders(record.config));
   // Approval rules (DESIGN §15), after scope_rules: the body is read whole (bounded) to be digested and shown.
-  const rule = approvalRuleFor(record.config, agent, req.method, path);
+  const rule = approvalRuleFor(record.config, agent, canonical);
   let body: PreparedBody;
   if (rule) {
     const limit = Math.min(gw.opts.maxApprovalBody ?? MAX_APPROVAL_BODY_DEFAULT, gw.opts.maxProxyBody ?? Infinity);
@@ -67,11 +69,7 @@ export async function proxy(call: Call): Promise<Response> {
     );
     await passApproval(gw, rule, {
       token,
-      method: req.method,
-      path: "/" + rawPath,
-      query: call.search.replace(/^\?/, ""),
-      body: bytes,
-      contentType: req.headers.get("content-type"),
+      request: { ...canonical, headers: boundHeaders(headers), body: bytes },
       approvalId: req.headers.get(HEADERS.approval),
     });
     body = { data: bytes.byteLength ? (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer) : null, replayable: true };
@@ -88,10 +86,16 @@ export async function proxy(call: Call): Promise<Response> {
     throw err;
   }
   let res = await send(gw, providerId, req.method, target, headers, body, access);
-  if (res.status === 401 && access.canRefresh && body.replayable) {
-    await res.body?.cancel();
-    access = await refreshAfterRejection(gw, token.grant_id, access.version);
-    res = await send(gw, providerId, req.method, target, headers, body, access);
+  if (res.status === 401 && access.canRefresh) {
+    if (body.replayable && !rule) {
+      await res.body?.cancel();
+      access = await refreshAfterRejection(gw, token.grant_id, access.version);
+      res = await send(gw, providerId, req.method, target, headers, body, access);
+    } else if (rule) {
+      // Sent at most once (DESIGN §16): an approved request is not sent again — the 401 is relayed, and the grant is
+      // refreshed for later calls (a failed refresh says nothing this answer must carry).
+      await refreshAfterRejection(gw, token.grant_id, access.version).catch(() => undefined);
+    }
   }
   if (res.status < 200 || res.status > 599) {
     // Not an HTTP status a Response can carry (Bun's fetch passes 0–999 through): the upstream is broken, not the agent.
@@ -99,7 +103,7 @@ export async function proxy(call: Call): Promise<Response> {
     throw new AthError("UPSTREAM_UNAVAILABLE", `The provider API answered with an invalid HTTP status (${res.status})`, { reason: "invalid_status", status: res.status });
   }
   if (res.status >= 400) {
-    await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method } });
+    await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method, path: canonical.literal } });
   }
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers: agentResponseHeaders(res.headers) });
 }

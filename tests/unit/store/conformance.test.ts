@@ -426,7 +426,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       const approval = (o: Partial<ApprovalRecord> = {}): ApprovalRecord => ({
         approval_id: `ath_apr_${crypto.randomUUID()}`, client_id: "ath_c1", agent_id: "did:key:z1", user_id: "u1",
         provider_id: "mail", token_id: "ath_tkid_1", approver: "user", method: "POST", path: "/v1/messages", query: "",
-        digest: "d1", body_sealed: "v1.a.b", body_bytes: 3, content_type: "application/json", status: "pending",
+        digest: "d1", body_sealed: "v1.a.b", headers_sealed: null, body_bytes: 3, content_type: "application/json", status: "pending",
         decided_by: null, decided_at: null, used_at: null, created_at: 1_000, expires_at: 301_000, ...o,
       });
       const match = { client_id: "ath_c1", user_id: "u1", provider_id: "mail", digest: "d1" };
