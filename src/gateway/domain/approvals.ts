@@ -9,6 +9,7 @@ import type { Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
 import { anyRuleMatches, type CanonicalRequest, type CanonicalWithContent } from "../rules/canonical-request.ts";
 import { requestDigest } from "../rules/request-digest.ts";
+import type { RequestView } from "../pages/request-view.ts";
 import { audit } from "./audit.ts";
 
 /** How much of a body the approval page shows (and so the store keeps, sealed). */
@@ -118,6 +119,12 @@ export async function shownBody(gw: Gateway, a: ApprovalRecord): Promise<Uint8Ar
 export async function shownHeaders(gw: Gateway, a: ApprovalRecord): Promise<Record<string, string>> {
   if (a.headers_sealed === null) return {};
   return JSON.parse(await gw.sealer.open(a.headers_sealed, headersAad(a.approval_id))) as Record<string, string>;
+}
+
+/** The request as the approval page and the console show it: what will be sent (pages/request-view.ts). */
+export async function requestView(gw: Gateway, a: ApprovalRecord): Promise<RequestView> {
+  const [body, headers] = await Promise.all([shownBody(gw, a), shownHeaders(gw, a)]);
+  return { method: a.method, path: a.path, query: a.query, headers, body: body === null ? null : { shown: body, bytes: a.body_bytes, contentType: a.content_type } };
 }
 
 /** The agent's view of its approval (GET /ath/approvals/{id} with its bearer token). */
