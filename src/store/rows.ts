@@ -2,7 +2,7 @@
  * Row ↔ record mapping shared by both drivers: JSON text columns are parsed, integers normalised (PostgreSQL
  * returns BIGINT as a string), and the column lists used by the INSERT statements live next to the mappers.
  */
-import type { ApprovalRule } from "../protocol/index.ts";
+import type { ApprovalRule, BudgetRule, PolicyRule } from "../protocol/index.ts";
 import type { AgentRecord, ApprovalRecord, AuditEvent, GrantRecord, ProviderRecord, SessionRecord, TokenRecord } from "./types.ts";
 
 export type Row = Record<string, unknown>;
@@ -60,6 +60,8 @@ export function toAgent(r: Row): AgentRecord {
     created_at: num(r.created_at),
     // absent unless an admin set some: records compare equal to what was created
     ...(r.approval_rules == null ? {} : { approval_rules: json<ApprovalRule[]>(r.approval_rules) }),
+    ...(r.policy == null ? {} : { policy: json<PolicyRule[]>(r.policy) }),
+    ...(r.budgets == null ? {} : { budgets: json<BudgetRule[]>(r.budgets) }),
   };
 }
 

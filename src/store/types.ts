@@ -6,7 +6,7 @@
  * Times are epoch milliseconds. Secrets arrive already hashed (`*_hash`: hex SHA-256) or sealed (`*_sealed`:
  * AES-256-GCM blobs from gateway/sealing.ts); the store never sees a plaintext secret.
  */
-import type { AgentStatus, ApprovalRule, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
+import type { AgentStatus, ApprovalRule, BudgetRule, PolicyRule, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
 import type { ChangeFeed } from "./notify.ts";
 
 export interface ProviderRecord {
@@ -32,6 +32,10 @@ export interface AgentRecord {
   created_at: number;
   /** The agent's own approval rules (DESIGN §15), added to its providers'; set by an admin. */
   approval_rules?: ApprovalRule[] | null;
+  /** The agent's own policy rules (DESIGN §16), after its providers'; set by an admin. */
+  policy?: PolicyRule[] | null;
+  /** The agent's own budgets (DESIGN §16), added to its providers'; set by an admin. */
+  budgets?: BudgetRule[] | null;
 }
 
 export type SessionStatus = "pending" | "consented" | "denied" | "used";
@@ -221,7 +225,7 @@ export interface Store {
    * change and a decision that depends on the status (issuing a token) happen one after the other, never interleaved.
    */
   lockAgent(clientId: string): Promise<AgentRecord | null>;
-  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires" | "approval_rules">>): Promise<boolean>;
+  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires" | "approval_rules" | "policy" | "budgets">>): Promise<boolean>;
   listAgents(): Promise<AgentRecord[]>;
   /** Deletes the agent with its sessions and tokens; false when there was none. */
   deleteAgent(clientId: string): Promise<boolean>;

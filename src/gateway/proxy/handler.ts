@@ -5,6 +5,12 @@
 import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../domain/approvals.ts";
+import { decidePolicy, MAX_POLICY_BODY_DEFAULT, parsedBody, policyDenied, queryMap } from "../domain/policy.ts";
+import type { ConditionInput } from "../rules/conditions.ts";
+import type { ApprovalRule } from "../../protocol/index.ts";
+import type { TokenRecord } from "../../store/types.ts";
+import type { CanonicalRequest } from "../rules/canonical-request.ts";
+import type { HeaderFields } from "./headers.ts";
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
@@ -59,23 +65,38 @@ export async function proxy(call: Call): Promise<Response> {
   // timeout, which is for everyone else (DESIGN §14); Bun's longest.
   gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
   const headers = upstreamRequestHeaders(req.headers, apiHeaders(record.config));
-  // Approval rules (DESIGN §15), after scope_rules: the body is read whole (bounded) to be digested and shown.
-  const rule = approvalRuleFor(record.config, agent, canonical);
-  let body: PreparedBody;
+  // The body is read whole (bounded) only when a rule needs it — an approval to digest and show it, a condition to
+  // parse it — and then at most once; else it streams.
+  let whole: Uint8Array | null = null;
+  const readWhole = async (limit: number, tooLarge: () => AthError): Promise<Uint8Array> => {
+    if (whole === null) whole = await readBounded(req.body, req.headers.get("content-length"), limit, tooLarge);
+    else if (whole.byteLength > limit) throw tooLarge();
+    return whole;
+  };
+  // Approval rules (DESIGN §15), after scope_rules; then policy rules (§16), whose `approve` asks the same way.
+  let rule: ApprovalRule | null = approvalRuleFor(record.config, agent, canonical);
+  if (rule === null && (record.config.policy || agent?.policy)) {
+    const hit = await decidePolicy(record.config, agent, canonical, conditionInput(gw, call, token, canonical, headers, readWhole, () => whole));
+    if (hit?.rule.action === "deny") {
+      await audit(gw, "policy.denied", { client_id: token.client_id, agent_id: token.agent_id, provider_id: providerId, user_id: token.user_id, data: { method: canonical.method, path: canonical.literal, rule: { from: hit.from, index: hit.index } } });
+      throw policyDenied(hit);
+    }
+    if (hit?.rule.action === "approve") rule = hit.rule;
+  }
   if (rule) {
     const limit = Math.min(gw.opts.maxApprovalBody ?? MAX_APPROVAL_BODY_DEFAULT, gw.opts.maxProxyBody ?? Infinity);
-    const bytes = await readBounded(req.body, req.headers.get("content-length"), limit, () =>
-      new AthError("PAYLOAD_TOO_LARGE", `A request that needs a person's approval may carry at most ${limit} bytes`, { limit }),
-    );
+    const bytes = await readWhole(limit, () => new AthError("PAYLOAD_TOO_LARGE", `A request that needs a person's approval may carry at most ${limit} bytes`, { limit }));
     await passApproval(gw, rule, {
       token,
       request: { ...canonical, headers: boundHeaders(headers), body: bytes },
       approvalId: req.headers.get(HEADERS.approval),
     });
-    body = { data: bytes.byteLength ? (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer) : null, replayable: true };
-  } else {
-    body = await prepareBody(req, gw.opts.maxProxyBody);
   }
+  const read = whole as Uint8Array | null;
+  const body: PreparedBody =
+    read !== null
+      ? { data: read.byteLength ? (read.buffer.slice(read.byteOffset, read.byteOffset + read.byteLength) as ArrayBuffer) : null, replayable: true }
+      : await prepareBody(req, gw.opts.maxProxyBody);
   let access: Awaited<ReturnType<typeof currentAccess>>;
   try {
     access = await currentAccess(gw, token.grant_id);
@@ -106,4 +127,50 @@ export async function proxy(call: Call): Promise<Response> {
     await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method, path: canonical.literal } });
   }
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers: agentResponseHeaders(res.headers) });
+}
+
+/**
+ * What a policy condition sees (DESIGN §16), built once per request and only when a matching rule has a `when`; the
+ * body read (up to `--max-policy-body`, else 413) and parsed once, only when such a rule reads it.
+ */
+function conditionInput(
+  gw: Call["gw"],
+  call: Call,
+  token: TokenRecord,
+  canonical: CanonicalRequest,
+  headers: HeaderFields,
+  readWhole: (limit: number, tooLarge: () => AthError) => Promise<Uint8Array>,
+  whole: () => Uint8Array | null,
+): (readsBody: boolean) => Promise<ConditionInput> {
+  let input: ConditionInput | undefined;
+  let parsed: { value: unknown } | undefined;
+  return async (readsBody) => {
+    input ??= {
+      request: {
+        method: canonical.method,
+        path: canonical.literal,
+        segments: canonical.literalSegments,
+        query: queryMap(canonical.query),
+        headers: { ...headers },
+        body: null,
+        body_size: BigInt(Number(call.req.headers.get("content-length") ?? 0) || 0),
+      },
+      agent: { id: token.agent_id, client_id: token.client_id },
+      user: { id: token.user_id },
+      provider: { id: token.provider_id },
+      token: { scopes: token.scopes },
+      now: new Date(gw.now()),
+    };
+    if (readsBody && parsed === undefined) {
+      const limit = Math.min(gw.opts.maxPolicyBody ?? MAX_POLICY_BODY_DEFAULT, gw.opts.maxProxyBody ?? Infinity);
+      const bytes = await readWhole(limit, () =>
+        new AthError("PAYLOAD_TOO_LARGE", `A request whose body a policy condition reads may carry at most ${limit} bytes (--max-policy-body)`, { limit }),
+      );
+      parsed = { value: parsedBody(bytes) };
+      input.request.body = parsed.value;
+      input.request.body_size = BigInt(bytes.byteLength);
+    }
+    if (!readsBody && whole() !== null) input.request.body_size = BigInt(whole()!.byteLength);
+    return input;
+  };
 }
