@@ -155,6 +155,23 @@ export interface ConsoleSession {
   expires_at: number;
 }
 
+/** One budget's count for one subject and window (DESIGN §16). */
+export interface BudgetUsage {
+  /** provider, where the rule is written, the rule's identity and the subject (client, or client and user). */
+  bkey: string;
+  window_start: number;
+  used: number;
+  limit: number;
+  provider_id: string;
+  client_id: string;
+  /** Set for `per: "agent_user"` budgets. */
+  user_id: string | null;
+  /** The rule, as the admin reads it (`provider:0 POST /v1/messages/** 500/1h`). */
+  rule: string;
+  /** The window's end: the row means nothing after it. */
+  expires_at: number;
+}
+
 /** `expired` is never stored: a pending or approved approval past `expires_at` reads as expired. */
 export type ApprovalStatus = "pending" | "approved" | "denied" | "used";
 
@@ -319,6 +336,15 @@ export interface Store {
    * `auditRetainMs` is given) audit events older than that.
    */
   sweep(now: number, retainMs: number, auditRetainMs?: number): Promise<SweepResult>;
+
+  // budgets (DESIGN §16)
+  /**
+   * Counts one call against a budget in one conditional statement: the new count, or null when the window's count
+   * had reached `limit` already (nothing changed). `force` counts past the limit (a call a person approved).
+   */
+  countBudget(u: Omit<BudgetUsage, "used">, force?: boolean): Promise<number | null>;
+  /** Usage rows whose window has not ended at `now`. */
+  listBudgetUsage(o: { now: number; client_id?: string; provider_id?: string }): Promise<BudgetUsage[]>;
 
   // per-request approvals (DESIGN §15)
   /** Saves a new approval, dropping ones that expired over a day before it. */

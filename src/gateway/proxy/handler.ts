@@ -5,6 +5,7 @@
 import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../domain/approvals.ts";
+import { budgetExhausted, countCall, matchingBudgets } from "../domain/budgets.ts";
 import { decidePolicy, MAX_POLICY_BODY_DEFAULT, parsedBody, policyDenied, queryMap } from "../domain/policy.ts";
 import type { ConditionInput } from "../rules/conditions.ts";
 import type { ApprovalRule } from "../../protocol/index.ts";
@@ -23,6 +24,9 @@ import { prepareBody, send, type PreparedBody } from "./relay.ts";
 import { allowedByScopeRules } from "./scope-rules.ts";
 import { upstreamUrl } from "./url.ts";
 import { boundHeaders, canonicalRequest } from "../rules/canonical-request.ts";
+
+/** On answers to calls a budget counted: the calls left in the tightest matching budget's window (DESIGN §16). */
+const BUDGET_REMAINING = "ath-budget-remaining";
 
 /** Methods the proxy forwards (the rule and its reason: PROXY_METHODS). */
 const FORWARDED_METHODS = PROXY_METHODS;
@@ -83,14 +87,30 @@ export async function proxy(call: Call): Promise<Response> {
     }
     if (hit?.rule.action === "approve") rule = hit.rule;
   }
-  if (rule) {
+  const approve = async (r: ApprovalRule): Promise<void> => {
     const limit = Math.min(gw.opts.maxApprovalBody ?? MAX_APPROVAL_BODY_DEFAULT, gw.opts.maxProxyBody ?? Infinity);
     const bytes = await readWhole(limit, () => new AthError("PAYLOAD_TOO_LARGE", `A request that needs a person's approval may carry at most ${limit} bytes`, { limit }));
-    await passApproval(gw, rule, {
+    await passApproval(gw, r, {
       token,
       request: { ...canonical, headers: boundHeaders(headers), body: bytes },
       approvalId: req.headers.get(HEADERS.approval),
     });
+  };
+  if (rule) await approve(rule);
+  // Budgets (DESIGN §16), last: only a call about to be forwarded is counted — one conditional store update each.
+  let budgetRemaining: number | null = null;
+  if (record.config.budgets || agent?.budgets) {
+    for (const hit of matchingBudgets(record.config, agent, canonical, token, gw.now())) {
+      let left = await countCall(gw, hit, token, rule !== null);
+      if (left === null) {
+        if (hit.rule.then === "deny") throw budgetExhausted(gw, hit);
+        // past the limit each call waits for a person; once approved it is sent (once) and counted
+        rule = hit.rule;
+        await approve(rule);
+        left = (await countCall(gw, hit, token, true)) ?? 0;
+      }
+      budgetRemaining = budgetRemaining === null ? left : Math.min(budgetRemaining, left);
+    }
   }
   const read = whole as Uint8Array | null;
   const body: PreparedBody =
@@ -126,7 +146,9 @@ export async function proxy(call: Call): Promise<Response> {
   if (res.status >= 400) {
     await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method, path: canonical.literal } });
   }
-  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: agentResponseHeaders(res.headers) });
+  const answer = agentResponseHeaders(res.headers);
+  if (budgetRemaining !== null) answer[BUDGET_REMAINING] = String(budgetRemaining);
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: answer });
 }
 
 /**

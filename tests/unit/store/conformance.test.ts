@@ -422,6 +422,31 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       });
     });
 
+    describe("budgets (DESIGN §16)", () => {
+      const usage = (o: Partial<Parameters<Store["countBudget"]>[0]> = {}) => ({
+        bkey: "k1", window_start: 3_600_000, limit: 5, provider_id: "mail", client_id: "ath_c1",
+        user_id: null, rule: "provider:0 GET /v1/echo · 5/1h per agent", expires_at: 7_200_000, ...o,
+      });
+
+      test("counts exactly to the limit under concurrency from two instances; force counts past it; windows are separate", async () => {
+        const other = await h.open();
+        try {
+          const results = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? store : other).countBudget(usage())));
+          expect(results.filter((r) => r !== null).sort()).toEqual([1, 2, 3, 4, 5]);
+          expect(await store.countBudget(usage())).toBeNull();
+          expect(await store.countBudget(usage(), true)).toBe(6);
+          expect(await store.countBudget(usage({ window_start: 7_200_000, expires_at: 10_800_000 }))).toBe(1);
+          expect(await store.countBudget(usage({ limit: 0 }))).toBeNull();
+          const rows = await store.listBudgetUsage({ now: 5_000_000 });
+          expect(rows.map((r) => [r.window_start, r.used, r.limit])).toEqual([[3_600_000, 6, 5], [7_200_000, 1, 5]]);
+          expect(await store.listBudgetUsage({ now: 8_000_000, client_id: "ath_c1" })).toHaveLength(1);
+          expect(await store.listBudgetUsage({ now: 5_000_000, client_id: "other" })).toEqual([]);
+        } finally {
+          await other.close();
+        }
+      });
+    });
+
     describe("approvals (DESIGN §15)", () => {
       const approval = (o: Partial<ApprovalRecord> = {}): ApprovalRecord => ({
         approval_id: `ath_apr_${crypto.randomUUID()}`, client_id: "ath_c1", agent_id: "did:key:z1", user_id: "u1",
