@@ -216,6 +216,8 @@ export interface SweepResult {
   agents: number;
   audit: number;
   rate_leases: number;
+  /** Budget windows ended longer than the retention ago (DESIGN §16). */
+  budget_usage: number;
 }
 
 export interface Store {

@@ -441,6 +441,9 @@ function storeConformance(name: string, makeHarness: () => Harness) {
           expect(rows.map((r) => [r.window_start, r.used, r.limit])).toEqual([[3_600_000, 6, 5], [7_200_000, 1, 5]]);
           expect(await store.listBudgetUsage({ now: 8_000_000, client_id: "ath_c1" })).toHaveLength(1);
           expect(await store.listBudgetUsage({ now: 5_000_000, client_id: "other" })).toEqual([]);
+          // ended windows are swept after the retention
+          expect((await store.sweep(7_200_000 + 1000, 1000)).budget_usage).toBe(1);
+          expect((await store.listBudgetUsage({ now: 0 })).map((r) => r.window_start)).toEqual([7_200_000]);
         } finally {
           await other.close();
         }
@@ -641,7 +644,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.markSessionConsented(consented.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: pendingGrant.grant_id, expires_at: now + 1 });
 
       const before = { sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") };
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, agents: 0, audit: 0, rate_leases: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0 });
       expect({ sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") })
         .toEqual({ sessions: before.sessions - 1, jti: before.jti - 1, tokens: before.tokens - 2, grants: before.grants - 2 });
       expect(await store.getGrant(dead.grant_id)).toBeNull();
@@ -650,7 +653,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       for (const t of kept) expect(await store.getToken(t.token_hash)).toEqual(t);
       expect(await store.getSession(live.session_id)).toEqual(live);
       expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0 });
     });
 
     test("sweep deletes agents that never got an approved scope and hold no token, once past retention — not pending ones, not approved ones, not token holders", async () => {
