@@ -330,7 +330,9 @@ describe("who may decide", () => {
   }, 60_000);
 
   test("approver admin: the person cannot decide it; an admin approves in the console; the resend goes", async () => {
-    const pending = await ask(["DELETE", "/v1/messages/m1"]);
+    // the console shows the bytes that will be sent, as the page does (DESIGN §16)
+    const body = `{"id":"m1","id":"m2","note":"keep\u202Eexe.txt"}`;
+    const pending = await ask(["DELETE", "/v1/messages/m1", "--body", body]);
     expect(pending.approver).toBe("admin");
     await alice.page.goto(pending.approval_url);
     expect(await alice.page.getByRole("button", { name: "Approve" }).count()).toBe(0);
@@ -342,7 +344,11 @@ describe("who may decide", () => {
       await clickAndWait(admin.page, "Sign in");
       await admin.page.goto(`${w.baseUrl}/admin/approvals`);
       const row = admin.page.locator("tr", { hasText: pending.approval_id });
-      expect(String(await row.textContent())).toContain("DELETE /v1/messages/m1");
+      const rowText = String(await row.textContent());
+      expect(rowText).toContain("DELETE /v1/messages/m1");
+      expect(rowText).toContain("duplicate key `id`: the service may read either value");
+      expect(rowText).toContain('"id":"m1","id":"m2"');
+      expect(rowText).toContain("keep⟨U+202E⟩exe.txt");
       await screenshots(admin.page, "console-approvals");
       await Promise.all([admin.page.waitForNavigation(), row.getByRole("button", { name: "Approve" }).click()]);
       expect(String(await admin.page.textContent("body"))).toContain("Request approved.");
@@ -350,7 +356,7 @@ describe("who may decide", () => {
       await admin.context.close();
     }
     const before = w.api.requests.filter((r) => r.method === "DELETE").length;
-    const r = await proxy(["DELETE", "/v1/messages/m1", "--approval", pending.approval_id]);
+    const r = await proxy(["DELETE", "/v1/messages/m1", "--body", body, "--approval", pending.approval_id]);
     expect(r.doc.status).not.toBe(403);
     expect(w.api.requests.filter((x) => x.method === "DELETE").length).toBe(before + 1);
   }, 60_000);

@@ -31,7 +31,7 @@ export function renderRequestView(v: RequestView): string {
       ? `<code class="id">${text(v.path)}</code>`
       : `<code class="id">${text(v.path)}</code><br><span class="hint">decoded:</span> <code class="id">${text(decodedPath)}</code>`;
   const query = v.query
-    ? `<dt>Query</dt><dd><code class="id">${text(v.query)}</code><br><span class="hint">decoded:</span><br><code class="id">${v.query
+    ? `<dt>Query</dt><dd><code>${text(v.query)}</code><br><span class="hint">decoded:</span><br><code>${v.query
         .split("&")
         .map((p) => {
           const i = p.indexOf("=");
@@ -41,7 +41,7 @@ export function renderRequestView(v: RequestView): string {
     : "";
   const names = Object.keys(v.headers).sort();
   const headers = names.length
-    ? `<dt>Headers</dt><dd><code class="id">${names.map((n) => `${text(n)}: ${text(v.headers[n] ?? "")}`).join("<br>")}</code></dd>`
+    ? `<dt>Headers</dt><dd><code>${names.map((n) => `${text(n)}: ${text(v.headers[n] ?? "")}`).join("<br>")}</code></dd>`
     : "";
   return `<dl class="identity">
 <dt>Method</dt><dd><code class="id">${text(v.method)}</code></dd>
