@@ -7,7 +7,8 @@
  * rule has a `when`, and the body read and parsed only when such a rule reads it.
  */
 import { AthError, type PolicyRule, type ProviderConfig } from "../../protocol/index.ts";
-import type { AgentRecord } from "../../store/types.ts";
+import type { AgentRecord, TokenRecord } from "../../store/types.ts";
+import type { Gateway } from "../context.ts";
 import { anyRuleMatches, type CanonicalRequest } from "../rules/canonical-request.ts";
 import { compileCondition, type ConditionInput } from "../rules/conditions.ts";
 
@@ -58,6 +59,57 @@ export function policyDenied(hit: PolicyHit): AthError {
     rule: { from: hit.from, index: hit.index },
     ...(hit.failed ? { evaluation_error: hit.failed } : {}),
   });
+}
+
+/** What the proxy knows of one request when a condition asks (conditionInput). */
+export interface ProxiedCall {
+  token: TokenRecord;
+  request: CanonicalRequest;
+  /** The headers to be forwarded (lower-case names). */
+  headers: Readonly<Record<string, string>>;
+  contentLength: string | null;
+  /** Reads the body whole, once, up to `limit` (else `tooLarge`); the same bytes on a later call. */
+  readWhole(limit: number, tooLarge: () => AthError): Promise<Uint8Array>;
+  /** The body if it was read already. */
+  whole(): Uint8Array | null;
+}
+
+/**
+ * What a policy condition sees (DESIGN §16), built once per request and only when a matching rule has a `when`; the
+ * body read (up to `--max-policy-body`, else 413) and parsed once, only when such a rule reads it.
+ */
+export function conditionInput(gw: Gateway, c: ProxiedCall): (readsBody: boolean) => Promise<ConditionInput> {
+  let input: ConditionInput | undefined;
+  let parsed: { value: unknown } | undefined;
+  return async (readsBody) => {
+    input ??= {
+      request: {
+        method: c.request.method,
+        path: c.request.literal,
+        segments: c.request.literalSegments,
+        query: queryMap(c.request.query),
+        headers: { ...c.headers },
+        body: null,
+        body_size: BigInt(Number(c.contentLength ?? 0) || 0),
+      },
+      agent: { id: c.token.agent_id, client_id: c.token.client_id },
+      user: { id: c.token.user_id },
+      provider: { id: c.token.provider_id },
+      token: { scopes: c.token.scopes },
+      now: new Date(gw.now()),
+    };
+    if (readsBody && parsed === undefined) {
+      const limit = Math.min(gw.opts.maxPolicyBody ?? MAX_POLICY_BODY_DEFAULT, gw.opts.maxProxyBody ?? Infinity);
+      const bytes = await c.readWhole(limit, () =>
+        new AthError("PAYLOAD_TOO_LARGE", `A request whose body a policy condition reads may carry at most ${limit} bytes (--max-policy-body)`, { limit }),
+      );
+      parsed = { value: parsedBody(bytes) };
+      input.request.body = parsed.value;
+    }
+    const read = c.whole();
+    if (read !== null) input.request.body_size = BigInt(read.byteLength);
+    return input;
+  };
 }
 
 /** The request's query as `request.query` sees it: decoded names to the list of their decoded values, in order. */

@@ -1,17 +1,13 @@
 /**
  * ANY /ath/proxy/{provider_id}/{path} (and, in native mode, ANY /api/{path}) — the agent's calls to the provider API, with the ATH token swapped for the
- * upstream token. Bodies stream both ways; the upstream token never reaches the agent.
+ * upstream token. Bodies stream both ways; the upstream token never reaches the agent. Every rule reads one canonical
+ * request (DESIGN §16), in this order: scope_rules, approval_rules, policy, budgets — then the call is sent, once.
  */
-import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
+import { AthError, HEADERS, PROXY_METHODS, type ApprovalRule } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../domain/approvals.ts";
 import { budgetExhausted, countCall, matchingBudgets } from "../domain/budgets.ts";
-import { decidePolicy, MAX_POLICY_BODY_DEFAULT, parsedBody, policyDenied, queryMap } from "../domain/policy.ts";
-import type { ConditionInput } from "../rules/conditions.ts";
-import type { ApprovalRule } from "../../protocol/index.ts";
-import type { TokenRecord } from "../../store/types.ts";
-import type { CanonicalRequest } from "../rules/canonical-request.ts";
-import type { HeaderFields } from "./headers.ts";
+import { conditionInput, decidePolicy, policyDenied } from "../domain/policy.ts";
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
@@ -80,7 +76,7 @@ export async function proxy(call: Call): Promise<Response> {
   // Approval rules (DESIGN §15), after scope_rules; then policy rules (§16), whose `approve` asks the same way.
   let rule: ApprovalRule | null = approvalRuleFor(record.config, agent, canonical);
   if (rule === null && (record.config.policy || agent?.policy)) {
-    const hit = await decidePolicy(record.config, agent, canonical, conditionInput(gw, call, token, canonical, headers, readWhole, () => whole));
+    const hit = await decidePolicy(record.config, agent, canonical, conditionInput(gw, { token, request: canonical, headers, contentLength: req.headers.get("content-length"), readWhole, whole: () => whole }));
     if (hit?.rule.action === "deny") {
       await audit(gw, "policy.denied", { client_id: token.client_id, agent_id: token.agent_id, provider_id: providerId, user_id: token.user_id, data: { method: canonical.method, path: canonical.literal, rule: { from: hit.from, index: hit.index } } });
       throw policyDenied(hit);
@@ -149,50 +145,4 @@ export async function proxy(call: Call): Promise<Response> {
   const answer = agentResponseHeaders(res.headers);
   if (budgetRemaining !== null) answer[BUDGET_REMAINING] = String(budgetRemaining);
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers: answer });
-}
-
-/**
- * What a policy condition sees (DESIGN §16), built once per request and only when a matching rule has a `when`; the
- * body read (up to `--max-policy-body`, else 413) and parsed once, only when such a rule reads it.
- */
-function conditionInput(
-  gw: Call["gw"],
-  call: Call,
-  token: TokenRecord,
-  canonical: CanonicalRequest,
-  headers: HeaderFields,
-  readWhole: (limit: number, tooLarge: () => AthError) => Promise<Uint8Array>,
-  whole: () => Uint8Array | null,
-): (readsBody: boolean) => Promise<ConditionInput> {
-  let input: ConditionInput | undefined;
-  let parsed: { value: unknown } | undefined;
-  return async (readsBody) => {
-    input ??= {
-      request: {
-        method: canonical.method,
-        path: canonical.literal,
-        segments: canonical.literalSegments,
-        query: queryMap(canonical.query),
-        headers: { ...headers },
-        body: null,
-        body_size: BigInt(Number(call.req.headers.get("content-length") ?? 0) || 0),
-      },
-      agent: { id: token.agent_id, client_id: token.client_id },
-      user: { id: token.user_id },
-      provider: { id: token.provider_id },
-      token: { scopes: token.scopes },
-      now: new Date(gw.now()),
-    };
-    if (readsBody && parsed === undefined) {
-      const limit = Math.min(gw.opts.maxPolicyBody ?? MAX_POLICY_BODY_DEFAULT, gw.opts.maxProxyBody ?? Infinity);
-      const bytes = await readWhole(limit, () =>
-        new AthError("PAYLOAD_TOO_LARGE", `A request whose body a policy condition reads may carry at most ${limit} bytes (--max-policy-body)`, { limit }),
-      );
-      parsed = { value: parsedBody(bytes) };
-      input.request.body = parsed.value;
-      input.request.body_size = BigInt(bytes.byteLength);
-    }
-    if (!readsBody && whole() !== null) input.request.body_size = BigInt(whole()!.byteLength);
-    return input;
-  };
 }
