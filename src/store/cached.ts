@@ -166,7 +166,7 @@ const NEUTRAL = new Set([
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
   // budgets (DESIGN §16): never cached — every count is one conditional statement in the database
-  "countBudget", "listBudgetUsage",
+  "countBudget", "uncountBudget", "listBudgetUsage",
 ]);
 
 /**

@@ -345,6 +345,8 @@ export interface Store {
    * had reached `limit` already (nothing changed). `force` counts past the limit (a call a person approved).
    */
   countBudget(u: Omit<BudgetUsage, "used">, force?: boolean): Promise<number | null>;
+  /** Gives one count back (a counted call that was not sent after all). */
+  uncountBudget(u: Pick<BudgetUsage, "bkey" | "window_start">): Promise<void>;
   /** Usage rows whose window has not ended at `now`. */
   listBudgetUsage(o: { now: number; client_id?: string; provider_id?: string }): Promise<BudgetUsage[]>;
 

@@ -25,6 +25,7 @@ beforeAll(async () => {
       budgets: [
         { match: ["GET /v1/echo"], per: "agent", limit: LIMIT, window: "1h", then: "deny" },
         { match: ["POST /v1/echo"], per: "agent_user", limit: 1, window: "1d", then: "approve", approver: "admin" },
+        { match: ["POST /v1/**"], per: "agent", limit: 50, window: "30d", then: "deny" },
       ],
     },
   });
@@ -108,15 +109,21 @@ describe("budgets across two instances on one PostgreSQL", () => {
     const { details } = (await held.json()) as { details: { approval_id: string; approver: string } };
     expect(details.approver).toBe("admin");
     expect(posts() - before).toBe(1);
+    // the held call was not sent, so it counts against no budget: the other matching budget gave its count back
+    const usage = async () =>
+      ((await (await fetch(`${pair.a.baseUrl}/ath/admin/budgets?client_id=${clientId}`, { headers: admin() })).json()) as { budgets: { used: number; rule: string; user_id: string | null }[] }).budgets;
+    expect((await usage()).find((u) => u.rule.includes("POST /v1/**"))!.used).toBe(1);
     const decided = await fetch(`${pair.a.baseUrl}/ath/admin/approvals/${details.approval_id}`, { method: "POST", headers: admin(), body: JSON.stringify({ decision: "approve" }) });
     expect(decided.status).toBe(200);
     const sent = await send(pair.b, details.approval_id);
     expect(sent.status).toBe(200);
     expect(posts() - before).toBe(2);
-    const usage = (await (await fetch(`${pair.a.baseUrl}/ath/admin/budgets?client_id=${clientId}`, { headers: admin() })).json()) as { budgets: { used: number; rule: string; user_id: string | null }[] };
-    const row = usage.budgets.find((u) => u.rule.includes("POST /v1/echo"))!;
+    const after = await usage();
+    const row = after.find((u) => u.rule.includes("POST /v1/echo"))!;
     expect(row.used).toBe(2);
     expect(row.user_id).toBeString();
+    expect(after.find((u) => u.rule.includes("POST /v1/**"))!.used).toBe(2);
+    expect(sent.headers.get("ath-budget-remaining")).toBe("0");
   }, 60_000);
 
   test("`ath admin budgets` (the compiled CLI) lists the usage", async () => {
@@ -124,7 +131,7 @@ describe("budgets across two instances on one PostgreSQL", () => {
     const json = Bun.spawnSync([join(REPO, "dist/ath"), "admin", "budgets", "-g", pair.a.baseUrl, "--client-id", clientId, "--format", "json"], { env });
     expect(json.exitCode).toBe(0);
     const doc = JSON.parse(json.stdout.toString()) as { budgets: { used: number; limit: number }[] };
-    expect(doc.budgets.map((b) => [b.used, b.limit]).sort()).toEqual([[100, 100], [2, 1]].sort());
+    expect(doc.budgets.map((b) => [b.used, b.limit]).sort()).toEqual([[100, 100], [2, 1], [2, 50]].sort());
     const text = Bun.spawnSync([join(REPO, "dist/ath"), "admin", "budgets", "-g", pair.a.baseUrl], { env });
     expect(text.exitCode).toBe(0);
     expect(text.stdout.toString()).toContain(`100/100`);

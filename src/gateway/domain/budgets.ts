@@ -5,7 +5,7 @@
  * BUDGET_EXHAUSTED (Retry-After: the window's end) and `approve` makes each further call wait for a person (§15),
  * counted once approved. No store round trip unless a budget matches.
  */
-import { AthError, type BudgetRule, type ProviderConfig } from "../../protocol/index.ts";
+import { AthError, type ApprovalRule, type BudgetRule, type ProviderConfig } from "../../protocol/index.ts";
 import type { AgentRecord, BudgetUsage, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { anyRuleMatches, type CanonicalRequest } from "../rules/canonical-request.ts";
@@ -63,6 +63,45 @@ export async function countCall(gw: Gateway, hit: BudgetHit, token: TokenRecord,
     data: { rule: hit.usage.rule, limit: hit.rule.limit, window: hit.rule.window, then: hit.rule.then, resets_at: new Date(hit.usage.expires_at).toISOString() },
   });
   return null;
+}
+
+/**
+ * Counts the call against every matching budget, then has it approved when it needs to be: `approval`, the approval
+ * rule that already applies (approval_rules or policy), or — past a budget with `then: "approve"` — that budget, whose
+ * count is then taken once the person approved. A spent `deny` budget throws 429 before any approval is used; a
+ * call that ends up not sent (refused, or waiting for a person) gives its counts back, so every count is a call sent.
+ * Returns the calls left in the tightest budget and the approval rule the call was sent under (sent at most once).
+ */
+export async function applyBudgets(
+  gw: Gateway,
+  hits: readonly BudgetHit[],
+  token: TokenRecord,
+  approval: ApprovalRule | null,
+  approve: (rule: ApprovalRule) => Promise<void>,
+): Promise<{ remaining: number; approval: ApprovalRule | null }> {
+  const counted: BudgetHit[] = [];
+  const afterApproval: BudgetHit[] = [];
+  let remaining = Infinity;
+  try {
+    for (const hit of hits) {
+      const left = await countCall(gw, hit, token, false);
+      if (left !== null) {
+        counted.push(hit);
+        remaining = Math.min(remaining, left);
+      } else if (hit.rule.then === "deny") throw budgetExhausted(gw, hit);
+      else {
+        // past the limit each call waits for a person; once approved it is sent (once) and counted
+        approval ??= hit.rule;
+        afterApproval.push(hit);
+      }
+    }
+    if (approval) await approve(approval);
+  } catch (err) {
+    for (const hit of counted) await gw.store.uncountBudget(hit.usage);
+    throw err;
+  }
+  for (const hit of afterApproval) remaining = Math.min(remaining, (await countCall(gw, hit, token, true)) ?? 0);
+  return { remaining: remaining === Infinity ? 0 : remaining, approval };
 }
 
 /** 429 BUDGET_EXHAUSTED, Retry-After until the window's end. */

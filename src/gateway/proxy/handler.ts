@@ -6,7 +6,7 @@
 import { AthError, HEADERS, PROXY_METHODS, type ApprovalRule } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../domain/approvals.ts";
-import { budgetExhausted, countCall, matchingBudgets } from "../domain/budgets.ts";
+import { applyBudgets, matchingBudgets } from "../domain/budgets.ts";
 import { conditionInput, decidePolicy, policyDenied } from "../domain/policy.ts";
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
@@ -92,22 +92,12 @@ export async function proxy(call: Call): Promise<Response> {
       approvalId: req.headers.get(HEADERS.approval),
     });
   };
-  if (rule) await approve(rule);
-  // Budgets (DESIGN §16), last: only a call about to be forwarded is counted — one conditional store update each.
+  // Budgets (DESIGN §16) are counted first, conditionally, and given back if the call is not sent after all (a person
+  // has not approved it): so a spent `deny` budget refuses before an approval is used.
   let budgetRemaining: number | null = null;
-  if (record.config.budgets || agent?.budgets) {
-    for (const hit of matchingBudgets(record.config, agent, canonical, token, gw.now())) {
-      let left = await countCall(gw, hit, token, rule !== null);
-      if (left === null) {
-        if (hit.rule.then === "deny") throw budgetExhausted(gw, hit);
-        // past the limit each call waits for a person; once approved it is sent (once) and counted
-        rule = hit.rule;
-        await approve(rule);
-        left = (await countCall(gw, hit, token, true)) ?? 0;
-      }
-      budgetRemaining = budgetRemaining === null ? left : Math.min(budgetRemaining, left);
-    }
-  }
+  const budgets = record.config.budgets || agent?.budgets ? matchingBudgets(record.config, agent, canonical, token, gw.now()) : [];
+  if (budgets.length) ({ remaining: budgetRemaining, approval: rule } = await applyBudgets(gw, budgets, token, rule, approve));
+  else if (rule) await approve(rule);
   const read = whole as Uint8Array | null;
   const body: PreparedBody =
     read !== null

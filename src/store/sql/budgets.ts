@@ -7,8 +7,11 @@ import type { BudgetUsage, Store } from "../types.ts";
 import type { Driver } from "./driver.ts";
 import type { Row } from "../rows.ts";
 
-export function budgetQueries(db: Driver): Pick<Store, "countBudget" | "listBudgetUsage"> {
+export function budgetQueries(db: Driver): Pick<Store, "countBudget" | "uncountBudget" | "listBudgetUsage"> {
   return {
+    async uncountBudget(u) {
+      await db.run("UPDATE budget_usage SET used = used - 1 WHERE bkey = ? AND window_start = ? AND used > 0", [u.bkey, u.window_start]);
+    },
     async countBudget(u, force) {
       if (!force && u.limit <= 0) return null;
       // the WHERE of ON CONFLICT DO UPDATE makes the increment conditional: no row back means the budget is spent

@@ -435,6 +435,8 @@ function storeConformance(name: string, makeHarness: () => Harness) {
           expect(results.filter((r) => r !== null).sort()).toEqual([1, 2, 3, 4, 5]);
           expect(await store.countBudget(usage())).toBeNull();
           expect(await store.countBudget(usage(), true)).toBe(6);
+          await other.uncountBudget(usage());
+          expect(await store.countBudget(usage(), true)).toBe(6);
           expect(await store.countBudget(usage({ window_start: 7_200_000, expires_at: 10_800_000 }))).toBe(1);
           expect(await store.countBudget(usage({ limit: 0 }))).toBeNull();
           const rows = await store.listBudgetUsage({ now: 5_000_000 });
