@@ -135,6 +135,18 @@ export async function tokensRevoke(a: Args, raw: string[]): Promise<void> {
   c.out.line(`revoked ${Number(answer.revoked)} token(s)`);
 }
 
+// budgets
+
+export async function budgets(a: Args, raw: string[]): Promise<void> {
+  const c = await setup(a, raw);
+  const answer = await adminCall(c.target, "GET", `${PATHS.adminBudgets}${query({ client_id: text(a["client-id"]), provider_id: text(a.provider) })}`);
+  if (c.out.json) return c.out.doc(answer);
+  const rows = (answer.budgets as Record<string, unknown>[]).map((b) => [
+    str(b.client_id), b.user_id === null ? "-" : str(b.user_id), str(b.provider_id), `${Number(b.used)}/${Number(b.limit)}`, str(b.resets_at), str(b.rule),
+  ]);
+  table(c.out, ["CLIENT_ID", "USER", "PROVIDER", "USED", "RESETS", "RULE"], rows);
+}
+
 // audit
 
 export async function audit(a: Args, raw: string[]): Promise<void> {

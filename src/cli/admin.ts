@@ -45,7 +45,7 @@ const agentVerb = (verb: "approve" | "deny" | "suspend") =>
   );
 
 export default defineCommand({
-  meta: { name: "admin", description: "Operate a gateway: providers, agents, tokens, audit (needs the admin token)" },
+  meta: { name: "admin", description: "Operate a gateway: providers, agents, tokens, audit, budgets (needs the admin token)" },
   subCommands: {
     login: leaf("login", "Save the admin token for this gateway (from --token, else stdin); checked first", {
       token: { type: "string", description: "The admin token (else read from stdin)", valueHint: "token" },
@@ -100,5 +100,9 @@ export default defineCommand({
       ...pageArgs,
       follow: { type: "boolean", description: "Keep printing new events until interrupted", default: false },
     }, (m, a, r) => m.audit(a, r)),
+    budgets: leaf("budgets", "Budget usage per agent (and user), budget and window", {
+      "client-id": filterArgs["client-id"],
+      provider: filterArgs.provider,
+    }, (m, a, r) => m.budgets(a, r)),
   },
 });

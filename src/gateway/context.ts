@@ -36,6 +36,8 @@ export interface GatewayOptions {
   introspectionTokenHash: string | null;
   /** Largest body of a request that needs a person's approval (DESIGN §15), bytes; default 1 MiB. */
   maxApprovalBody?: number;
+  /** Largest body a policy condition reads (DESIGN §16), bytes; default 1 MiB. */
+  maxPolicyBody?: number;
   /** Native mode: the one provider's id (the app id); null in gateway mode. */
   appId: string | null;
   /** A proxy in front terminates TLS: the client IP is the last hop of X-Forwarded-For. */

@@ -27,6 +27,7 @@ export const SERVE_FLAGS = {
   "upstream-concurrency": { type: "string", env: "ATH_UPSTREAM_CONCURRENCY", description: "Proxied requests in flight per provider; beyond, 502 at once (env ATH_UPSTREAM_CONCURRENCY; default 256)", valueHint: "n" },
   "max-connections-per-ip": { type: "string", env: "ATH_MAX_CONNECTIONS_PER_IP", description: "Requests in flight per client IP; beyond, 429 at once (env ATH_MAX_CONNECTIONS_PER_IP; default 256)", valueHint: "n" },
   "max-approval-body": { type: "string", env: "ATH_MAX_APPROVAL_BODY", description: "Largest body of a request that needs a person's approval, bytes (env ATH_MAX_APPROVAL_BODY; default 1 MiB)", valueHint: "bytes" },
+  "max-policy-body": { type: "string", env: "ATH_MAX_POLICY_BODY", description: "Largest body a policy condition reads, bytes (env ATH_MAX_POLICY_BODY; default 1 MiB)", valueHint: "bytes" },
   "sweep-interval": { type: "string", description: "Seconds between sweeps of expired rows (default 60)", valueHint: "s" },
   "sweep-retention": { type: "string", description: "Seconds revoked/expired tokens, dead grants and agents without any approved scope are kept (default 86400)", valueHint: "s" },
   "audit-retention": { type: "string", description: "Days audit events are kept (default 90)", valueHint: "days" },
@@ -168,6 +169,7 @@ const ServeOptions = z
     "upstream-concurrency": integer("upstream-concurrency", 1, 10_000, 256),
     "max-connections-per-ip": integer("max-connections-per-ip", 1, 100_000, 256),
     "max-approval-body": integer("max-approval-body", 0, 64 * 1024 * 1024, 1024 * 1024),
+    "max-policy-body": integer("max-policy-body", 0, 64 * 1024 * 1024, 1024 * 1024),
     "sweep-interval": integer("sweep-interval", 1, 86400, 60),
     "sweep-retention": integer("sweep-retention", 1, 366 * 24 * 3600, 86400),
     "audit-retention": integer("audit-retention", 1, 36500, 90),
@@ -233,6 +235,7 @@ const ServeOptions = z
     /** Requests in flight from one peer address at once (DESIGN §14). */
     maxConnectionsPerIp: o["max-connections-per-ip"],
     maxApprovalBody: o["max-approval-body"],
+    maxPolicyBody: o["max-policy-body"],
     sweepIntervalMs: o["sweep-interval"] * 1000,
     /** Revoked/expired tokens and dead grants are kept this long (audit and debugging). */
     sweepRetentionMs: o["sweep-retention"] * 1000,

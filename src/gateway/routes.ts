@@ -7,6 +7,7 @@ import { LIMITS, PATHS } from "../protocol/index.ts";
 import * as adminAgents from "./admin/agents.ts";
 import * as adminApprovals from "./admin/approvals.ts";
 import * as adminAudit from "./admin/audit.ts";
+import * as adminBudgets from "./admin/budgets.ts";
 import * as adminProviders from "./admin/providers.ts";
 import * as adminTokens from "./admin/tokens.ts";
 import * as adminConsole from "./console/handlers.ts";
@@ -88,6 +89,7 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("admin.audit.list", "GET", PATHS.adminAudit, "api", adminAudit.list, { auth: "admin" }),
     row("admin.approvals.list", "GET", PATHS.adminApprovals, "api", adminApprovals.list, { auth: "admin" }),
     row("admin.approvals.decide", "POST", `${PATHS.adminApprovals}/{approval_id}`, "api", adminApprovals.decideOne, { auth: "admin" }),
+    row("admin.budgets.list", "GET", PATHS.adminBudgets, "api", adminBudgets.list, { auth: "admin" }),
 
     // Admin console (DESIGN §9): pages; the session cookie is checked by the handlers (sign-in is one of them)
     row("console", "GET", PATHS.adminConsole, "page", adminConsole.overview),

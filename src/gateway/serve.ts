@@ -80,6 +80,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         strictScopes: o.strictScopes,
         upstreamTimeoutMs: o.upstreamTimeoutMs,
         maxApprovalBody: o.maxApprovalBody,
+        maxPolicyBody: o.maxPolicyBody,
         trustProxy: o.trustProxy,
         metricsPublic: o.metricsPublic,
         ...(o.metricsToken ? { metricsToken: o.metricsToken } : {}),

@@ -59,6 +59,8 @@ const NEXT: Record<string, (provider: string) => string> = {
   PROVIDER_NOT_APPROVED: (p) => `this agent's registration does not cover ${p}; the gateway's admin can approve it`,
   APPROVAL_REQUIRED: () => "a person must approve this exact request at details.approval_url (show it to them); once they approved, call ath_request again with the same arguments and approval_id",
   APPROVAL_DENIED: () => "the person denied this request: do not send it again",
+  POLICY_DENIED: () => "a policy of the gateway refuses this request (details.reason says why): do not send it again unchanged",
+  BUDGET_EXHAUSTED: () => "this kind of request is over its budget until details.resets_at: wait until then, or ask the gateway's admin",
   RATE_LIMITED: () => "the gateway is limiting requests: wait, then try again",
   NETWORK_ERROR: () => "the gateway is unreachable: try again once it is back",
   TIMEOUT: () => "the gateway did not answer in time: try again",

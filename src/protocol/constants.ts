@@ -26,6 +26,7 @@ export const PATHS = {
   /** Per-request approvals (DESIGN §15): the page a person decides on, and the agent's status poll. + /{approval_id} */
   approvals: "/ath/approvals",
   adminApprovals: "/ath/admin/approvals",
+  adminBudgets: "/ath/admin/budgets",
   adminConsole: "/admin",
   nativeApi: "/api",
 } as const;

@@ -8,11 +8,18 @@ import { LIMITS } from "./constants.ts";
 import { httpUrl } from "./schemas.ts";
 import { didYouMean } from "./suggest.ts";
 
-/** A `scope_rules` entry: "METHOD /path/glob", bounded in length and in `**` segments (DESIGN §14). */
+/**
+ * A `scope_rules` entry: "METHOD /path/glob", bounded in length and in `**` segments (DESIGN §14). Written decoded
+ * (DESIGN §16): a space is a space, and a `%` is refused — the request's path is matched after one decoding, so a
+ * rule holding `%20` would never match anything.
+ */
 const scopeRule = z
   .string()
   .max(LIMITS.scopeRuleMaxChars, `a scope rule is at most ${LIMITS.scopeRuleMaxChars} characters`)
-  .regex(/^[A-Z*]+ \/\S*$/, "expected \"METHOD /path\"")
+  .regex(/^[A-Z*]+ \/[^\u0000-\u001f\u007f]*$/, "expected \"METHOD /path\"")
+  .refine((rule) => !rule.includes("%"), {
+    message: "rules are written decoded: write the character itself, not its %-encoding (a rule holding '%' never matches)",
+  })
   .refine((rule) => rule.split("/").filter((s) => s === "**").length <= LIMITS.scopeRuleMaxGlobstars, {
     message: `a scope rule holds at most ${LIMITS.scopeRuleMaxGlobstars} "**" segments`,
   });
@@ -52,6 +59,39 @@ export type ApprovalRule = z.output<typeof ApprovalRule>;
 export const ApprovalRules = z.array(ApprovalRule).max(100);
 
 /**
+ * One policy rule (DESIGN §16): the first whose `match` (and CEL `when`, if any) holds decides — `allow` forwards,
+ * `deny` refuses (403 POLICY_DENIED with `reason`), `approve` asks a person (§15). `when` is compiled when the
+ * configuration is read (gateway/rules/conditions.ts): a syntax or unknown-variable error fails the start, or the
+ * admin call, naming the rule.
+ */
+export const PolicyRule = z.strictObject({
+  match: z.array(scopeRule).min(1).max(100),
+  when: z.string().min(1).max(4096).optional(),
+  action: z.enum(["allow", "deny", "approve"]),
+  approver: z.enum(["user", "admin"]).default("user"),
+  ttl: z.number().int().min(10).max(7 * 24 * 3600).default(300),
+  reason: z.string().max(500).optional(),
+});
+export type PolicyRule = z.output<typeof PolicyRule>;
+export const PolicyRules = z.array(PolicyRule).max(100);
+
+/**
+ * One budget (DESIGN §16): at most `limit` matching calls per `window` — per agent, or per agent and user — counted
+ * exactly across instances; past it `deny` (429 BUDGET_EXHAUSTED) or `approve` (each further call needs a person).
+ */
+export const BudgetRule = z.strictObject({
+  match: z.array(scopeRule).min(1).max(100),
+  per: z.enum(["agent", "agent_user"]).default("agent"),
+  limit: z.number().int().min(0).max(1_000_000_000),
+  window: z.enum(["1h", "1d", "30d"]),
+  then: z.enum(["deny", "approve"]).default("deny"),
+  approver: z.enum(["user", "admin"]).default("user"),
+  ttl: z.number().int().min(10).max(7 * 24 * 3600).default(300),
+});
+export type BudgetRule = z.output<typeof BudgetRule>;
+export const BudgetRules = z.array(BudgetRule).max(100);
+
+/**
  * Every field of an entry is known: a misspelt optional field (`scope_rule` for `scope_rules`) would otherwise be
  * dropped silently — and a provider without its scope_rules allows every path (issue 13, item 7).
  */
@@ -71,6 +111,15 @@ export const ProviderConfig = z
     scope_rules: z.record(z.string(), z.array(scopeRule)).optional(),
     /** Requests a person must approve one by one (DESIGN §15), checked after scope_rules. */
     approval_rules: ApprovalRules.optional(),
+    /**
+     * The API reads `;` segment parameters (DESIGN §16): a path holding `;` is forwarded, with `;…` cut off each
+     * segment for matching. Without it such a path is ambiguous and refused.
+     */
+    path_params: z.boolean().optional(),
+    /** Conditions and actions on the canonical request (DESIGN §16), checked after scope_rules and approval_rules. */
+    policy: PolicyRules.optional(),
+    /** Exact call budgets per agent (or agent and user) and window (DESIGN §16). */
+    budgets: BudgetRules.optional(),
     /** Human descriptions of scopes, shown on the consent page. */
     scope_descriptions: z.record(z.string(), z.string().max(500)).optional(),
     categories: z.array(z.string()).optional(),

@@ -165,6 +165,8 @@ const NEUTRAL = new Set([
   "getGrant", "appendAudit", "listAudit", "leaseRateCapacity", "transaction", "changes", "close",
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
+  // budgets (DESIGN §16): never cached — every count is one conditional statement in the database
+  "countBudget", "uncountBudget", "listBudgetUsage",
 ]);
 
 /**

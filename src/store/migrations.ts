@@ -175,5 +175,23 @@ CREATE INDEX approvals_created ON approvals (created_at, approval_id);
 CREATE INDEX approvals_expires ON approvals (expires_at);
 CREATE INDEX approvals_client ON approvals (client_id, status, expires_at);
 ALTER TABLE agents ADD COLUMN approval_rules TEXT;`,
+    // policy (DESIGN §16): an approval keeps the bound headers it was made for (sealed, shown on its page); an agent's
+    // own policy and budgets; budget usage, one row per budget and window, counted by one conditional upsert
+    `ALTER TABLE approvals ADD COLUMN headers_sealed TEXT;
+ALTER TABLE agents ADD COLUMN policy TEXT;
+ALTER TABLE agents ADD COLUMN budgets TEXT;
+CREATE TABLE budget_usage (
+  bkey TEXT NOT NULL,
+  window_start ${int} NOT NULL,
+  used ${int} NOT NULL,
+  budget_limit ${int} NOT NULL,
+  provider_id TEXT NOT NULL,
+  client_id TEXT NOT NULL,
+  user_id TEXT,
+  rule TEXT NOT NULL,
+  expires_at ${int} NOT NULL,
+  PRIMARY KEY (bkey, window_start)
+);
+CREATE INDEX budget_usage_expires ON budget_usage (expires_at);`,
   ];
 }

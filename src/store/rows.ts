@@ -2,7 +2,7 @@
  * Row ↔ record mapping shared by both drivers: JSON text columns are parsed, integers normalised (PostgreSQL
  * returns BIGINT as a string), and the column lists used by the INSERT statements live next to the mappers.
  */
-import type { ApprovalRule } from "../protocol/index.ts";
+import type { ApprovalRule, BudgetRule, PolicyRule } from "../protocol/index.ts";
 import type { AgentRecord, ApprovalRecord, AuditEvent, GrantRecord, ProviderRecord, SessionRecord, TokenRecord } from "./types.ts";
 
 export type Row = Record<string, unknown>;
@@ -60,13 +60,15 @@ export function toAgent(r: Row): AgentRecord {
     created_at: num(r.created_at),
     // absent unless an admin set some: records compare equal to what was created
     ...(r.approval_rules == null ? {} : { approval_rules: json<ApprovalRule[]>(r.approval_rules) }),
+    ...(r.policy == null ? {} : { policy: json<PolicyRule[]>(r.policy) }),
+    ...(r.budgets == null ? {} : { budgets: json<BudgetRule[]>(r.budgets) }),
   };
 }
 
 export const APPROVAL_COLUMNS = [
   "approval_id", "client_id", "agent_id", "user_id", "provider_id", "token_id", "approver", "method", "path", "query",
   "digest", "body_sealed", "body_bytes", "content_type", "status", "decided_by", "decided_at", "used_at", "created_at",
-  "expires_at",
+  "expires_at", "headers_sealed",
 ] as const satisfies readonly (keyof ApprovalRecord)[];
 
 export function toApproval(r: Row): ApprovalRecord {
@@ -83,6 +85,7 @@ export function toApproval(r: Row): ApprovalRecord {
     query: str(r.query),
     digest: str(r.digest),
     body_sealed: strOrNull(r.body_sealed),
+    headers_sealed: strOrNull(r.headers_sealed),
     body_bytes: num(r.body_bytes),
     content_type: strOrNull(r.content_type),
     status: str(r.status) as ApprovalRecord["status"],

@@ -7,6 +7,7 @@
 import { storeFailure } from "./errors.ts";
 import { agentQueries } from "./sql/agents.ts";
 import { approvalQueries } from "./sql/approvals.ts";
+import { budgetQueries } from "./sql/budgets.ts";
 import { auditQueries } from "./sql/audit.ts";
 import { consoleQueries } from "./sql/console.ts";
 import type { Driver } from "./sql/driver.ts";
@@ -34,6 +35,7 @@ export function sqlStore(driver: Driver, inTransaction = false): Store {
     ...auditQueries(db),
     ...consoleQueries(db),
     ...approvalQueries(db),
+    ...budgetQueries(db),
     ...rateLimitQueries(db),
     ...sweepQueries(db),
     // Nested: already in one, the inner decision joins it.

@@ -6,7 +6,7 @@
  * Times are epoch milliseconds. Secrets arrive already hashed (`*_hash`: hex SHA-256) or sealed (`*_sealed`:
  * AES-256-GCM blobs from gateway/sealing.ts); the store never sees a plaintext secret.
  */
-import type { AgentStatus, ApprovalRule, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
+import type { AgentStatus, ApprovalRule, BudgetRule, PolicyRule, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
 import type { ChangeFeed } from "./notify.ts";
 
 export interface ProviderRecord {
@@ -32,6 +32,10 @@ export interface AgentRecord {
   created_at: number;
   /** The agent's own approval rules (DESIGN §15), added to its providers'; set by an admin. */
   approval_rules?: ApprovalRule[] | null;
+  /** The agent's own policy rules (DESIGN §16), after its providers'; set by an admin. */
+  policy?: PolicyRule[] | null;
+  /** The agent's own budgets (DESIGN §16), added to its providers'; set by an admin. */
+  budgets?: BudgetRule[] | null;
 }
 
 export type SessionStatus = "pending" | "consented" | "denied" | "used";
@@ -151,6 +155,23 @@ export interface ConsoleSession {
   expires_at: number;
 }
 
+/** One budget's count for one subject and window (DESIGN §16). */
+export interface BudgetUsage {
+  /** provider, where the rule is written, the rule's identity and the subject (client, or client and user). */
+  bkey: string;
+  window_start: number;
+  used: number;
+  limit: number;
+  provider_id: string;
+  client_id: string;
+  /** Set for `per: "agent_user"` budgets. */
+  user_id: string | null;
+  /** The rule, as the admin reads it (`provider:0 POST /v1/messages/** 500/1h`). */
+  rule: string;
+  /** The window's end: the row means nothing after it. */
+  expires_at: number;
+}
+
 /** `expired` is never stored: a pending or approved approval past `expires_at` reads as expired. */
 export type ApprovalStatus = "pending" | "approved" | "denied" | "used";
 
@@ -169,10 +190,12 @@ export interface ApprovalRecord {
   path: string;
   /** The query string without `?`, as sent ("" when none). */
   query: string;
-  /** base64url SHA-256 of method, path, sorted query and body (rules/request-digest.ts). */
+  /** base64url SHA-256 of method, literal path, query, bound headers and body (rules/request-digest.ts). */
   digest: string;
   /** The first 16 KiB of the body, sealed (the page shows it); null when the request had none. */
   body_sealed: string | null;
+  /** The bound headers (JSON object, lower-case names), sealed (the page shows them); null when none. */
+  headers_sealed: string | null;
   body_bytes: number;
   content_type: string | null;
   status: ApprovalStatus;
@@ -193,6 +216,8 @@ export interface SweepResult {
   agents: number;
   audit: number;
   rate_leases: number;
+  /** Budget windows ended longer than the retention ago (DESIGN §16). */
+  budget_usage: number;
 }
 
 export interface Store {
@@ -219,7 +244,7 @@ export interface Store {
    * change and a decision that depends on the status (issuing a token) happen one after the other, never interleaved.
    */
   lockAgent(clientId: string): Promise<AgentRecord | null>;
-  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires" | "approval_rules">>): Promise<boolean>;
+  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires" | "approval_rules" | "policy" | "budgets">>): Promise<boolean>;
   listAgents(): Promise<AgentRecord[]>;
   /** Deletes the agent with its sessions and tokens; false when there was none. */
   deleteAgent(clientId: string): Promise<boolean>;
@@ -313,6 +338,17 @@ export interface Store {
    * `auditRetainMs` is given) audit events older than that.
    */
   sweep(now: number, retainMs: number, auditRetainMs?: number): Promise<SweepResult>;
+
+  // budgets (DESIGN §16)
+  /**
+   * Counts one call against a budget in one conditional statement: the new count, or null when the window's count
+   * had reached `limit` already (nothing changed). `force` counts past the limit (a call a person approved).
+   */
+  countBudget(u: Omit<BudgetUsage, "used">, force?: boolean): Promise<number | null>;
+  /** Gives one count back (a counted call that was not sent after all). */
+  uncountBudget(u: Pick<BudgetUsage, "bkey" | "window_start">): Promise<void>;
+  /** Usage rows whose window has not ended at `now`. */
+  listBudgetUsage(o: { now: number; client_id?: string; provider_id?: string }): Promise<BudgetUsage[]>;
 
   // per-request approvals (DESIGN §15)
   /** Saves a new approval, dropping ones that expired over a day before it. */

@@ -27,7 +27,7 @@ beforeAll(async () => {
   [w, chromium] = await Promise.all([
     startWorld({
       binary: true,
-      extraArgs: ["--max-approval-body", "4096"],
+      extraArgs: ["--max-approval-body", "20000"],
       providers: (auth, api) => ({
         approvals: mailProvider(auth, api, {
           display_name: "Sample Mail (approvals)",
@@ -187,15 +187,74 @@ describe("the user approves one exact request", () => {
     expect(await alice.page.locator("script").count()).toBe(0);
     expect(await alice.page.locator("main img").count()).toBe(0);
     expect(await alice.page.locator("main pre b").count()).toBe(0);
-    expect(String(await alice.page.locator("pre").textContent())).toContain("<script>alert(1)</script>");
+    expect(String(await alice.page.locator("pre").first().textContent())).toContain("<script>alert(1)</script>");
     await Bun.sleep(200);
     expect(dialogs).toEqual([]);
   });
 
   test("--max-approval-body: a larger body is refused 413 before anyone is asked", async () => {
-    const r = await proxy(["POST", "/v1/messages", "--body", JSON.stringify({ text: "x".repeat(5000) })]);
+    const r = await proxy(["POST", "/v1/messages", "--body", JSON.stringify({ text: "x".repeat(25_000) })]);
     expect(r.exit).toBe(4);
     expect(r.doc.status).toBe(413);
+  });
+});
+
+describe("the page shows the bytes that will be sent (DESIGN §16)", () => {
+  test("duplicate keys are visible with a warning and no formatted view; a big number shown exactly; U+202E made visible; bound headers and the raw query beside its pairs", async () => {
+    // a body no JSON.stringify makes: a duplicate key, a number no double holds, a bidi override hiding ".exe"
+    const body = `{"to":"boss@example.com","to":"everyone@example.com","subject":"invoice\u202Efdp.exe","n":90071992547409931}`;
+    const pending = await ask(["POST", "/v1/messages?b=2&a=%C3%A9", "--body", body, "-H", 'Dropbox-API-Arg: {"path":"/reports/q3.pdf"}']);
+    await alice.page.goto(pending.approval_url);
+    const text = String(await alice.page.textContent("main"));
+    expect(text).toContain("duplicate key `to`: the service may read either value");
+    expect(text).toContain('"to":"boss@example.com","to":"everyone@example.com"');
+    expect(text).toContain("90071992547409931");
+    expect(text).not.toContain("90071992547409940");
+    expect(text).toContain("invoice⟨U+202E⟩fdp.exe");
+    expect(text).not.toContain("\u202E");
+    expect(await alice.page.locator("main h3", { hasText: "Formatted" }).count()).toBe(0);
+    expect(text).toContain('dropbox-api-arg: {"path":"/reports/q3.pdf"}');
+    expect(text).toContain("b=2&a=%C3%A9");
+    expect(text).toContain("a = é");
+    await screenshots(alice.page, "approval-unfaithful-body");
+  });
+
+  test("a faithful body gets its formatted view beside the raw one; a lone big number is warned about", async () => {
+    const pending = await ask(["POST", "/v1/messages", "--body", `{"id":90071992547409931}`]);
+    await alice.page.goto(pending.approval_url);
+    const text = String(await alice.page.textContent("main"));
+    expect(text).toContain("the number 90071992547409931 has no exact JSON reading");
+    const ok = await ask(["POST", "/v1/messages", "--body", `{"to":"a@example.com","n":[1,2.5,-3e2]}`]);
+    await alice.page.goto(ok.approval_url);
+    expect(await alice.page.locator("main h3", { hasText: "Formatted" }).count()).toBe(1);
+    expect(String(await alice.page.locator("main pre").first().textContent())).toBe('{\n  "to": "a@example.com",\n  "n": [\n    1,\n    2.5,\n    -3e2\n  ]\n}');
+  });
+
+  test("a 16 KB body nested 8,000 deep gives a small page, fast, while /health keeps answering", async () => {
+    const deep = "[".repeat(8000) + "]".repeat(8000);
+    const pending = await ask(["POST", "/v1/messages", "--body", deep]);
+    let loading = true;
+    const health: number[] = [];
+    const probe = (async () => {
+      while (loading) {
+        const t0 = performance.now();
+        const r = await fetch(`${w.baseUrl}/health`);
+        expect(r.status).toBe(200);
+        health.push(performance.now() - t0);
+        await Bun.sleep(20);
+      }
+    })();
+    const t0 = performance.now();
+    const res = await alice.page.goto(pending.approval_url);
+    const pageMs = performance.now() - t0;
+    const size = (await res!.body()).byteLength;
+    loading = false;
+    await probe;
+    console.log(`8,000-deep body: approval page ${size} bytes in ${pageMs.toFixed(0)} ms; /health slowest ${Math.max(...health).toFixed(0)} ms over ${health.length} probes`);
+    expect(res!.status()).toBe(200);
+    expect(size).toBeLessThan(200_000);
+    expect(Math.max(...health)).toBeLessThan(2000);
+    expect(String(await alice.page.textContent("main"))).toContain("nested deeper than 32 levels");
   });
 });
 
@@ -278,7 +337,9 @@ describe("who may decide", () => {
   }, 60_000);
 
   test("approver admin: the person cannot decide it; an admin approves in the console; the resend goes", async () => {
-    const pending = await ask(["DELETE", "/v1/messages/m1"]);
+    // the console shows the bytes that will be sent, as the page does (DESIGN §16)
+    const body = `{"id":"m1","id":"m2","note":"keep\u202Eexe.txt"}`;
+    const pending = await ask(["DELETE", "/v1/messages/m1", "--body", body]);
     expect(pending.approver).toBe("admin");
     await alice.page.goto(pending.approval_url);
     expect(await alice.page.getByRole("button", { name: "Approve" }).count()).toBe(0);
@@ -290,7 +351,11 @@ describe("who may decide", () => {
       await clickAndWait(admin.page, "Sign in");
       await admin.page.goto(`${w.baseUrl}/admin/approvals`);
       const row = admin.page.locator("tr", { hasText: pending.approval_id });
-      expect(String(await row.textContent())).toContain("DELETE /v1/messages/m1");
+      const rowText = String(await row.textContent());
+      expect(rowText).toContain("DELETE /v1/messages/m1");
+      expect(rowText).toContain("duplicate key `id`: the service may read either value");
+      expect(rowText).toContain('"id":"m1","id":"m2"');
+      expect(rowText).toContain("keep⟨U+202E⟩exe.txt");
       await screenshots(admin.page, "console-approvals");
       await Promise.all([admin.page.waitForNavigation(), row.getByRole("button", { name: "Approve" }).click()]);
       expect(String(await admin.page.textContent("body"))).toContain("Request approved.");
@@ -298,7 +363,7 @@ describe("who may decide", () => {
       await admin.context.close();
     }
     const before = w.api.requests.filter((r) => r.method === "DELETE").length;
-    const r = await proxy(["DELETE", "/v1/messages/m1", "--approval", pending.approval_id]);
+    const r = await proxy(["DELETE", "/v1/messages/m1", "--body", body, "--approval", pending.approval_id]);
     expect(r.doc.status).not.toBe(403);
     expect(w.api.requests.filter((x) => x.method === "DELETE").length).toBe(before + 1);
   }, 60_000);

@@ -123,7 +123,7 @@ export const NATIVE_APP = "com.example.notes";
  * A world of `ath serve --mode native` fronting NATIVE_APP (the binary), with `scope_rules` of the caller's choice
  * and any extra serve flags.
  */
-export function startNativeWorld(o: { scopeRules: Record<string, string[]>; extraArgs?: string[] }): Promise<World> {
+export function startNativeWorld(o: { scopeRules?: Record<string, string[]>; extraArgs?: string[]; extra?: Record<string, unknown> }): Promise<World> {
   return startWorld({
     binary: true,
     onlyProviders: true,
@@ -139,7 +139,8 @@ export function startNativeWorld(o: { scopeRules: Record<string, string[]>; extr
         client_id: auth.basicClient.client_id,
         client_secret: auth.basicClient.client_secret,
         token_endpoint_auth_method: "client_secret_basic",
-        scope_rules: o.scopeRules,
+        ...(o.scopeRules ? { scope_rules: o.scopeRules } : {}),
+        ...o.extra,
       },
     }),
   });

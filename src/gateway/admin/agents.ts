@@ -4,7 +4,8 @@
  * every token it holds at once.
  */
 import { z } from "zod";
-import { ApprovalRules, AthError } from "../../protocol/index.ts";
+import { ApprovalRules, AthError, BudgetRules, PolicyRules } from "../../protocol/index.ts";
+import { requireConditions } from "../rules/conditions.ts";
 import type { AgentRecord } from "../../store/types.ts";
 import { audit } from "../domain/audit.ts";
 import { afterRevocation } from "../domain/tokens.ts";
@@ -12,10 +13,20 @@ import type { Call, Gateway } from "../context.ts";
 import { readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
 
-/** A status change, the agent's own approval rules (DESIGN §15: replaces its list; `[]` clears it), or both. */
+/**
+ * A status change, the agent's own approval rules (DESIGN §15), policy rules and budgets (§16) — each list replaces
+ * the agent's; `[]` clears it — or any of them together.
+ */
 const AgentPatch = z
-  .strictObject({ status: z.enum(["approved", "denied", "suspended"]).optional(), approval_rules: ApprovalRules.optional() })
-  .refine((p) => p.status !== undefined || p.approval_rules !== undefined, { message: "give status, approval_rules, or both" });
+  .strictObject({
+    status: z.enum(["approved", "denied", "suspended"]).optional(),
+    approval_rules: ApprovalRules.optional(),
+    policy: PolicyRules.optional(),
+    budgets: BudgetRules.optional(),
+  })
+  .refine((p) => p.status !== undefined || p.approval_rules !== undefined || p.policy !== undefined || p.budgets !== undefined, {
+    message: "give status, approval_rules, policy or budgets",
+  });
 
 export async function list({ gw }: Call): Promise<Response> {
   return json({ agents: (await gw.store.listAgents()).map(view) });
@@ -26,9 +37,11 @@ export async function get({ gw, params }: Call): Promise<Response> {
 }
 
 export async function patch(call: Call): Promise<Response> {
-  const { status, approval_rules } = await readJson(call, AgentPatch);
+  const { status, approval_rules, policy, budgets } = await readJson(call, AgentPatch);
   const clientId = call.params.client_id!;
+  requireConditions(policy, "policy");
   if (approval_rules !== undefined) await setApprovalRules(call.gw, clientId, approval_rules);
+  if (policy !== undefined || budgets !== undefined) await setPolicy(call.gw, clientId, { policy, budgets });
   return json(status !== undefined ? await setAgentStatus(call.gw, clientId, status) : view(await find(call.gw, clientId)));
 }
 
@@ -37,6 +50,16 @@ export async function setApprovalRules(gw: Gateway, clientId: string, rules: z.o
   const agent = await find(gw, clientId);
   await gw.store.updateAgent(clientId, { approval_rules: rules.length ? rules : null });
   await audit(gw, "agent.approval_rules_set", { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", rules: rules.length } });
+}
+
+/** Replaces the agent's own policy rules and/or budgets (added after its providers' at the proxy). */
+export async function setPolicy(gw: Gateway, clientId: string, p: { policy?: z.output<typeof PolicyRules>; budgets?: z.output<typeof BudgetRules> }) {
+  const agent = await find(gw, clientId);
+  await gw.store.updateAgent(clientId, {
+    ...(p.policy === undefined ? {} : { policy: p.policy.length ? p.policy : null }),
+    ...(p.budgets === undefined ? {} : { budgets: p.budgets.length ? p.budgets : null }),
+  });
+  await audit(gw, "agent.policy_set", { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", policy: p.policy?.length ?? null, budgets: p.budgets?.length ?? null } });
 }
 
 /**
@@ -105,5 +128,7 @@ export function view(a: AgentRecord) {
     approval_expires: new Date(a.approval_expires).toISOString(),
     created_at: new Date(a.created_at).toISOString(),
     approval_rules: a.approval_rules ?? [],
+    policy: a.policy ?? [],
+    budgets: a.budgets ?? [],
   };
 }

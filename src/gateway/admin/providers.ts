@@ -1,4 +1,5 @@
 /** The admin API: providers (POST, GET list, GET/PUT/DELETE one). Client secrets go in sealed and never come out. */
+import { requireConditions } from "../rules/conditions.ts";
 import { AdminProviderRequest, AthError, ProviderConfig, ProviderId } from "../../protocol/index.ts";
 import { audit } from "../domain/audit.ts";
 import type { Call, Gateway } from "../context.ts";
@@ -11,6 +12,7 @@ export async function create(call: Call): Promise<Response> {
   const { gw } = call;
   const body = editable(await readObject(call, { form: false }));
   const { provider_id, ...config } = parseWith(AdminProviderRequest, withTemplate(body.provider_id, body));
+  requireConditions(config.policy, "policy");
   if (await findProvider(gw, provider_id)) {
     throw new AthError("PROVIDER_ALREADY_EXISTS", undefined, { provider_id });
   }
@@ -40,6 +42,7 @@ export async function put(call: Call): Promise<Response> {
   const existing = await findProvider(gw, id);
   const keepSecret = body.client_secret === undefined && existing !== null;
   const config = parseWith(ProviderConfig, withTemplate(id, keepSecret ? { ...body, client_secret: "" } : body));
+  requireConditions(config.policy, "policy");
   const record = await toRecord(gw, id, config, "admin");
   if (keepSecret) record.client_secret_sealed = existing.client_secret_sealed;
   await gw.store.upsertProvider(record);

@@ -4,7 +4,6 @@
  * functions (revocation exactly as `/ath/revoke`), and answer 303 back to their page with a fixed message
  * (Post/Redirect/Get). Not signed in: GETs go to the sign-in page, POSTs are refused.
  */
-import { prettyJson } from "../../protocol/pretty-json.ts";
 import { AthError, PATHS } from "../../protocol/index.ts";
 import { removeAgent, setAgentStatus, view as agentView } from "../admin/agents.ts";
 import { adminDecide, listApprovals } from "../admin/approvals.ts";
@@ -12,7 +11,7 @@ import { listAudit } from "../admin/audit.ts";
 import { removeProvider } from "../admin/providers.ts";
 import { listTokens } from "../admin/tokens.ts";
 import type { Call } from "../context.ts";
-import { shownBody } from "../domain/approvals.ts";
+import { requestView } from "../domain/approvals.ts";
 import { audit } from "../domain/audit.ts";
 import { listProviders, maskedProvider } from "../domain/providers.ts";
 import { revokeTokens } from "../domain/tokens.ts";
@@ -101,8 +100,7 @@ export async function approvals(call: Call): Promise<Response> {
       answer.approvals.map(async (a) => {
         if (a.approver !== "admin" || a.status !== "pending") return a;
         const record = await gw.store.getApproval(a.approval_id);
-        const bytes = record ? await shownBody(gw, record) : null;
-        return { ...a, body: bytes === null ? null : readable(bytes) };
+        return record ? { ...a, request: await requestView(gw, record) } : a;
       }),
     );
     const filters = filtersOf(call.search);
@@ -198,17 +196,6 @@ function shell(call: Call, user: ConsoleUser, section: pages.Shell["section"]): 
 const FLASHES = /^(Agent (approved|denied|suspended|removed)(; \d+ token\(s\) revoked)?\.|\d+ token\(s\) revoked\.|Provider removed\.|Request (approved|denied)\.)$/;
 
 /** A body for reading: UTF-8 text (JSON pretty-printed), or a note for binary data. */
-function readable(bytes: Uint8Array): string {
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    return `(${bytes.byteLength} bytes of binary data)`;
-  }
-  // bounded: ≤ 64 KiB of output, depth ≤ 32, else the raw text (DESIGN §14)
-  return prettyJson(text);
-}
-
 function withoutFlash(search: string): string {
   const q = new URLSearchParams(search);
   q.delete("done");

@@ -6,6 +6,7 @@
  */
 import { PATHS } from "../../protocol/index.ts";
 import { escapeHtml as e, renderPage } from "../pages/layout.ts";
+import { renderRequestView, type RequestView } from "../pages/request-view.ts";
 
 const ROOT = PATHS.adminConsole;
 type Section = "overview" | "agents" | "approvals" | "tokens" | "providers" | "audit";
@@ -151,8 +152,8 @@ export interface ApprovalRow {
   status: string;
   body_bytes: number;
   expires_at: string;
-  /** The body as the approval page shows it (first 16 KiB, JSON pretty-printed), for rows an admin may decide. */
-  body?: string | null;
+  /** The request as the approval page shows it (the bytes that will be sent), for rows an admin may decide. */
+  request?: RequestView;
 }
 
 /** Requests waiting for a person (DESIGN §15): the ones whose approver is `admin` can be decided here. */
@@ -165,7 +166,7 @@ export function approvalsPage(s: Shell, v: { filters: Record<string, string>; ap
       : a.approver === "user" && a.status === "pending"
         ? '<span class="hint">the user decides</span>'
         : "";
-    const body = a.body === undefined ? "" : a.body === null ? '<span class="hint">no body</span>' : `<pre>${e(a.body)}</pre>`;
+    const body = a.request === undefined ? "" : `<details open><summary>The request as it will be sent</summary>${renderRequestView(a.request)}</details>`;
     return `<tr>
 <td data-label="Status"><span class="badge ${e(a.status)}">${e(a.status)}</span></td>
 <td data-label="Request"><span class="mono">${e(a.method)} ${e(a.path)}${a.query ? `?${e(a.query)}` : ""}</span><br><span class="hint">${e(String(a.body_bytes))} bytes · ${e(a.approval_id)}</span>${body}</td>

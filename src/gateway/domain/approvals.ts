@@ -7,8 +7,9 @@ import { AthError, PATHS, PREFIX, type ApprovalRule, type ProviderConfig } from 
 import type { AgentRecord, ApprovalRecord, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
-import { matchesAnyRule } from "../proxy/scope-rules.ts";
+import { anyRuleMatches, type CanonicalRequest, type CanonicalWithContent } from "../rules/canonical-request.ts";
 import { requestDigest } from "../rules/request-digest.ts";
+import type { RequestView } from "../pages/request-view.ts";
 import { audit } from "./audit.ts";
 
 /** How much of a body the approval page shows (and so the store keeps, sealed). */
@@ -24,10 +25,13 @@ export const MAX_PENDING_PER_CLIENT = 50;
 
 export type ApprovalView = "pending" | "approved" | "denied" | "expired" | "used";
 
-/** The first rule, the provider's before the agent's own, that matches; null when the request needs no approval. */
-export function approvalRuleFor(config: ProviderConfig, agent: AgentRecord | null, method: string, path: string): ApprovalRule | null {
-  for (const rule of [...(config.approval_rules ?? []), ...(agent?.approval_rules ?? [])]) {
-    if (matchesAnyRule(rule.match, method, path)) return rule;
+/**
+ * The first rule, the provider's before the agent's own, that matches; null when the request needs no approval. A
+ * deny-list (DESIGN §16): a rule applies when it matches either form of the canonical request.
+ */
+export function approvalRuleFor(config: ProviderConfig, agent: AgentRecord | null, r: CanonicalRequest): ApprovalRule | null {
+  for (const rules of [config.approval_rules, agent?.approval_rules]) {
+    for (const rule of rules ?? []) if (anyRuleMatches(rule.match, r, "either")) return rule;
   }
   return null;
 }
@@ -39,13 +43,8 @@ export function approvalStatus(a: ApprovalRecord, now: number): ApprovalView {
 
 export interface ProxiedRequest {
   token: TokenRecord;
-  method: string;
-  /** Upstream path relative to api_base_url, as sent. */
-  path: string;
-  /** Query string without `?`. */
-  query: string;
-  body: Uint8Array;
-  contentType: string | null;
+  /** The canonical request (rules/canonical-request.ts) with its bound headers and body. */
+  request: CanonicalWithContent;
   /** The X-ATH-Approval header, if sent. */
   approvalId: string | null;
 }
@@ -55,7 +54,7 @@ export interface ProxiedRequest {
  * request (spending it); else throws APPROVAL_DENIED (it was denied) or APPROVAL_REQUIRED with a fresh approval.
  */
 export async function passApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRequest): Promise<void> {
-  const digest = requestDigest(r.method, r.path, r.query, r.body);
+  const digest = requestDigest(r.request);
   const { token } = r;
   let previous: { approval_id: string; reason: string } | undefined;
   if (r.approvalId !== null) {
@@ -77,7 +76,7 @@ export async function passApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRe
   const a = await createApproval(gw, rule, r, digest);
   throw new AthError(
     "APPROVAL_REQUIRED",
-    `A person must approve this ${r.method} request: open ${approvalUrl(gw, a.approval_id)}`,
+    `A person must approve this ${r.request.method} request: open ${approvalUrl(gw, a.approval_id)}`,
     {
       approval_id: a.approval_id,
       approval_url: approvalUrl(gw, a.approval_id),
@@ -116,6 +115,18 @@ export async function shownBody(gw: Gateway, a: ApprovalRecord): Promise<Uint8Ar
   return Uint8Array.fromBase64(await gw.sealer.open(a.body_sealed, aad(a.approval_id)));
 }
 
+/** The bound headers the approval was made for (DESIGN §16: the page shows them), lower-case names; {} when none. */
+export async function shownHeaders(gw: Gateway, a: ApprovalRecord): Promise<Record<string, string>> {
+  if (a.headers_sealed === null) return {};
+  return JSON.parse(await gw.sealer.open(a.headers_sealed, headersAad(a.approval_id))) as Record<string, string>;
+}
+
+/** The request as the approval page and the console show it: what will be sent (pages/request-view.ts). */
+export async function requestView(gw: Gateway, a: ApprovalRecord): Promise<RequestView> {
+  const [body, headers] = await Promise.all([shownBody(gw, a), shownHeaders(gw, a)]);
+  return { method: a.method, path: a.path, query: a.query, headers, body: body === null ? null : { shown: body, bytes: a.body_bytes, contentType: a.content_type } };
+}
+
 /** The agent's view of its approval (GET /ath/approvals/{id} with its bearer token). */
 export function statusDocument(gw: Gateway, a: ApprovalRecord) {
   return {
@@ -144,7 +155,9 @@ async function createApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRequest
     });
   }
   const id = mintSecret(PREFIX.approval, 16);
-  const shown = r.body.byteLength ? r.body.subarray(0, SHOWN_BODY_BYTES) : null;
+  const { method, rawPath, query, body, headers } = r.request;
+  const shown = body.byteLength ? body.subarray(0, SHOWN_BODY_BYTES) : null;
+  const headerNames = Object.keys(headers);
   const a: ApprovalRecord = {
     approval_id: id,
     client_id: r.token.client_id,
@@ -153,13 +166,14 @@ async function createApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRequest
     provider_id: r.token.provider_id,
     token_id: r.token.token_id,
     approver: rule.approver,
-    method: r.method,
-    path: r.path,
-    query: r.query,
+    method,
+    path: rawPath,
+    query,
     digest,
     body_sealed: shown ? await gw.sealer.seal(shown.toBase64(), aad(id)) : null,
-    body_bytes: r.body.byteLength,
-    content_type: r.contentType?.slice(0, 200) ?? null,
+    headers_sealed: headerNames.length ? await gw.sealer.seal(JSON.stringify(headers), headersAad(id)) : null,
+    body_bytes: body.byteLength,
+    content_type: headers["content-type"]?.slice(0, 200) ?? null,
     status: "pending",
     decided_by: null,
     decided_at: null,
@@ -186,4 +200,8 @@ function who(a: ApprovalRecord) {
 
 function aad(approvalId: string): string {
   return `approval:${approvalId}:body`;
+}
+
+function headersAad(approvalId: string): string {
+  return `approval:${approvalId}:headers`;
 }

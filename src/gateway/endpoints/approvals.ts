@@ -12,7 +12,7 @@ import { AthError, PATHS, type ProviderConfig } from "../../protocol/index.ts";
 import type { ApprovalRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
-import { approvalStatus, decide, shownBody, SHOWN_BODY_BYTES, statusDocument } from "../domain/approvals.ts";
+import { approvalStatus, decide, requestView, statusDocument } from "../domain/approvals.ts";
 import { approverCookieAfterConsent, readApprover, type ApproverIdentity } from "../domain/approver-cookie.ts";
 import { audit } from "../domain/audit.ts";
 import { bindingHash, ensureBinding, readBinding } from "../domain/browser-binding.ts";
@@ -246,8 +246,7 @@ function csrfToken(approvalId: string, who: ApproverIdentity): string {
 }
 
 async function page(gw: Gateway, a: ApprovalRecord, who: ApproverIdentity): Promise<string> {
-  const [provider, agent, body] = await Promise.all([findProvider(gw, a.provider_id), gw.store.getAgentByClientId(a.client_id), shownBody(gw, a)]);
-  const text = body === null ? null : utf8(body);
+  const [provider, agent, request] = await Promise.all([findProvider(gw, a.provider_id), gw.store.getAgentByClientId(a.client_id), requestView(gw, a)]);
   return renderApprovalPage({
     gatewayHost: new URL(gw.opts.baseUrl).host,
     status: approvalStatus(a, gw.now()),
@@ -260,24 +259,8 @@ async function page(gw: Gateway, a: ApprovalRecord, who: ApproverIdentity): Prom
       developerId: agent?.developer.id ?? "unknown",
       purpose: agent?.purpose ?? null,
     },
-    method: a.method,
-    path: a.path,
-    query: a.query,
-    body: body === null ? null : { text, bytes: a.body_bytes, shownBytes: Math.min(a.body_bytes, SHOWN_BODY_BYTES), contentType: a.content_type },
+    request,
     expiresAt: new Date(a.expires_at),
     now: new Date(gw.now()),
   });
-}
-
-function utf8(bytes: Uint8Array): string | null {
-  try {
-    // A body cut at 16 KiB may end inside a character: that one is dropped, not the whole text.
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    try {
-      return new TextDecoder("utf-8", { fatal: true }).decode(bytes.subarray(0, Math.max(0, bytes.byteLength - 3)));
-    } catch {
-      return null;
-    }
-  }
 }

@@ -1,13 +1,14 @@
 /**
  * The approval page (GET /ath/approvals/{id}, DESIGN §15): one exact request an agent wants to make — the agent (its
- * id proven; developer and purpose only claimed, and marked so), the provider, method, upstream path, query and body
- * (the first 16 KiB, JSON pretty-printed, every byte escaped), and the time left — with Approve / Deny for the one
+ * id proven; developer and purpose only claimed, and marked so), the provider, and the request as the bytes that will be
+ * sent (pages/request-view.ts: path, raw query and its pairs, bound headers, raw body, a formatted view only when
+ * faithful), and the time left — with Approve / Deny for the one
  * person allowed to decide it (endpoints/approvals.ts shows it to no one else). Same shell, CSP and headers as the
  * consent page.
  */
-import { prettyJson } from "../../protocol/pretty-json.ts";
 import { renderAgentSection, renderDecisionForm } from "./agent.ts";
 import { escapeHtml, renderPage } from "./layout.ts";
+import { renderRequestView, type RequestView } from "./request-view.ts";
 
 export interface ApprovalPageView {
   gatewayHost: string;
@@ -17,20 +18,14 @@ export interface ApprovalPageView {
   csrfToken: string;
   provider: { id: string; displayName: string };
   agent: { agentId: string; developerName: string; developerId: string; purpose: string | null };
-  method: string;
-  path: string;
-  query: string;
-  /** null: no body. */
-  body: { text: string | null; bytes: number; shownBytes: number; contentType: string | null } | null;
+  /** The request as it will be sent (pages/request-view.ts). */
+  request: RequestView;
   expiresAt: Date;
   now: Date;
 }
 
 export function renderApprovalPage(v: ApprovalPageView): string {
   const provider = escapeHtml(v.provider.displayName);
-  const query = v.query
-    ? `<dt>Query</dt><dd><code class="id">${v.query.split("&").map((p) => escapeHtml(safeDecode(p, true))).join("<br>")}</code></dd>`
-    : "";
   const decided: Record<typeof v.status, string> = {
     pending: "",
     approved: `<p class="status-ok">This request was approved. The agent may now send it once.</p>`,
@@ -46,12 +41,7 @@ export function renderApprovalPage(v: ApprovalPageView): string {
 <p class="lead">Approve only if you want exactly this request sent with your ${provider} account. Approving sends it once; the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong> refuses any other.</p>
 ${decided[v.status]}
 <h2>The request</h2>
-<dl class="identity">
-<dt>Method</dt><dd><code class="id">${escapeHtml(v.method)}</code></dd>
-<dt>Path</dt><dd><code class="id">${escapeHtml(safeDecode(v.path))}</code></dd>
-${query}
-</dl>
-${bodyHtml(v.body)}
+${renderRequestView(v.request)}
 ${renderAgentSection(v.agent)}
 ${form}`;
   return renderPage({ title: `Approve this request to ${v.provider.displayName}?`, body, brand: `ath gateway · ${v.gatewayHost}` });
@@ -99,19 +89,6 @@ export function renderApprovalSigninPage(v: { providerName: string; signin?: { a
 }
 
 // internal
-
-function bodyHtml(b: ApprovalPageView["body"]): string {
-  if (b === null) return `<h2>Body</h2><p class="hint">No body.</p>`;
-  const more = b.bytes > b.shownBytes ? `<p class="hint">Showing the first ${b.shownBytes} of ${b.bytes} bytes.</p>` : "";
-  const type = b.contentType ? ` <span class="hint">(${escapeHtml(b.contentType)})</span>` : "";
-  if (b.text === null) return `<h2>Body${type}</h2><p class="hint">${b.bytes} bytes of binary data, not shown.</p>`;
-  return `<h2>Body${type}</h2>\n<pre>${escapeHtml(pretty(b.text))}</pre>\n${more}`;
-}
-
-function pretty(text: string): string {
-  // bounded: ≤ 64 KiB of output, depth ≤ 32, else the raw text (DESIGN §14)
-  return prettyJson(text);
-}
 
 /** For reading only (the digest covers the bytes as sent): percent-decoded, `+` as a space in a query. */
 function safeDecode(s: string, query = false): string {

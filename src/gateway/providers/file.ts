@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { formatIssues, ProvidersFile, type ProviderConfig } from "../../protocol/index.ts";
 import { locateJsonError } from "./json-syntax.ts";
+import { policyProblems } from "../rules/conditions.ts";
 import { applyTemplate, UnknownTemplateError } from "./templates/index.ts";
 
 export class ConfigError extends Error {
@@ -34,7 +35,9 @@ export function loadProvidersFile(path: string, env: Record<string, string | und
   // A field whose ${ENV} is unset is reported once, as such, not again as the empty string zod then sees.
   const missingPaths = new Set(missing.map((m) => m.slice(0, m.indexOf(":"))));
   const invalid = parsed.success ? [] : formatIssues(parsed.error, "providers").filter((m) => !missingPaths.has(m.slice(0, m.indexOf(":"))));
-  const problems = [...missing, ...invalid];
+  // `when` conditions compile now, so a typo fails the start, naming the rule (DESIGN §16)
+  const conditions = parsed.success ? Object.entries(parsed.data).flatMap(([id, c]) => policyProblems(c.policy, `providers.${id}.policy`)) : [];
+  const problems = [...missing, ...invalid, ...conditions];
   if (problems.length > 0 || !parsed.success) {
     throw new ConfigError(`invalid providers file ${path}:\n  ${problems.join("\n  ")}`);
   }

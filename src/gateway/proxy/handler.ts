@@ -1,10 +1,13 @@
 /**
  * ANY /ath/proxy/{provider_id}/{path} (and, in native mode, ANY /api/{path}) — the agent's calls to the provider API, with the ATH token swapped for the
- * upstream token. Bodies stream both ways; the upstream token never reaches the agent.
+ * upstream token. Bodies stream both ways; the upstream token never reaches the agent. Every rule reads one canonical
+ * request (DESIGN §16), in this order: scope_rules, approval_rules, policy, budgets — then the call is sent, once.
  */
-import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
+import { AthError, HEADERS, PROXY_METHODS, type ApprovalRule } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../domain/approvals.ts";
+import { applyBudgets, matchingBudgets } from "../domain/budgets.ts";
+import { conditionInput, decidePolicy, policyDenied } from "../domain/policy.ts";
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
@@ -15,7 +18,11 @@ import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { prepareBody, send, type PreparedBody } from "./relay.ts";
 import { allowedByScopeRules } from "./scope-rules.ts";
-import { relativePath, upstreamUrl } from "./url.ts";
+import { upstreamUrl } from "./url.ts";
+import { boundHeaders, canonicalRequest } from "../rules/canonical-request.ts";
+
+/** On answers to calls a budget counted: the calls left in the tightest matching budget's window (DESIGN §16). */
+const BUDGET_REMAINING = "ath-budget-remaining";
 
 /** Methods the proxy forwards (the rule and its reason: PROXY_METHODS). */
 const FORWARDED_METHODS = PROXY_METHODS;
@@ -45,11 +52,12 @@ export async function proxy(call: Call): Promise<Response> {
   if (!record.config.api_base_url) {
     throw new AthError("UPSTREAM_UNAVAILABLE", `Provider '${providerId}' has no api_base_url configured`, { provider_id: providerId });
   }
+  // The one canonical request every rule reads (DESIGN §16): an ambiguous path is refused here, nothing forwarded.
+  const canonical = canonicalRequest(req.method, rawPath, call.search, { pathParams: record.config.path_params });
   const target = upstreamUrl(record.config.api_base_url, rawPath, call.search);
   const rules = record.config.scope_rules;
-  const path = relativePath(rawPath);
-  if (rules ? !allowedByScopeRules(rules, token.scopes, req.method, path) : gw.opts.strictScopes) {
-    throw new AthError("SCOPE_NOT_APPROVED", `No scope of this token allows ${req.method} ${path}`, { scopes: token.scopes });
+  if (rules ? !allowedByScopeRules(rules, token.scopes, canonical) : gw.opts.strictScopes) {
+    throw new AthError("SCOPE_NOT_APPROVED", `No scope of this token allows ${req.method} ${canonical.literal}`, { scopes: token.scopes });
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
 
@@ -57,27 +65,44 @@ export async function proxy(call: Call): Promise<Response> {
   // timeout, which is for everyone else (DESIGN §14); Bun's longest.
   gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
   const headers = upstreamRequestHeaders(req.headers, apiHeaders(record.config));
-  // Approval rules (DESIGN §15), after scope_rules: the body is read whole (bounded) to be digested and shown.
-  const rule = approvalRuleFor(record.config, agent, req.method, path);
-  let body: PreparedBody;
-  if (rule) {
+  // The body is read whole (bounded) only when a rule needs it — an approval to digest and show it, a condition to
+  // parse it — and then at most once; else it streams.
+  let whole: Uint8Array | null = null;
+  const readWhole = async (limit: number, tooLarge: () => AthError): Promise<Uint8Array> => {
+    if (whole === null) whole = await readBounded(req.body, req.headers.get("content-length"), limit, tooLarge);
+    else if (whole.byteLength > limit) throw tooLarge();
+    return whole;
+  };
+  // Approval rules (DESIGN §15), after scope_rules; then policy rules (§16), whose `approve` asks the same way.
+  let rule: ApprovalRule | null = approvalRuleFor(record.config, agent, canonical);
+  if (rule === null && (record.config.policy || agent?.policy)) {
+    const hit = await decidePolicy(record.config, agent, canonical, conditionInput(gw, { token, request: canonical, headers, contentLength: req.headers.get("content-length"), readWhole, whole: () => whole }));
+    if (hit?.rule.action === "deny") {
+      await audit(gw, "policy.denied", { client_id: token.client_id, agent_id: token.agent_id, provider_id: providerId, user_id: token.user_id, data: { method: canonical.method, path: canonical.literal, rule: { from: hit.from, index: hit.index } } });
+      throw policyDenied(hit);
+    }
+    if (hit?.rule.action === "approve") rule = hit.rule;
+  }
+  const approve = async (r: ApprovalRule): Promise<void> => {
     const limit = Math.min(gw.opts.maxApprovalBody ?? MAX_APPROVAL_BODY_DEFAULT, gw.opts.maxProxyBody ?? Infinity);
-    const bytes = await readBounded(req.body, req.headers.get("content-length"), limit, () =>
-      new AthError("PAYLOAD_TOO_LARGE", `A request that needs a person's approval may carry at most ${limit} bytes`, { limit }),
-    );
-    await passApproval(gw, rule, {
+    const bytes = await readWhole(limit, () => new AthError("PAYLOAD_TOO_LARGE", `A request that needs a person's approval may carry at most ${limit} bytes`, { limit }));
+    await passApproval(gw, r, {
       token,
-      method: req.method,
-      path: "/" + rawPath,
-      query: call.search.replace(/^\?/, ""),
-      body: bytes,
-      contentType: req.headers.get("content-type"),
+      request: { ...canonical, headers: boundHeaders(headers), body: bytes },
       approvalId: req.headers.get(HEADERS.approval),
     });
-    body = { data: bytes.byteLength ? (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer) : null, replayable: true };
-  } else {
-    body = await prepareBody(req, gw.opts.maxProxyBody);
-  }
+  };
+  // Budgets (DESIGN §16) are counted first, conditionally, and given back if the call is not sent after all (a person
+  // has not approved it): so a spent `deny` budget refuses before an approval is used.
+  let budgetRemaining: number | null = null;
+  const budgets = record.config.budgets || agent?.budgets ? matchingBudgets(record.config, agent, canonical, token, gw.now()) : [];
+  if (budgets.length) ({ remaining: budgetRemaining, approval: rule } = await applyBudgets(gw, budgets, token, rule, approve));
+  else if (rule) await approve(rule);
+  const read = whole as Uint8Array | null;
+  const body: PreparedBody =
+    read !== null
+      ? { data: read.byteLength ? (read.buffer.slice(read.byteOffset, read.byteOffset + read.byteLength) as ArrayBuffer) : null, replayable: true }
+      : await prepareBody(req, gw.opts.maxProxyBody);
   let access: Awaited<ReturnType<typeof currentAccess>>;
   try {
     access = await currentAccess(gw, token.grant_id);
@@ -88,10 +113,16 @@ export async function proxy(call: Call): Promise<Response> {
     throw err;
   }
   let res = await send(gw, providerId, req.method, target, headers, body, access);
-  if (res.status === 401 && access.canRefresh && body.replayable) {
-    await res.body?.cancel();
-    access = await refreshAfterRejection(gw, token.grant_id, access.version);
-    res = await send(gw, providerId, req.method, target, headers, body, access);
+  if (res.status === 401 && access.canRefresh) {
+    if (body.replayable && !rule) {
+      await res.body?.cancel();
+      access = await refreshAfterRejection(gw, token.grant_id, access.version);
+      res = await send(gw, providerId, req.method, target, headers, body, access);
+    } else if (rule) {
+      // Sent at most once (DESIGN §16): an approved request is not sent again — the 401 is relayed, and the grant is
+      // refreshed for later calls (a failed refresh says nothing this answer must carry).
+      await refreshAfterRejection(gw, token.grant_id, access.version).catch(() => undefined);
+    }
   }
   if (res.status < 200 || res.status > 599) {
     // Not an HTTP status a Response can carry (Bun's fetch passes 0–999 through): the upstream is broken, not the agent.
@@ -99,7 +130,9 @@ export async function proxy(call: Call): Promise<Response> {
     throw new AthError("UPSTREAM_UNAVAILABLE", `The provider API answered with an invalid HTTP status (${res.status})`, { reason: "invalid_status", status: res.status });
   }
   if (res.status >= 400) {
-    await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method } });
+    await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method, path: canonical.literal } });
   }
-  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: agentResponseHeaders(res.headers) });
+  const answer = agentResponseHeaders(res.headers);
+  if (budgetRemaining !== null) answer[BUDGET_REMAINING] = String(budgetRemaining);
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: answer });
 }

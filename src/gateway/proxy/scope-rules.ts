@@ -1,19 +1,13 @@
-/** The proxy's `scope_rules` check: does one of the token's scopes allow this method and path? */
-import { matchSegments } from "../rules/glob.ts";
+/** The proxy's `scope_rules` check: does one of the token's scopes allow this request? */
+import { ruleMatches, type CanonicalRequest } from "../rules/canonical-request.ts";
 
 /**
- * A rule is `"METHOD /path"`: METHOD may be `*`; the path is a glob (rules/glob.ts). `path` is the upstream path
- * relative to api_base_url, starting with `/`, without the query.
+ * A rule is `"METHOD /path"`: METHOD may be `*`; the path is a glob (rules/glob.ts), written decoded. An allow-list
+ * fails closed (DESIGN §16): a rule allows the request only if it matches both its literal and its loose form.
  */
-export function allowedByScopeRules(
-  rules: Record<string, readonly string[]>,
-  scopes: readonly string[],
-  method: string,
-  path: string,
-): boolean {
-  const segments = path.split("/").filter(Boolean);
-  if (scopes.some((scope) => (rules[scope] ?? []).some((rule) => matchRule(rule, method, segments)))) return true;
-  return scopes.length > 0 && (rules[ANY_SCOPE] ?? []).some((rule) => matchRule(rule, method, segments));
+export function allowedByScopeRules(rules: Record<string, readonly string[]>, scopes: readonly string[], r: CanonicalRequest): boolean {
+  if (scopes.some((scope) => (rules[scope] ?? []).some((rule) => ruleMatches(rule, r, "both")))) return true;
+  return scopes.length > 0 && (rules[ANY_SCOPE] ?? []).some((rule) => ruleMatches(rule, r, "both"));
 }
 
 /**
@@ -21,18 +15,3 @@ export function allowedByScopeRules(
  * identity endpoint (GitHub `GET /user`). A token with no scope at all gets nothing from it.
  */
 export const ANY_SCOPE = "*";
-
-/** Whether one of `rules` (same grammar) matches: approval_rules (DESIGN §15) use the scope_rules matcher. */
-export function matchesAnyRule(rules: readonly string[], method: string, path: string): boolean {
-  const segments = path.split("/").filter(Boolean);
-  return rules.some((rule) => matchRule(rule, method, segments));
-}
-
-// internal
-
-function matchRule(rule: string, method: string, segments: readonly string[]): boolean {
-  const space = rule.indexOf(" ");
-  const ruleMethod = rule.slice(0, space);
-  if (ruleMethod !== "*" && ruleMethod !== method.toUpperCase()) return false;
-  return matchSegments(rule.slice(space + 1).split("/").filter(Boolean), segments);
-}

@@ -24,11 +24,6 @@ export function upstreamUrl(apiBaseUrl: string, rawPath: string, search: string)
   return target;
 }
 
-/** The path relative to api_base_url (`/messages/42`), decoded, for scope_rules matching. */
-export function relativePath(rawPath: string): string {
-  return "/" + rawPath.split("/").map((s) => decodeURIComponent(s)).join("/");
-}
-
 // internal
 
 /** api_base_url's origin and path prefix, parsed once per distinct value (it is parsed on every proxied request). */

@@ -1,5 +1,5 @@
 /**
- * The path glob of `scope_rules`: `*` matches one segment, `**` any number of segments (none included), anything
+ * The path glob of `scope_rules`: `*` matches one non-empty segment, `**` any number of segments (none included), anything
  * else one literal segment. Matched by simulating the pattern as a set of positions, one step per path segment —
  * O(pattern × path) with no backtracking, so time is linear in the path whatever the pattern (DESIGN §14: several
  * `**` made the recursive matcher polynomial; one 296-char path blocked the event loop for seconds). Patterns are
@@ -21,7 +21,7 @@ export function matchSegments(pattern: readonly string[], segments: readonly str
       if (live[i] === 0) continue;
       const head = pattern[i];
       if (head === "**") next[i] = 1; // ** takes this segment and may take more
-      else if (head === "*" || head === segment) next[i + 1] = 1;
+      else if ((head === "*" && segment !== "") || head === segment) next[i + 1] = 1;
       else continue;
       any = true;
     }

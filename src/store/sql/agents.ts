@@ -26,13 +26,19 @@ export function agentQueries(
       const changed = await db.run(
         `UPDATE agents SET status = COALESCE(?, status), approvals = COALESCE(?, approvals),
            approval_expires = COALESCE(?, approval_expires),
-           approval_rules = CASE WHEN ? = 1 THEN ? ELSE approval_rules END WHERE client_id = ?`,
+           approval_rules = CASE WHEN ? = 1 THEN ? ELSE approval_rules END,
+           policy = CASE WHEN ? = 1 THEN ? ELSE policy END,
+           budgets = CASE WHEN ? = 1 THEN ? ELSE budgets END WHERE client_id = ?`,
         [
           patch.status ?? null,
           patch.approvals ? JSON.stringify(patch.approvals) : null,
           patch.approval_expires ?? null,
           patch.approval_rules === undefined ? 0 : 1,
           patch.approval_rules ? JSON.stringify(patch.approval_rules) : null,
+          patch.policy === undefined ? 0 : 1,
+          patch.policy ? JSON.stringify(patch.policy) : null,
+          patch.budgets === undefined ? 0 : 1,
+          patch.budgets ? JSON.stringify(patch.budgets) : null,
           clientId,
         ],
       );

@@ -66,7 +66,9 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
       );
       const audit = auditRetainMs === undefined ? 0 : await inBatches("audit", "id", "SELECT id FROM audit WHERE at <= ?", [now - auditRetainMs]);
       const rateLeases = await inBatches("rate_leases", "(rkey, window_start)", "SELECT rkey, window_start FROM rate_leases WHERE expires_at <= ?", [now]);
-      return { sessions, jti, tokens, grants, agents, audit, rate_leases: rateLeases };
+      // budget windows that ended more than `retainMs` ago (kept that long for `ath admin budgets`)
+      const budgetUsage = await inBatches("budget_usage", "(bkey, window_start)", "SELECT bkey, window_start FROM budget_usage WHERE expires_at <= ?", [cutoff]);
+      return { sessions, jti, tokens, grants, agents, audit, rate_leases: rateLeases, budget_usage: budgetUsage };
     },
   };
 }

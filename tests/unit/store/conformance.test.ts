@@ -422,11 +422,41 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       });
     });
 
+    describe("budgets (DESIGN §16)", () => {
+      const usage = (o: Partial<Parameters<Store["countBudget"]>[0]> = {}) => ({
+        bkey: "k1", window_start: 3_600_000, limit: 5, provider_id: "mail", client_id: "ath_c1",
+        user_id: null, rule: "provider:0 GET /v1/echo · 5/1h per agent", expires_at: 7_200_000, ...o,
+      });
+
+      test("counts exactly to the limit under concurrency from two instances; force counts past it; windows are separate", async () => {
+        const other = await h.open();
+        try {
+          const results = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? store : other).countBudget(usage())));
+          expect(results.filter((r) => r !== null).sort()).toEqual([1, 2, 3, 4, 5]);
+          expect(await store.countBudget(usage())).toBeNull();
+          expect(await store.countBudget(usage(), true)).toBe(6);
+          await other.uncountBudget(usage());
+          expect(await store.countBudget(usage(), true)).toBe(6);
+          expect(await store.countBudget(usage({ window_start: 7_200_000, expires_at: 10_800_000 }))).toBe(1);
+          expect(await store.countBudget(usage({ limit: 0 }))).toBeNull();
+          const rows = await store.listBudgetUsage({ now: 5_000_000 });
+          expect(rows.map((r) => [r.window_start, r.used, r.limit])).toEqual([[3_600_000, 6, 5], [7_200_000, 1, 5]]);
+          expect(await store.listBudgetUsage({ now: 8_000_000, client_id: "ath_c1" })).toHaveLength(1);
+          expect(await store.listBudgetUsage({ now: 5_000_000, client_id: "other" })).toEqual([]);
+          // ended windows are swept after the retention
+          expect((await store.sweep(7_200_000 + 1000, 1000)).budget_usage).toBe(1);
+          expect((await store.listBudgetUsage({ now: 0 })).map((r) => r.window_start)).toEqual([7_200_000]);
+        } finally {
+          await other.close();
+        }
+      });
+    });
+
     describe("approvals (DESIGN §15)", () => {
       const approval = (o: Partial<ApprovalRecord> = {}): ApprovalRecord => ({
         approval_id: `ath_apr_${crypto.randomUUID()}`, client_id: "ath_c1", agent_id: "did:key:z1", user_id: "u1",
         provider_id: "mail", token_id: "ath_tkid_1", approver: "user", method: "POST", path: "/v1/messages", query: "",
-        digest: "d1", body_sealed: "v1.a.b", body_bytes: 3, content_type: "application/json", status: "pending",
+        digest: "d1", body_sealed: "v1.a.b", headers_sealed: null, body_bytes: 3, content_type: "application/json", status: "pending",
         decided_by: null, decided_at: null, used_at: null, created_at: 1_000, expires_at: 301_000, ...o,
       });
       const match = { client_id: "ath_c1", user_id: "u1", provider_id: "mail", digest: "d1" };
@@ -616,7 +646,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.markSessionConsented(consented.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: pendingGrant.grant_id, expires_at: now + 1 });
 
       const before = { sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") };
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, agents: 0, audit: 0, rate_leases: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0 });
       expect({ sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") })
         .toEqual({ sessions: before.sessions - 1, jti: before.jti - 1, tokens: before.tokens - 2, grants: before.grants - 2 });
       expect(await store.getGrant(dead.grant_id)).toBeNull();
@@ -625,7 +655,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       for (const t of kept) expect(await store.getToken(t.token_hash)).toEqual(t);
       expect(await store.getSession(live.session_id)).toEqual(live);
       expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0 });
     });
 
     test("sweep deletes agents that never got an approved scope and hold no token, once past retention — not pending ones, not approved ones, not token holders", async () => {

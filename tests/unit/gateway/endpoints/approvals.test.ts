@@ -32,8 +32,8 @@ afterEach(() => g.close());
 
 const MAIL = { to: "boss@example.com", subject: "Resignation", text: "I quit." };
 
-function send(path: string, o: { method?: string; body?: string; approval?: string; token?: string } = {}) {
-  const headers: Record<string, string> = { authorization: `Bearer ${o.token ?? flow.accessToken}`, "content-type": "application/json" };
+function send(path: string, o: { method?: string; body?: string; approval?: string; token?: string; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { authorization: `Bearer ${o.token ?? flow.accessToken}`, "content-type": "application/json", ...o.headers };
   if (o.approval) headers["x-ath-approval"] = o.approval;
   return g.fetch(`/ath/proxy/mail${path}`, { method: o.method ?? "POST", headers, ...(o.body === undefined ? {} : { body: o.body }) });
 }
@@ -110,7 +110,11 @@ describe("the person decides", () => {
     expect(done.body).toContain("Request approved");
     expect((await poll(d.approval_id)).json.status).toBe("approved");
 
-    const ok = await send("/v1/messages?a=1&b=2", { body, approval: d.approval_id }); // query order does not matter
+    // the query is bound exactly as sent, order kept (DESIGN §16): the same pairs reordered are another request
+    const reordered = await required(await send("/v1/messages?a=1&b=2", { body, approval: d.approval_id }));
+    expect(reordered.previous).toEqual({ approval_id: d.approval_id, reason: "digest_mismatch" });
+    expect(apiCalls("POST")).toEqual([]);
+    const ok = await send("/v1/messages?b=2&a=1", { body, approval: d.approval_id });
     expect(ok.status).toBe(200);
     expect(apiCalls("POST").map((r) => r.body)).toEqual([body]);
     expect(apiCalls("POST")[0]!.headers["x-ath-approval"]).toBeUndefined();
@@ -118,14 +122,14 @@ describe("the person decides", () => {
     expect(await g.audited("approval.approved")).toBe(1);
     expect(await g.audited("approval.used")).toBe(1);
 
-    const again = await required(await send("/v1/messages?a=1&b=2", { body, approval: d.approval_id }));
+    const again = await required(await send("/v1/messages?b=2&a=1", { body, approval: d.approval_id }));
     expect(again.previous).toEqual({ approval_id: d.approval_id, reason: "used" });
     expect(again.approval_id).not.toBe(d.approval_id);
     expect(apiCalls("POST")).toHaveLength(1);
 
     // ath_approvals_total{provider,result} at /metrics
     const metrics = await (await g.fetch("/metrics", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
-    expect(metrics).toContain('ath_approvals_total{provider="mail",result="requested"} 2');
+    expect(metrics).toContain('ath_approvals_total{provider="mail",result="requested"} 3');
     expect(metrics).toContain('ath_approvals_total{provider="mail",result="approved"} 1');
     expect(metrics).toContain('ath_approvals_total{provider="mail",result="used"} 1');
   });
@@ -146,6 +150,45 @@ describe("the person decides", () => {
     expect(apiCalls("POST")).toEqual([]);
     expect(apiCalls("PUT")).toEqual([]);
     expect((await send("/v1/messages", { body, approval: d.approval_id })).status).toBe(200);
+  });
+
+  test("the digest binds the headers and the query's order (DESIGN §16): a changed argument header, Content-Type or parameter order gets a fresh approval and forwards nothing", async () => {
+    const body = JSON.stringify(MAIL);
+    const arg = { "dropbox-api-arg": JSON.stringify({ path: "/reports/q3.pdf" }) };
+    const d = await required(await send("/v1/messages?a=1&b=2", { body, headers: arg }));
+    await decideInBrowser(person, d.approval_url, "Approve");
+    for (const changed of [
+      send("/v1/messages?a=1&b=2", { body, approval: d.approval_id, headers: { "dropbox-api-arg": JSON.stringify({ path: "/everything" }) } }),
+      send("/v1/messages?a=1&b=2", { body, approval: d.approval_id, headers: { ...arg, "content-type": "text/plain" } }),
+      send("/v1/messages?b=2&a=1", { body, approval: d.approval_id, headers: arg }),
+      send("/v1/messages?a=1&b=2", { body, approval: d.approval_id, headers: { ...arg, "x-extra": "1" } }),
+    ]) {
+      const fresh = await required(await changed);
+      expect(fresh.previous).toEqual({ approval_id: d.approval_id, reason: "digest_mismatch" });
+      expect(fresh.approval_id).not.toBe(d.approval_id);
+    }
+    expect(apiCalls("POST")).toEqual([]);
+    // unbound headers (User-Agent, Accept…) may differ: the same request still goes, once
+    const ok = await send("/v1/messages?a=1&b=2", { body, approval: d.approval_id, headers: { ...arg, "user-agent": "another/1", accept: "text/plain" } });
+    expect(ok.status).toBe(200);
+    expect(apiCalls("POST").map((r) => r.headers["dropbox-api-arg"])).toEqual([arg["dropbox-api-arg"]]);
+  });
+
+  test("sent at most once: an approved request whose upstream answers 401 is relayed, not retried; the grant is refreshed for later calls", async () => {
+    const body = JSON.stringify(MAIL);
+    const d = await required(await send("/v1/messages", { body }));
+    await decideInBrowser(person, d.approval_url, "Approve");
+    p.expireAccessTokens();
+    const refreshesBefore = p.grants("refresh_token").length;
+    const res = await send("/v1/messages", { body, approval: d.approval_id });
+    expect(res.status).toBe(401);
+    expect(apiCalls("POST")).toHaveLength(1);
+    expect((await poll(d.approval_id)).json.status).toBe("used");
+    expect(p.grants("refresh_token").length).toBe(refreshesBefore + 1);
+    // the next call uses the refreshed grant at once
+    const later = await send("/v1/messages", { method: "GET" });
+    expect(later.status).toBe(200);
+    expect(p.grants("refresh_token").length).toBe(refreshesBefore + 1);
   });
 
   test("two racing resends: exactly one is forwarded", async () => {

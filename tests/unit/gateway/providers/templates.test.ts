@@ -7,6 +7,7 @@ import { loadProvidersFile } from "../../../../src/gateway/providers/file.ts";
 import { sectionOf } from "../../../helpers/readme.ts";
 import { formatIssues, ProviderConfig } from "../../../../src/protocol/index.ts";
 import { allowedByScopeRules } from "../../../../src/gateway/proxy/scope-rules.ts";
+import { canonicalRequest } from "../../../../src/gateway/rules/canonical-request.ts";
 import { applyTemplate, exampleEntry, TEMPLATES, UnknownTemplateError } from "../../../../src/gateway/providers/templates/index.ts";
 
 const REQUIRED = ["github", "gitlab", "google", "microsoft", "slack", "notion", "linear", "dropbox"];
@@ -45,8 +46,9 @@ describe("the built-in templates", () => {
       });
       test("its identity endpoint is allowed under every scope it offers (the \"*\" key, DESIGN §11)", () => {
         const [method, path] = IDENTITY[t.id]!;
-        for (const scope of t.entry.available_scopes) expect({ scope, allowed: allowedByScopeRules(t.entry.scope_rules ?? {}, [scope], method, path) }).toEqual({ scope, allowed: true });
-        expect(allowedByScopeRules(t.entry.scope_rules ?? {}, [], method, path)).toBe(false);
+        const request = canonicalRequest(method, path.slice(1), "");
+        for (const scope of t.entry.available_scopes) expect({ scope, allowed: allowedByScopeRules(t.entry.scope_rules ?? {}, [scope], request) }).toEqual({ scope, allowed: true });
+        expect(allowedByScopeRules(t.entry.scope_rules ?? {}, [], request)).toBe(false);
       });
       test("it cites the provider's documentation over https and lists its quirks", () => {
         expect(t.docs.length).toBeGreaterThan(0);
@@ -86,7 +88,7 @@ describe("scope_rules of the templates allow the main API calls and nothing of a
   ];
   for (const [id, scope, method, path, allowed] of cases) {
     test(`${id}: ${scope} ${allowed ? "allows" : "does not allow"} ${method} ${path}`, () => {
-      expect(allowedByScopeRules(TEMPLATES[id]!.entry.scope_rules ?? {}, [scope], method, path)).toBe(allowed);
+      expect(allowedByScopeRules(TEMPLATES[id]!.entry.scope_rules ?? {}, [scope], canonicalRequest(method, path.slice(1), ""))).toBe(allowed);
     });
   }
 });

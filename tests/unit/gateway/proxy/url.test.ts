@@ -1,7 +1,7 @@
 /** Proxy URL composition: api_base_url + the agent's path, never leaving the base URL's origin or prefix. */
 import { describe, expect, test } from "bun:test";
 import { AthError } from "../../../../src/protocol/index.ts";
-import { relativePath, upstreamUrl } from "../../../../src/gateway/proxy/url.ts";
+import { upstreamUrl } from "../../../../src/gateway/proxy/url.ts";
 
 describe("proxy — upstream URL composition", () => {
   test("the upstream URL is api_base_url + / + path + query, keeping the base path prefix and the original encoding", () => {
@@ -39,8 +39,5 @@ describe("proxy — upstream URL composition", () => {
         search: "?q=1",
       });
     }
-  });
-  test("the path scope_rules judge is decoded and rooted", () => {
-    expect(relativePath("v1/a%20b")).toBe("/v1/a b");
   });
 });

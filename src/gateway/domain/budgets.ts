@@ -1,0 +1,128 @@
+/**
+ * Budgets (DESIGN §16): at most `limit` matching calls per window, per agent (or agent and user), counted exactly
+ * across instances — one conditional store update per counted call (store/sql/budgets.ts), no leases. A deny-list:
+ * a budget applies when its match holds for either form of the canonical request. Past the limit, `deny` answers 429
+ * BUDGET_EXHAUSTED (Retry-After: the window's end) and `approve` makes each further call wait for a person (§15),
+ * counted once approved. No store round trip unless a budget matches.
+ */
+import { AthError, type ApprovalRule, type BudgetRule, type ProviderConfig } from "../../protocol/index.ts";
+import type { AgentRecord, BudgetUsage, TokenRecord } from "../../store/types.ts";
+import type { Gateway } from "../context.ts";
+import { anyRuleMatches, type CanonicalRequest } from "../rules/canonical-request.ts";
+import { audit } from "./audit.ts";
+
+/** Window lengths, ms; windows are aligned to the Unix epoch (an hour starts on the hour, UTC). */
+export const WINDOW_MS: Readonly<Record<BudgetRule["window"], number>> = { "1h": 3_600_000, "1d": 86_400_000, "30d": 30 * 86_400_000 };
+
+export interface BudgetHit {
+  rule: BudgetRule;
+  /** What is counted: the store row's key and description for this call's window. */
+  usage: Omit<BudgetUsage, "used">;
+}
+
+/** The budgets — the provider's, then the agent's own — that count this request, with their rows for `now`. */
+export function matchingBudgets(config: ProviderConfig, agent: AgentRecord | null, r: CanonicalRequest, token: TokenRecord, now: number): BudgetHit[] {
+  const hits: BudgetHit[] = [];
+  for (const [from, rules] of [["provider", config.budgets], ["agent", agent?.budgets]] as const) {
+    (rules ?? []).forEach((rule, index) => {
+      if (!anyRuleMatches(rule.match, r, "either")) return;
+      const length = WINDOW_MS[rule.window];
+      const windowStart = Math.floor(now / length) * length;
+      const user = rule.per === "agent_user" ? token.user_id : null;
+      hits.push({
+        rule,
+        usage: {
+          bkey: hash(JSON.stringify([token.provider_id, from, rule.match, rule.per, rule.window, token.client_id, user])),
+          window_start: windowStart,
+          limit: rule.limit,
+          provider_id: token.provider_id,
+          client_id: token.client_id,
+          user_id: user,
+          rule: `${from}:${index} ${rule.match.join(", ")} · ${rule.limit}/${rule.window} per ${rule.per}`,
+          expires_at: windowStart + length,
+        },
+      });
+    });
+  }
+  return hits;
+}
+
+/**
+ * Counts the call against one budget: the calls left after it, or — when the window's count is spent — null after
+ * auditing `budget.exhausted` (the caller then denies or asks a person). `approved`: a person approved this exact
+ * call, so it is counted past the limit.
+ */
+export async function countCall(gw: Gateway, hit: BudgetHit, token: TokenRecord, approved: boolean): Promise<number | null> {
+  const used = await gw.store.countBudget(hit.usage, approved);
+  if (used !== null) return Math.max(0, hit.rule.limit - used);
+  await audit(gw, "budget.exhausted", {
+    client_id: token.client_id,
+    agent_id: token.agent_id,
+    provider_id: token.provider_id,
+    user_id: token.user_id,
+    data: { rule: hit.usage.rule, limit: hit.rule.limit, window: hit.rule.window, then: hit.rule.then, resets_at: new Date(hit.usage.expires_at).toISOString() },
+  });
+  return null;
+}
+
+/**
+ * Counts the call against every matching budget, then has it approved when it needs to be: `approval`, the approval
+ * rule that already applies (approval_rules or policy), or — past a budget with `then: "approve"` — that budget, whose
+ * count is then taken once the person approved. A spent `deny` budget throws 429 before any approval is used; a
+ * call that ends up not sent (refused, or waiting for a person) gives its counts back, so every count is a call sent.
+ * Returns the calls left in the tightest budget and the approval rule the call was sent under (sent at most once).
+ */
+export async function applyBudgets(
+  gw: Gateway,
+  hits: readonly BudgetHit[],
+  token: TokenRecord,
+  approval: ApprovalRule | null,
+  approve: (rule: ApprovalRule) => Promise<void>,
+): Promise<{ remaining: number; approval: ApprovalRule | null }> {
+  const counted: BudgetHit[] = [];
+  const afterApproval: BudgetHit[] = [];
+  let remaining = Infinity;
+  try {
+    for (const hit of hits) {
+      const left = await countCall(gw, hit, token, false);
+      if (left !== null) {
+        counted.push(hit);
+        remaining = Math.min(remaining, left);
+      } else if (hit.rule.then === "deny") throw budgetExhausted(gw, hit);
+      else {
+        // past the limit each call waits for a person; once approved it is sent (once) and counted
+        approval ??= hit.rule;
+        afterApproval.push(hit);
+      }
+    }
+    if (approval) await approve(approval);
+  } catch (err) {
+    for (const hit of counted) await gw.store.uncountBudget(hit.usage);
+    throw err;
+  }
+  for (const hit of afterApproval) remaining = Math.min(remaining, (await countCall(gw, hit, token, true)) ?? 0);
+  return { remaining: remaining === Infinity ? 0 : remaining, approval };
+}
+
+/** 429 BUDGET_EXHAUSTED, Retry-After until the window's end. */
+export function budgetExhausted(gw: Gateway, hit: BudgetHit): AthError {
+  const resetsAt = new Date(hit.usage.expires_at).toISOString();
+  return new AthError(
+    "BUDGET_EXHAUSTED",
+    `This agent has made its ${hit.rule.limit} calls allowed per ${hit.rule.window} for ${hit.rule.match.join(", ")}; the budget resets at ${resetsAt}`,
+    { limit: hit.rule.limit, window: hit.rule.window, resets_at: resetsAt },
+    { headers: { "retry-after": String(Math.max(1, Math.ceil((hit.usage.expires_at - gw.now()) / 1000))) } },
+  );
+}
+
+// internal
+
+/**
+ * A budget row's key: the provider, where the rule is written, the rule's identity across restarts and reorderings
+ * (match, subject kind and window — not its limit, which may be raised mid-window) and the subject.
+ */
+function hash(text: string): string {
+  const h = new Bun.CryptoHasher("sha256");
+  h.update(text);
+  return h.digest("base64url");
+}
