@@ -165,6 +165,9 @@ const NEUTRAL = new Set([
   "getGrant", "appendAudit", "listAudit", "leaseRateCapacity", "transaction", "changes", "close",
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
+  // the MCP front door (DESIGN §18): its clients, codes and refresh tokens are never cached
+  "createMcpClient", "getMcpClient", "createMcpAuthorization", "getMcpAuthorization", "setMcpAuthorizationCode", "consumeMcpCode",
+  "createMcpRefresh", "getMcpRefresh", "spendMcpRefresh", "revokeMcpFamily", "findMcpApproval",
 ]);
 
 /**

@@ -11,6 +11,7 @@ import { auditQueries } from "./sql/audit.ts";
 import { consoleQueries } from "./sql/console.ts";
 import type { Driver } from "./sql/driver.ts";
 import { grantQueries } from "./sql/grants.ts";
+import { mcpQueries } from "./sql/mcp.ts";
 import { metaQueries } from "./sql/meta.ts";
 import { providerQueries } from "./sql/providers.ts";
 import { rateLimitQueries } from "./sql/rate-limits.ts";
@@ -34,6 +35,7 @@ export function sqlStore(driver: Driver, inTransaction = false): Store {
     ...auditQueries(db),
     ...consoleQueries(db),
     ...approvalQueries(db),
+    ...mcpQueries(db),
     ...rateLimitQueries(db),
     ...sweepQueries(db),
     // Nested: already in one, the inner decision joins it.

@@ -7,6 +7,7 @@
  * AES-256-GCM blobs from gateway/sealing.ts); the store never sees a plaintext secret.
  */
 import type { AgentStatus, ApprovalRule, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
+import type { McpStore } from "./mcp-types.ts";
 import type { ChangeFeed } from "./notify.ts";
 
 export interface ProviderRecord {
@@ -195,7 +196,7 @@ export interface SweepResult {
   rate_leases: number;
 }
 
-export interface Store {
+export interface Store extends McpStore {
   readonly kind: "sqlite" | "postgres";
 
   // meta (schema version, generated admin-token hash, …)

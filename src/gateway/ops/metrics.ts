@@ -86,6 +86,8 @@ export interface Metrics {
   rateLimited: Counter;
   /** Per-request approvals (DESIGN §15): requested, approved, denied, used. */
   approvals: Counter;
+  /** MCP front door (DESIGN §18): JSON-RPC calls by provider, method, tool (bounded: see mcp/handler.ts) and result. */
+  mcpCalls: Counter;
   /** Counts what an audit event says happened (domain/audit.ts calls it for every event). */
   event(type: string, e: { provider_id?: string | null | undefined; data?: LogFields | undefined }): void;
   /** The exposition, process metrics included. */
@@ -104,6 +106,7 @@ export function createMetrics(version: string): Metrics {
     agentsRegistered: new Counter("ath_agents_registered_total", "Agents registered, by the status they got.", ["status"]),
     rateLimited: new Counter("ath_rate_limited_total", "Requests refused with 429, by limit.", ["limit"]),
     approvals: new Counter("ath_approvals_total", "Per-request approvals, by provider and what happened (requested, approved, denied, used).", ["provider", "result"]),
+    mcpCalls: new Counter("ath_mcp_calls_total", "MCP JSON-RPC calls through the front door, by provider, method, tool and result.", ["provider", "method", "tool", "result"]),
   };
   const provider = (e: { provider_id?: string | null | undefined }) => e.provider_id ?? "none";
   const EVENTS: Record<string, (e: { provider_id?: string | null | undefined; data?: LogFields | undefined }) => void> = {
@@ -116,6 +119,7 @@ export function createMetrics(version: string): Metrics {
     "approval.approved": (e) => m.approvals.inc([provider(e), "approved"]),
     "approval.denied": (e) => m.approvals.inc([provider(e), "denied"]),
     "approval.used": (e) => m.approvals.inc([provider(e), "used"]),
+    "mcp.call": (e) => m.mcpCalls.inc([provider(e), String(e.data?.method_label ?? "other"), String(e.data?.tool_label ?? ""), String(e.data?.result ?? "unknown")]),
     "agent.registered": (e) => m.agentsRegistered.inc([String(e.data?.status ?? "unknown")]),
   };
   const build = `# HELP ath_build_info The running ath version.\n# TYPE ath_build_info gauge\nath_build_info${labelSet(["version"], [version])} 1\n`;
