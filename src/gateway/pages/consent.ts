@@ -36,7 +36,7 @@ export interface McpClientView {
 export function renderMcpClientSection(c: McpClientView): string {
   const name = c.clientName?.trim() ? escapeHtml(c.clientName) : '<span class="hint">no name given</span>';
   const warning = c.localhostOnly
-    ? `<p class="warning"><strong>This client runs on your own computer</strong> (it returns to ${escapeHtml(c.redirectHost)}). Any program there could use this name: approve only if you just started this connection yourself.</p>`
+    ? `<p class="notice"><strong>This client runs on your own computer</strong> (it returns to ${escapeHtml(c.redirectHost)}). Any program there could use this name: approve only if you just started this connection yourself.</p>`
     : "";
   return `<h2>The MCP client</h2>
 <div class="claim">

@@ -1,0 +1,284 @@
+/**
+ * The MCP front door (DESIGN §18) for real: `ath serve` in front of an MCP server built with the official SDK that
+ * takes only tokens of a real OAuth server (oidc-provider); the official SDK client (Streamable HTTP + its OAuth
+ * client provider) discovers ath from the 401, registers (dynamically, or by a client ID metadata document), and a
+ * person consents in Chromium on ath's page, then at the upstream. Two people on one URL reach the upstream with their
+ * own tokens; a token for another resource is refused; a call lacking scope gets the step-up 403; a call a person
+ * denied is a JSON-RPC error that never reaches the upstream; an approved call runs exactly once.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { Browser, Page } from "playwright-core";
+import { freshPage, launchChromium } from "../helpers/chromium.ts";
+import { startGateway, type Gateway } from "../helpers/gateway.ts";
+import { MemoryOAuthProvider, mcpClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
+import { freePort } from "../helpers/net.ts";
+import { clickAndWait } from "../helpers/person.ts";
+import { startUpstreamAuth, type UpstreamAuth } from "../helpers/upstream-auth.ts";
+import { startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
+
+const SCOPES = ["openid", "offline_access", "mail:read", "mail:send"];
+
+let auth: UpstreamAuth;
+let upstream: UpstreamMcp;
+let gw: Gateway;
+let host: Awaited<ReturnType<typeof startClientHost>>;
+let browser: Browser;
+let base: string;
+
+beforeAll(async () => {
+  const port = await freePort();
+  auth = await startUpstreamAuth({ redirectUris: [`http://127.0.0.1:${port}/ath/callback`], scopes: SCOPES });
+  upstream = await startUpstreamMcp(auth);
+  host = await startClientHost();
+  const mailServer = {
+    display_name: "Mail (MCP)",
+    available_scopes: SCOPES,
+    authorize_endpoint: auth.authorizeEndpoint,
+    token_endpoint: auth.tokenEndpoint,
+    client_id: auth.postClient.client_id,
+    client_secret: auth.postClient.client_secret,
+    mcp: { url: upstream.url },
+    scope_rules: {
+      "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail"],
+      "mail:send": ["MCP tools/call send_email"],
+    },
+    approval_rules: [{ match: ["MCP tools/call send_email"], approver: "user" }],
+  };
+  gw = await startGateway({ port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" } } });
+  base = gw.baseUrl;
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await gw?.cleanup();
+  await host?.stop();
+  await upstream?.stop();
+  await auth?.stop();
+});
+
+/** The person's part: ath's consent page (checked), Approve, then the upstream's page as `login`, granting `scopes`. */
+async function consent(page: Page, url: URL, o: { login: string; scopes?: string[]; expect: RegExp }): Promise<void> {
+  await page.goto(url.href);
+  expect(new URL(page.url()).pathname.startsWith("/ath/consent/")).toBe(true);
+  expect(await page.locator("main, body").first().innerText()).toMatch(o.expect);
+  await clickAndWait(page, "Approve");
+  expect(new URL(page.url()).pathname.startsWith("/interaction/")).toBe(true);
+  await page.locator('input[name="login"]').fill(o.login);
+  if (o.scopes) await page.locator('input[name="scopes"]').evaluate((el, v) => ((el as HTMLInputElement).value = v), o.scopes.join(" "));
+  await clickAndWait(page, "Approve");
+}
+
+/** The SDK client's whole journey: 401 → discovery → registration → consent in Chromium → code → tokens → connected. */
+async function connectAs(page: Page, provider: MemoryOAuthProvider, login: string, o: { scopes?: string[]; expect: RegExp; path?: string } = { expect: /./ }) {
+  const url = `${base}/mcp/${o.path ?? "mail"}`;
+  const first = mcpClient(url, provider);
+  await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
+  expect(provider.authorizationUrl?.href.startsWith(`${base}/oauth/authorize?`)).toBe(true);
+  const before = host.landings.length;
+  await consent(page, provider.authorizationUrl!, { login, scopes: o.scopes, expect: o.expect });
+  const landing = host.landings[before]!;
+  expect(landing.iss).toBe(base);
+  expect(landing.code).toStartWith("mcp_code_");
+  await first.transport.finishAuth(landing.code!);
+  const second = mcpClient(url, provider);
+  await second.client.connect(second.transport);
+  return second.client;
+}
+
+async function rpc(token: string, body: unknown, path = "mail", session?: string): Promise<Response> {
+  return fetch(`${base}/mcp/${path}`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(session ? { "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" } : {}),
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+/** A session of our own at the upstream through ath, for the raw JSON-RPC calls below. */
+async function session(token: string): Promise<string> {
+  const res = await rpc(token, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+  expect(res.status).toBe(200);
+  const id = res.headers.get("mcp-session-id");
+  await res.body?.cancel();
+  expect(id).toBeTruthy();
+  await (await rpc(token, { jsonrpc: "2.0", method: "notifications/initialized" }, "mail", id!)).body?.cancel();
+  return id!;
+}
+
+/** A tools/call's JSON-RPC answer, whether it came as JSON or as an SSE event. */
+async function answer(res: Response): Promise<{ result?: { content: { text: string }[] }; error?: { code: number; message: string; data?: Record<string, string> } }> {
+  const text = await res.text();
+  if ((res.headers.get("content-type") ?? "").includes("text/event-stream")) {
+    const data = text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6));
+    return JSON.parse(data.at(-1)!);
+  }
+  return JSON.parse(text);
+}
+
+let aliceToken = "";
+let aliceRefresh = "";
+let bobToken = "";
+let alicePage: Page;
+
+describe("discovery", () => {
+  test("a request without a token gets the RFC 9728 challenge; the documents name ath as the authorization server", async () => {
+    const res = await fetch(`${base}/mcp/mail`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(res.status).toBe(401);
+    const challenge = res.headers.get("www-authenticate")!;
+    expect(challenge).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp/mail"`);
+    expect(challenge).toContain(`scope="${SCOPES.join(" ")}"`);
+    const prm = await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp/mail`)).json();
+    expect(prm).toMatchObject({ resource: `${base}/mcp/mail`, authorization_servers: [base], scopes_supported: SCOPES });
+    for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]) {
+      const as = await (await fetch(base + path)).json();
+      expect(as).toMatchObject({
+        issuer: base,
+        authorization_endpoint: `${base}/oauth/authorize`,
+        token_endpoint: `${base}/oauth/token`,
+        registration_endpoint: `${base}/oauth/register`,
+        code_challenge_methods_supported: ["S256"],
+        client_id_metadata_document_supported: true,
+        authorization_response_iss_parameter_supported: true,
+      });
+    }
+    expect(upstream.requests.length).toBe(0);
+  });
+
+  test("/oauth/* errors are OAuth's", async () => {
+    const bad = await fetch(`${base}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: ["javascript:alert(1)"] }) });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ error: "invalid_redirect_uri" });
+    const token = await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "grant_type=authorization_code&client_id=mcp_nobody&code=x&code_verifier=" + "a".repeat(43) });
+    expect(token.status).toBe(401);
+    expect(await token.json()).toMatchObject({ error: "invalid_client" });
+    const page = await fetch(`${base}/oauth/authorize?client_id=mcp_nobody&redirect_uri=https://evil.example/cb`, { redirect: "manual" });
+    expect(page.status).toBe(400);
+    expect(page.headers.get("location")).toBeNull();
+  });
+});
+
+describe("the SDK client's journey, two people on one URL", () => {
+  test("Alice: dynamic registration, ath's consent page names the client (localhost warning), her own upstream token", async () => {
+    ({ page: alicePage } = await freshPage(browser));
+    const provider = new MemoryOAuthProvider(host.redirectUrl);
+    const client = await connectAs(alicePage, provider, "alice", { expect: /Test MCP Client[\s\S]*127\.0\.0\.1[\s\S]*runs on your own computer/ });
+    expect(provider.info?.client_id).toStartWith("mcp_");
+    const tools = await client.listTools();
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(["read_mail", "send_email", "whoami"]);
+    const who = await client.callTool({ name: "whoami", arguments: {} });
+    expect((who.content as { text: string }[])[0]!.text).toBe("alice");
+    // The upstream saw the person's upstream token, never ath's.
+    const seen = upstream.requests.filter((r) => r.active);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.every((r) => !r.authorization!.includes("ath_tk_"))).toBe(true);
+    expect(seen.some((r) => r.sessionId !== null && r.protocolVersion !== null)).toBe(true);
+    aliceToken = provider.saved!.access_token;
+    aliceRefresh = provider.saved!.refresh_token!;
+    expect(aliceToken).toStartWith("ath_tk_");
+    await client.close();
+  });
+
+  test("Bob: a client ID metadata document, only mail:read granted; the same URL reaches the upstream as Bob", async () => {
+    const { page } = await freshPage(browser);
+    const provider = new MemoryOAuthProvider(host.redirectUrl, host.documentUrl);
+    const client = await connectAs(page, provider, "bob", { scopes: ["openid", "offline_access", "mail:read"], expect: /Documented MCP Client/ });
+    expect(provider.info?.client_id).toBe(host.documentUrl);
+    const who = await client.callTool({ name: "whoami", arguments: {} });
+    expect((who.content as { text: string }[])[0]!.text).toBe("bob");
+    bobToken = provider.saved!.access_token;
+    expect(provider.saved!.scope?.split(" ")).not.toContain("mail:send");
+    await client.close();
+    expect(upstream.calls.filter((c) => c.tool === "whoami").map((c) => c.sub)).toEqual(["alice", "bob"]);
+  });
+});
+
+describe("the resource server", () => {
+  test("a token for another resource is refused with invalid_token, and reaches nothing", async () => {
+    const before = upstream.requests.length;
+    const res = await rpc(aliceToken, { jsonrpc: "2.0", id: 1, method: "ping" }, "other");
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
+    expect(res.headers.get("www-authenticate")).toContain("/.well-known/oauth-protected-resource/mcp/other");
+    expect(upstream.requests.length).toBe(before);
+  });
+
+  test("a call the token lacks scope for gets the step-up 403 naming every scope it needs", async () => {
+    const id = await session(bobToken);
+    const before = upstream.calls.length;
+    const res = await rpc(bobToken, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "send_email", arguments: { to: "x@example.com", text: "hi" } } }, "mail", id);
+    expect(res.status).toBe(403);
+    const challenge = res.headers.get("www-authenticate")!;
+    expect(challenge).toContain('error="insufficient_scope"');
+    expect(challenge).toMatch(/scope="[^"]*mail:send[^"]*"/);
+    expect(challenge).toMatch(/scope="[^"]*mail:read[^"]*"/);
+    expect(upstream.calls.length).toBe(before);
+  });
+});
+
+describe("approval-held tools", () => {
+  test("a call a person denies is a JSON-RPC error and never reaches the upstream", async () => {
+    const id = await session(aliceToken);
+    const call = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "send_email", arguments: { to: "boss@example.com", text: "I quit" } } };
+    const held = await answer(await rpc(aliceToken, call, "mail", id));
+    expect(held.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    expect(held.error?.data?.approval_url).toStartWith(`${base}/ath/approvals/ath_apr_`);
+    await alicePage.goto(held.error!.data!.approval_url!);
+    await clickAndWait(alicePage, "Deny");
+    const again = await answer(await rpc(aliceToken, { ...call, id: 4 }, "mail", id));
+    expect(again.error?.data?.ath_error).toBe("APPROVAL_DENIED");
+    expect(upstream.calls.filter((c) => c.tool === "send_email")).toEqual([]);
+  });
+
+  test("an approved call runs exactly once, resent from another session with another id and key order", async () => {
+    const first = await session(aliceToken);
+    const args = { to: "team@example.com", text: "lunch?" };
+    const held = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "send_email", arguments: args } }, "mail", first));
+    expect(held.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    await alicePage.goto(held.error!.data!.approval_url!);
+    await clickAndWait(alicePage, "Approve");
+    const second = await session(aliceToken);
+    const resend = { jsonrpc: "2.0", id: 99, method: "tools/call", params: { name: "send_email", arguments: { text: args.text, to: args.to } } };
+    const ran = await answer(await rpc(aliceToken, resend, "mail", second));
+    expect(ran.result?.content[0]!.text).toBe("sent to team@example.com");
+    const twice = await answer(await rpc(aliceToken, { ...resend, id: 100 }, "mail", second));
+    expect(twice.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    expect(twice.error?.data?.approval_id).not.toBe(held.error?.data?.approval_id);
+    expect(upstream.calls.filter((c) => c.tool === "send_email")).toEqual([{ tool: "send_email", sub: "alice", args }]);
+  });
+});
+
+describe("refresh tokens", () => {
+  test("a refresh rotates; the spent token presented later revokes the family; another client learns nothing", async () => {
+    const refresh = (token: string, clientId: string) =>
+      fetch(`${base}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: token, client_id: clientId }).toString(),
+      });
+    const reg = await (await fetch(`${base}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: [host.redirectUrl], token_endpoint_auth_method: "none" }) })).json();
+    const stranger = await refresh(aliceRefresh, reg.client_id);
+    expect(stranger.status).toBe(400);
+    expect(await stranger.json()).toMatchObject({ error: "invalid_grant" });
+
+    const aliceClient = (await (await fetch(`${base}/ath/admin/tokens?provider_id=mail`, { headers: { "x-ath-user-token": gw.adminToken } })).json()) as { tokens: { client_id: string; user_id: string }[] };
+    const clientId = aliceClient.tokens.find((t) => t.user_id === "alice")!.client_id;
+    expect(clientId).toStartWith("mcp_");
+    // The client id the MCP client uses is its registration's; the agent record behind it shares it.
+    const rotated = await refresh(aliceRefresh, clientId);
+    expect(rotated.status).toBe(200);
+    const next = (await rotated.json()) as { access_token: string; refresh_token: string };
+    expect(next.refresh_token).not.toBe(aliceRefresh);
+    expect((await rpc(next.access_token, { jsonrpc: "2.0", id: 7, method: "ping" })).status).not.toBe(401);
+    await Bun.sleep(2100); // past the 2 s in which a repeat is a race, not a theft (DESIGN §17)
+    const reuse = await refresh(aliceRefresh, clientId);
+    expect(await reuse.json()).toMatchObject({ error: "invalid_grant" });
+    expect((await rpc(next.access_token, { jsonrpc: "2.0", id: 8, method: "ping" })).status).toBe(401);
+    expect(await (await refresh(next.refresh_token, clientId)).json()).toMatchObject({ error: "invalid_grant" });
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * An MCP client as hosts build one with the official SDK: its Streamable HTTP client transport and an
+ * OAuthClientProvider kept in memory — registering dynamically, or naming a client ID metadata document
+ * (`clientMetadataUrl`) that this helper serves — and a loopback redirect URI that catches what the authorization
+ * server sends back (code, state, iss, error).
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+
+export interface Landing {
+  code: string | null;
+  state: string | null;
+  iss: string | null;
+  error: string | null;
+}
+
+export class MemoryOAuthProvider implements OAuthClientProvider {
+  info: OAuthClientInformationMixed | undefined;
+  saved: OAuthTokens | undefined;
+  verifier = "";
+  authorizationUrl: URL | undefined;
+  constructor(
+    readonly redirectUrl: string,
+    readonly clientMetadataUrl?: string,
+    readonly name = "Test MCP Client",
+  ) {}
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: this.name,
+      redirect_uris: [this.redirectUrl],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(i: OAuthClientInformationMixed) {
+    this.info = i;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(t: OAuthTokens) {
+    this.saved = t;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+}
+
+/** A loopback "app": its /callback records what the authorization server sent; /client.json is a metadata document. */
+export async function startClientHost(): Promise<{ origin: string; landings: Landing[]; documentUrl: string; redirectUrl: string; stop(): Promise<void> }> {
+  const landings: Landing[] = [];
+  let origin = "";
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      const url = new URL(req.url);
+      if (url.pathname === "/callback") {
+        const q = url.searchParams;
+        landings.push({ code: q.get("code"), state: q.get("state"), iss: q.get("iss"), error: q.get("error") });
+        return new Response("<!doctype html><title>Connected</title><p>You can close this window.</p>", { headers: { "content-type": "text/html" } });
+      }
+      if (url.pathname === "/client.json") {
+        return Response.json({
+          client_id: `${origin}/client.json`,
+          client_name: "Documented MCP Client",
+          client_uri: origin,
+          redirect_uris: [`${origin}/callback`],
+          grant_types: ["authorization_code", "refresh_token"],
+          response_types: ["code"],
+          token_endpoint_auth_method: "none",
+        });
+      }
+      return new Response("not found", { status: 404 });
+    },
+  });
+  origin = `http://127.0.0.1:${server.port}`;
+  return { origin, landings, documentUrl: `${origin}/client.json`, redirectUrl: `${origin}/callback`, stop: () => server.stop(true) };
+}
+
+export function mcpClient(url: string, provider: OAuthClientProvider): { client: Client; transport: StreamableHTTPClientTransport } {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider });
+  const client = new Client({ name: "ath-test-host", version: "1.0.0" });
+  return { client, transport };
+}
