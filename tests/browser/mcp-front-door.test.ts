@@ -185,14 +185,43 @@ describe("the SDK client's journey, two people on one URL", () => {
   });
 
   test("Bob: a client ID metadata document, only mail:read granted; the same URL reaches the upstream as Bob", async () => {
+    // The SDK takes metadata-document client ids over https only; ath (under --dev) takes loopback http too. The
+    // code grant is run here by hand, exactly as the SDK would run it, and the SDK client then uses its tokens.
     const { page } = await freshPage(browser);
-    const provider = new MemoryOAuthProvider(host.redirectUrl, host.documentUrl);
-    const client = await connectAs(page, provider, "bob", { scopes: ["openid", "offline_access", "mail:read"], expect: /Documented MCP Client/ });
-    expect(provider.info?.client_id).toBe(host.documentUrl);
+    const verifier = "v".repeat(20) + crypto.randomUUID().replaceAll("-", "");
+    const challenge = new Bun.CryptoHasher("sha256").update(verifier).digest("base64url");
+    const authorizeUrl = new URL(`${base}/oauth/authorize`);
+    for (const [k, v] of Object.entries({ response_type: "code", client_id: host.documentUrl, redirect_uri: host.redirectUrl, code_challenge: challenge, code_challenge_method: "S256", state: "bob-state", resource: `${base}/mcp/mail` })) {
+      authorizeUrl.searchParams.set(k, v);
+    }
+    const before = host.landings.length;
+    await consent(page, authorizeUrl, { login: "bob", scopes: ["openid", "offline_access", "mail:read"], expect: /Published at its client id[\s\S]*Documented MCP Client/ });
+    const landing = host.landings[before]!;
+    expect(landing).toMatchObject({ state: "bob-state", iss: base, error: null });
+    const exchange = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "authorization_code", code: landing.code!, code_verifier: verifier, client_id: host.documentUrl, redirect_uri: host.redirectUrl, resource: `${base}/mcp/mail` }).toString(),
+    });
+    expect(exchange.status).toBe(200);
+    const tokens = (await exchange.json()) as { access_token: string; refresh_token: string; scope: string; token_type: string };
+    expect(tokens.scope.split(" ")).not.toContain("mail:send");
+    // A code is spent by its first exchange.
+    const replay = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "authorization_code", code: landing.code!, code_verifier: verifier, client_id: host.documentUrl }).toString(),
+    });
+    expect(await replay.json()).toMatchObject({ error: "invalid_grant" });
+
+    const provider = new MemoryOAuthProvider(host.redirectUrl);
+    provider.info = { client_id: host.documentUrl };
+    provider.saved = tokens;
+    const { client, transport } = mcpClient(`${base}/mcp/mail`, provider);
+    await client.connect(transport);
     const who = await client.callTool({ name: "whoami", arguments: {} });
     expect((who.content as { text: string }[])[0]!.text).toBe("bob");
-    bobToken = provider.saved!.access_token;
-    expect(provider.saved!.scope?.split(" ")).not.toContain("mail:send");
+    bobToken = tokens.access_token;
     await client.close();
     expect(upstream.calls.filter((c) => c.tool === "whoami").map((c) => c.sub)).toEqual(["alice", "bob"]);
   });

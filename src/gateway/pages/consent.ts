@@ -62,7 +62,7 @@ export function renderConsentPage(v: ConsentView): string {
     .join("\n");
   const who = v.mcpClient ? "An MCP client" : "An agent";
   const body = `<h1>${who} wants access to your ${provider} account</h1>
-<p class="lead">If you approve, ${provider} will ask you to sign in and confirm. The agent gets only the access listed here, through the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong>.</p>
+<p class="lead">If you approve, ${provider} will ask you to sign in and confirm. The ${v.mcpClient ? "client" : "agent"} gets only the access listed here, through the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong>.</p>
 <h2>Access requested</h2>
 <ul class="scopes">
 ${scopes || '<li><span class="scope-desc">No scopes</span></li>'}
