@@ -43,7 +43,7 @@ beforeAll(async () => {
       "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail"],
       "mail:send": ["MCP tools/call send_email"],
     },
-    approval_rules: [{ match: ["MCP tools/call send_email"], approver: "user" }],
+    approval_rules: [{ match: ["MCP tools/call send_email"], approver: "user" as const }],
   };
   gw = await startGateway({ port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" } } });
   base = gw.baseUrl;
