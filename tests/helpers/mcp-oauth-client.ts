@@ -95,3 +95,44 @@ export function mcpClient(url: string, provider: OAuthClientProvider): { client:
   const client = new Client({ name: "ath-test-host", version: "1.0.0" });
   return { client, transport };
 }
+
+/**
+ * The code grant of an MCP client against ath, run by hand exactly as the SDK runs it (PKCE S256, resource), with the
+ * person's part in Chromium: ath's consent page, then the upstream's (oidc-provider) as `login`. Returns the token
+ * response.
+ */
+export async function codeGrant(
+  page: import("playwright-core").Page,
+  o: { base: string; clientId: string; redirectUri: string; resource: string; login: string; landings: Landing[] },
+): Promise<{ access_token: string; refresh_token: string; scope: string; token_type: string }> {
+  const verifier = crypto.randomUUID().replaceAll("-", "") + crypto.randomUUID().replaceAll("-", "");
+  const challenge = new Bun.CryptoHasher("sha256").update(verifier).digest("base64url");
+  const url = new URL(`${o.base}/oauth/authorize`);
+  const params = { response_type: "code", client_id: o.clientId, redirect_uri: o.redirectUri, code_challenge: challenge, code_challenge_method: "S256", state: "s-" + crypto.randomUUID(), resource: o.resource };
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  const before = o.landings.length;
+  await page.goto(url.href);
+  await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Approve", exact: true }).click()]);
+  await page.locator('input[name="login"]').fill(o.login);
+  await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Approve", exact: true }).click()]);
+  const landing = o.landings[before];
+  if (!landing?.code) throw new Error(`no code came back: ${JSON.stringify(landing)}`);
+  const res = await fetch(`${o.base}/oauth/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "authorization_code", code: landing.code, code_verifier: verifier, client_id: o.clientId, redirect_uri: o.redirectUri, resource: o.resource }).toString(),
+  });
+  if (res.status !== 200) throw new Error(`token exchange: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** A public client registered at ath's /oauth/register (RFC 7591). */
+export async function registerClient(base: string, redirectUri: string, name = "Test MCP Client"): Promise<string> {
+  const res = await fetch(`${base}/oauth/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ client_name: name, redirect_uris: [redirectUri], token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"] }),
+  });
+  if (res.status !== 201) throw new Error(`registration: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { client_id: string }).client_id;
+}
