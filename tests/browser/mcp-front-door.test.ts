@@ -125,6 +125,7 @@ let aliceToken = "";
 let aliceRefresh = "";
 let bobToken = "";
 let alicePage: Page;
+let provider0ClientId = "";
 
 describe("discovery", () => {
   test("a request without a token gets the RFC 9728 challenge; the documents name ath as the authorization server", async () => {
@@ -169,6 +170,7 @@ describe("the SDK client's journey, two people on one URL", () => {
     const provider = new MemoryOAuthProvider(host.redirectUrl);
     const client = await connectAs(alicePage, provider, "alice", { expect: /Test MCP Client[\s\S]*127\.0\.0\.1[\s\S]*runs on your own computer/ });
     expect(provider.info?.client_id).toStartWith("mcp_");
+    provider0ClientId = provider.info!.client_id;
     const tools = await client.listTools();
     expect(tools.tools.map((t) => t.name).sort()).toEqual(["read_mail", "send_email", "whoami"]);
     const who = await client.callTool({ name: "whoami", arguments: {} });
@@ -247,6 +249,67 @@ describe("the resource server", () => {
     expect(challenge).toMatch(/scope="[^"]*mail:send[^"]*"/);
     expect(challenge).toMatch(/scope="[^"]*mail:read[^"]*"/);
     expect(upstream.calls.length).toBe(before);
+  });
+});
+
+describe("Streamable HTTP through ath", () => {
+  test("GET opens the server's stream, DELETE ends the session: both reach the upstream with its session id", async () => {
+    const id = await session(aliceToken);
+    const stream = await fetch(`${base}/mcp/mail`, { headers: { authorization: `Bearer ${aliceToken}`, accept: "text/event-stream", "mcp-session-id": id, "mcp-protocol-version": "2025-11-25" } });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get("content-type")).toContain("text/event-stream");
+    await stream.body?.cancel();
+    const end = await fetch(`${base}/mcp/mail`, { method: "DELETE", headers: { authorization: `Bearer ${aliceToken}`, "mcp-session-id": id, "mcp-protocol-version": "2025-11-25" } });
+    expect(end.status).toBe(200);
+    expect(upstream.requests.filter((r) => r.sessionId === id).map((r) => r.method)).toEqual(["POST", "GET", "DELETE"]);
+    const after = await rpc(aliceToken, { jsonrpc: "2.0", id: 1, method: "ping" }, "mail", id);
+    expect(after.status).toBe(404);
+    await after.body?.cancel();
+  });
+
+  test("malformed input gets JSON errors, never a 500", async () => {
+    const post = (body: string) => fetch(`${base}/mcp/mail`, { method: "POST", headers: { authorization: `Bearer ${aliceToken}`, "content-type": "application/json" }, body });
+    const notJson = await post("{not json");
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } });
+    for (const body of ["[]", "[1]", "null", "42"]) {
+      const res = await post(body);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ error: { code: -32600 } });
+    }
+    const put = await fetch(`${base}/mcp/mail`, { method: "PUT", headers: { authorization: `Bearer ${aliceToken}` } });
+    expect(put.status).toBe(405);
+    expect(await put.json()).toMatchObject({ code: "METHOD_NOT_ALLOWED" });
+    const unknown = await fetch(`${base}/mcp/nothing`, { method: "POST", headers: { authorization: `Bearer ${aliceToken}` } });
+    expect(unknown.status).toBe(404);
+    expect((await fetch(`${base}/.well-known/oauth-protected-resource/mcp/nothing`)).status).toBe(404);
+    const form = (body: string, headers: Record<string, string> = {}) =>
+      fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body });
+    for (const [res, status, error] of [
+      [await form("grant_type=password&client_id=x"), 401, "invalid_client"],
+      [await form("", { authorization: "Basic %%%" }), 401, "invalid_client"],
+      [await form("grant_type=authorization_code&grant_type=refresh_token"), 400, "invalid_request"],
+      [await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }), 400, "invalid_request"],
+      [await fetch(`${base}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" }), 400, "invalid_request"],
+      [await fetch(`${base}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: [host.redirectUrl], grant_types: ["password"] }) }), 400, "invalid_client_metadata"],
+    ] as const) {
+      expect(res.status).toBe(status);
+      expect(await res.json()).toMatchObject({ error });
+    }
+    for (const query of ["", "?client_id=a&client_id=b", "?client_id=%00", `?client_id=${encodeURIComponent(host.documentUrl)}&redirect_uri=https://evil.example/cb`]) {
+      const res = await fetch(`${base}/oauth/authorize${query}`, { redirect: "manual" });
+      expect(res.status).toBe(400);
+      expect(res.headers.get("content-type")).toContain("text/html");
+    }
+    // A verified redirect URI gets the errors after it, with state and iss.
+    const clientId = provider0ClientId;
+    const res = await fetch(`${base}/oauth/authorize?client_id=${clientId}&redirect_uri=${encodeURIComponent(host.redirectUrl)}&response_type=code&state=st`, { redirect: "manual" });
+    expect(res.status).toBe(302);
+    const back = new URL(res.headers.get("location")!);
+    expect(Object.fromEntries(back.searchParams)).toMatchObject({ error: "invalid_request", state: "st", iss: base });
+    const noResource = await fetch(`${base}/oauth/authorize?client_id=${clientId}&redirect_uri=${encodeURIComponent(host.redirectUrl)}&response_type=code&code_challenge=${"a".repeat(43)}&code_challenge_method=S256`, { redirect: "manual" });
+    // two MCP servers here: resource is required
+    expect(new URL(noResource.headers.get("location")!).searchParams.get("error")).toBe("invalid_target");
   });
 });
 
