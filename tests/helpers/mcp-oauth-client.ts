@@ -103,7 +103,16 @@ export function mcpClient(url: string, provider: OAuthClientProvider): { client:
  */
 export async function codeGrant(
   page: import("playwright-core").Page,
-  o: { base: string; clientId: string; redirectUri: string; resource: string; login: string; landings: Landing[] },
+  o: {
+    base: string;
+    clientId: string;
+    redirectUri: string;
+    resource: string;
+    landings: Landing[];
+    /** The person's account at oidc-provider; or `upstream`, the person's part at another provider's page. */
+    login?: string;
+    upstream?: (page: import("playwright-core").Page) => Promise<void>;
+  },
 ): Promise<{ access_token: string; refresh_token: string; scope: string; token_type: string }> {
   const verifier = crypto.randomUUID().replaceAll("-", "") + crypto.randomUUID().replaceAll("-", "");
   const challenge = new Bun.CryptoHasher("sha256").update(verifier).digest("base64url");
@@ -113,8 +122,11 @@ export async function codeGrant(
   const before = o.landings.length;
   await page.goto(url.href);
   await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Approve", exact: true }).click()]);
-  await page.locator('input[name="login"]').fill(o.login);
-  await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Approve", exact: true }).click()]);
+  if (o.upstream) await o.upstream(page);
+  else {
+    await page.locator('input[name="login"]').fill(o.login ?? "alice");
+    await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Approve", exact: true }).click()]);
+  }
   const landing = o.landings[before];
   if (!landing?.code) throw new Error(`no code came back: ${JSON.stringify(landing)}`);
   const res = await fetch(`${o.base}/oauth/token`, {

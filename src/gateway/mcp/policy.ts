@@ -35,7 +35,9 @@ export function matchKey(call: McpCall): string {
 /** What one JSON-RPC message needs: scope first (step-up), then approval rules; `strict` is --strict-scopes. */
 export function decideMcpCall(config: ProviderConfig, agent: AgentRecord | null, token: TokenRecord, call: McpCall, strict: boolean): McpVerdict {
   if (FREE.has(call.method) || call.method.startsWith("notifications/")) return { kind: "allow" };
-  const rules = config.scope_rules;
+  // A provider's MCP rules (`MCP …` entries) judge its MCP calls; its HTTP rules (`GET /…`) never do, so a provider with
+  // HTTP rules only (a template made for its REST API) is judged as one without rules.
+  const rules = config.scope_rules && Object.values(config.scope_rules).some((list) => list.some((r) => r.startsWith("MCP "))) ? config.scope_rules : undefined;
   if (rules) {
     const allowing = Object.keys(rules).filter((scope) => rules[scope]!.some((rule) => mcpRuleMatches(rule, call)));
     if (!allowing.some((s) => token.scopes.includes(s))) {
@@ -43,7 +45,7 @@ export function decideMcpCall(config: ProviderConfig, agent: AgentRecord | null,
       return { kind: "step_up", scopes: [...new Set([...token.scopes, ...allowing])] };
     }
   } else if (strict) {
-    return { kind: "deny", code: "SCOPE_NOT_APPROVED", reason: "This provider declares no scope_rules (--strict-scopes)" };
+    return { kind: "deny", code: "SCOPE_NOT_APPROVED", reason: "This provider declares no MCP scope_rules (--strict-scopes)" };
   }
   // ── CEL policy (DESIGN §16: `policy` rules over mcp.method, mcp.tool, mcp.arguments) is evaluated here, once it
   // exists: its `deny` → { kind: "deny", code: "POLICY_DENIED", reason }, its `approve` → { kind: "approve", rule }.
