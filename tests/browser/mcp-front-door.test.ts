@@ -374,3 +374,29 @@ describe("refresh tokens", () => {
     expect(await (await refresh(next.refresh_token, clientId)).json()).toMatchObject({ error: "invalid_grant" });
   });
 });
+
+describe("the person and the admin decide", () => {
+  test("Deny on ath's consent page sends the client error=access_denied with its state and iss", async () => {
+    const { page } = await freshPage(browser);
+    const url = new URL(`${base}/oauth/authorize`);
+    const params = { response_type: "code", client_id: provider0ClientId, redirect_uri: host.redirectUrl, code_challenge: "c".repeat(43), code_challenge_method: "S256", state: "deny-me", resource: `${base}/mcp/mail` };
+    for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+    const before = host.landings.length;
+    await page.goto(url.href);
+    await clickAndWait(page, "Deny");
+    expect(host.landings[before]).toMatchObject({ error: "access_denied", state: "deny-me", iss: base, code: null });
+  });
+
+  test("an admin suspending an MCP client stops its tokens at once", async () => {
+    const admin = { "x-ath-user-token": gw.adminToken, "content-type": "application/json" };
+    const listed = (await (await fetch(`${base}/ath/admin/tokens?provider_id=mail`, { headers: admin })).json()) as { tokens: { client_id: string; user_id: string }[] };
+    const bobClient = listed.tokens.find((t) => t.user_id === "bob")!.client_id;
+    expect(bobClient).toStartWith("mcp_doc_");
+    const agent = await (await fetch(`${base}/ath/admin/agents/${bobClient}`, { headers: admin })).json();
+    expect(agent).toMatchObject({ agent_id: `mcp:${host.documentUrl}`, developer: { name: "Documented MCP Client" } });
+    expect((await fetch(`${base}/ath/admin/agents/${bobClient}`, { method: "PATCH", headers: admin, body: JSON.stringify({ status: "suspended" }) })).status).toBe(200);
+    const res = await rpc(bobToken, { jsonrpc: "2.0", id: 1, method: "ping" });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
+  });
+});
