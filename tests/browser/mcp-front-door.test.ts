@@ -345,6 +345,17 @@ describe("approval-held tools", () => {
   });
 });
 
+describe("the person's upstream token", () => {
+  test("the upstream refusing it (401): ath refreshes the grant once and the call goes through, the client none the wiser", async () => {
+    for (const t of auth.issuedTokens.filter((t) => t.kind === "AccessToken")) await auth.revokeAccessToken(t.value);
+    const refreshesBefore = auth.count("grant.success:refresh_token");
+    const id = await session(aliceToken);
+    const res = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 11, method: "tools/call", params: { name: "whoami", arguments: {} } }, "mail", id));
+    expect(res.result?.content[0]!.text).toBe("alice");
+    expect(auth.count("grant.success:refresh_token")).toBe(refreshesBefore + 1);
+  });
+});
+
 describe("refresh tokens", () => {
   test("a refresh rotates; the spent token presented later revokes the family; another client learns nothing", async () => {
     const refresh = (token: string, clientId: string) =>
