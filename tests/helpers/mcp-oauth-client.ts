@@ -112,6 +112,8 @@ export async function codeGrant(
     /** The person's account at oidc-provider; or `upstream`, the person's part at another provider's page. */
     login?: string;
     upstream?: (page: import("playwright-core").Page) => Promise<void>;
+    /** Where the code is exchanged (default: `{base}/oauth/token`; another instance's, in multi-instance tests). */
+    tokenEndpoint?: string;
   },
 ): Promise<{ access_token: string; refresh_token: string; scope: string; token_type: string }> {
   const verifier = crypto.randomUUID().replaceAll("-", "") + crypto.randomUUID().replaceAll("-", "");
@@ -129,7 +131,7 @@ export async function codeGrant(
   }
   const landing = o.landings[before];
   if (!landing?.code) throw new Error(`no code came back: ${JSON.stringify(landing)}`);
-  const res = await fetch(`${o.base}/oauth/token`, {
+  const res = await fetch(o.tokenEndpoint ?? `${o.base}/oauth/token`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
     body: new URLSearchParams({ grant_type: "authorization_code", code: landing.code, code_verifier: verifier, client_id: o.clientId, redirect_uri: o.redirectUri, resource: o.resource }).toString(),
