@@ -167,7 +167,7 @@ const NEUTRAL = new Set([
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
   // the MCP front door (DESIGN §18): its clients, codes and refresh tokens are never cached
   "createMcpClient", "getMcpClient", "createMcpAuthorization", "getMcpAuthorization", "setMcpAuthorizationCode", "consumeMcpCode",
-  "createMcpRefresh", "getMcpRefresh", "spendMcpRefresh", "revokeMcpFamily", "findMcpApproval",
+  "createMcpRefresh", "getMcpRefresh", "spendMcpRefresh", "revokeMcpFamily", "findMcpApproval", "recordMcpSession", "getMcpSession",
 ]);
 
 /**

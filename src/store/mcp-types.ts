@@ -87,5 +87,11 @@ export interface McpStore {
    * The approval an MCP resend spends (DESIGN §18: same client, user, provider and digest, any session or JSON-RPC
    * id): an unexpired approved one first, else the newest unexpired pending or denied one; null when none.
    */
+  /**
+   * What an MCP client declared when it opened an upstream session (`session_key`: a hash of provider and session id):
+   * kept a week, replaced if the same session is opened again.
+   */
+  recordMcpSession(s: { session_key: string; client_id: string; url_elicitation: boolean; created_at: number }): Promise<void>;
+  getMcpSession(sessionKey: string): Promise<{ client_id: string; url_elicitation: boolean } | null>;
   findMcpApproval(m: { client_id: string; user_id: string; provider_id: string; digest: string }, now: number): Promise<ApprovalRecord | null>;
 }

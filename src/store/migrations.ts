@@ -215,6 +215,13 @@ CREATE TABLE mcp_refresh_tokens (
 );
 CREATE INDEX mcp_refresh_family ON mcp_refresh_tokens (family_id);
 CREATE INDEX mcp_refresh_expires ON mcp_refresh_tokens (expires_at);
-CREATE INDEX approvals_digest ON approvals (client_id, digest);`,
+CREATE INDEX approvals_digest ON approvals (client_id, digest);
+CREATE TABLE mcp_sessions (
+  session_key TEXT PRIMARY KEY,
+  client_id TEXT NOT NULL,
+  url_elicitation INTEGER NOT NULL,
+  created_at ${int} NOT NULL
+);
+CREATE INDEX mcp_sessions_created ON mcp_sessions (created_at);`,
   ];
 }

@@ -8,6 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { UrlElicitationRequiredError } from "@modelcontextprotocol/sdk/types.js";
 import type { Browser, Page } from "playwright-core";
 import { freshPage, launchChromium } from "../helpers/chromium.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
@@ -342,6 +345,30 @@ describe("approval-held tools", () => {
     expect(twice.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
     expect(twice.error?.data?.approval_id).not.toBe(held.error?.data?.approval_id);
     expect(upstream.calls.filter((c) => c.tool === "send_email")).toEqual([{ tool: "send_email", sub: "alice", args }]);
+  });
+});
+
+describe("approval as a URL elicitation", () => {
+  test("a client that declared URL-mode elicitation gets the approval page as one (the SDK's UrlElicitationRequiredError), then its call runs once", async () => {
+    const provider = new MemoryOAuthProvider(host.redirectUrl);
+    provider.info = { client_id: provider0ClientId };
+    provider.saved = { access_token: aliceToken, token_type: "Bearer" };
+    const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp/mail`), { authProvider: provider });
+    const client = new Client({ name: "elicit-host", version: "1" }, { capabilities: { elicitation: { url: {} } } });
+    await client.connect(transport);
+    const args = { to: "ops@example.com", text: "deploy?" };
+    const held = await client.callTool({ name: "send_email", arguments: args }).catch((e: unknown) => e);
+    expect(held).toBeInstanceOf(UrlElicitationRequiredError);
+    const [elicitation] = (held as UrlElicitationRequiredError).elicitations;
+    expect(elicitation!.mode).toBe("url");
+    expect(elicitation!.url).toStartWith(`${base}/ath/approvals/ath_apr_`);
+    expect(elicitation!.elicitationId).toBe(elicitation!.url.split("/").at(-1)!);
+    await alicePage.goto(elicitation!.url);
+    await clickAndWait(alicePage, "Approve");
+    const ran = await client.callTool({ name: "send_email", arguments: args });
+    expect((ran.content as { text: string }[])[0]!.text).toBe("sent to ops@example.com");
+    expect(upstream.calls.filter((c) => c.tool === "send_email" && c.args.to === "ops@example.com").length).toBe(1);
+    await client.close();
   });
 });
 

@@ -9,6 +9,7 @@ import { AthError } from "../../protocol/index.ts";
 import { MCP_REFUSED } from "../../protocol/mcp-front-door.ts";
 import type { AgentRecord, TokenRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
+import { hashSecret } from "../crypto/secrets.ts";
 import { audit } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { readBounded } from "../http/body.ts";
@@ -46,6 +47,8 @@ export async function mcp(call: Call): Promise<Response> {
   let body: PreparedBody = { data: null, replayable: true };
   let approvalBound = false;
   const judged: Judged[] = [];
+  /** Set when this POST opens a session: whether the client declared URL-mode elicitation. */
+  let opening: { urlElicitation: boolean } | null = null;
   if (req.method === "POST") {
     const bytes = await readBounded(req.body, req.headers.get("content-length"), gw.opts.maxProxyBody, () =>
       new AthError("PAYLOAD_TOO_LARGE", `The request body exceeds ${gw.opts.maxProxyBody} bytes (--max-proxy-body)`, { limit: gw.opts.maxProxyBody }),
@@ -62,6 +65,7 @@ export async function mcp(call: Call): Promise<Response> {
     }
     for (const m of messages as Record<string, unknown>[]) {
       if (typeof m.method !== "string") continue; // a response to the server's own request (sampling, elicitation)
+      if (m.method === "initialize") opening = { urlElicitation: declaresUrlElicitation(m.params) };
       const c = callOf(m.method, m.params);
       judged.push({ id: m.id, call: c, verdict: decideMcpCall(record.config, agent, token, c, gw.opts.strictScopes) });
     }
@@ -86,11 +90,18 @@ export async function mcp(call: Call): Promise<Response> {
     }
     if (refusals.size) {
       for (const [j, r] of refusals) await note(gw, token, [j], r.ath_error === "APPROVAL_REQUIRED" ? "approval_required" : "refused");
+      const elicit = await urlElicitationDeclared(gw, req, token);
       const errors = judged
         .filter((j) => j.id !== undefined)
         .map((j) => {
           const r = refusals.get(j) ?? { ath_error: "POLICY_DENIED", reason: "another call of this batch was refused", message: "Not sent: another call of this batch was refused" };
-          return rpcErrorBody(j.id, MCP_REFUSED, r.message, { ath_error: r.ath_error, reason: r.reason, ...r.data });
+          const data = { ath_error: r.ath_error, reason: r.reason, ...r.data };
+          // A client that declared URL-mode elicitation is asked to open the approval page as one (MCP 2025-11-25).
+          if (elicit && r.ath_error === "APPROVAL_REQUIRED" && r.data?.approval_url) {
+            const elicitations = [{ mode: "url", elicitationId: r.data.approval_id, url: r.data.approval_url, message: r.message }];
+            return rpcErrorBody(j.id, URL_ELICITATION_REQUIRED, r.message, { ...data, elicitations });
+          }
+          return rpcErrorBody(j.id, MCP_REFUSED, r.message, data);
         });
       return new Response(JSON.stringify(Array.isArray(parsed) ? errors : errors[0] ?? null), { status: 200, headers: { "content-type": "application/json" } });
     }
@@ -112,6 +123,10 @@ export async function mcp(call: Call): Promise<Response> {
     throw new AthError("UPSTREAM_UNAVAILABLE", `The MCP server answered with an invalid HTTP status (${res.status})`, { reason: "invalid_status", status: res.status });
   }
   await note(gw, token, judged, res.status < 400 ? "forwarded" : `upstream_${res.status}`);
+  const opened = res.headers.get("mcp-session-id");
+  if (opening && res.ok && opened) {
+    await gw.store.recordMcpSession({ session_key: sessionKey(providerId, opened), client_id: token.client_id, url_elicitation: opening.urlElicitation, created_at: gw.now() });
+  }
   const out = agentResponseHeaders(res.headers);
   // The upstream's own challenge would send the client to the upstream's authorization server: ath is its AS.
   delete out["www-authenticate"];
@@ -119,6 +134,27 @@ export async function mcp(call: Call): Promise<Response> {
 }
 
 // internal
+
+/** JSON-RPC error code of MCP's URLElicitationRequiredError (2025-11-25). */
+const URL_ELICITATION_REQUIRED = -32042;
+
+/** Whether an initialize request's capabilities declare URL-mode elicitation (`elicitation: {url: {}}`). */
+function declaresUrlElicitation(params: unknown): boolean {
+  const caps = (params as { capabilities?: { elicitation?: { url?: unknown } } } | null)?.capabilities;
+  return caps?.elicitation?.url !== undefined && caps.elicitation.url !== null && typeof caps.elicitation.url === "object";
+}
+
+/** The upstream session a request names, keyed by provider: what its client declared when it opened it. */
+async function urlElicitationDeclared(gw: Gateway, req: Request, token: TokenRecord): Promise<boolean> {
+  const sid = req.headers.get("mcp-session-id");
+  if (!sid || sid.length > 256) return false;
+  const s = await gw.store.getMcpSession(sessionKey(token.provider_id, sid));
+  return s !== null && s.client_id === token.client_id && s.url_elicitation;
+}
+
+function sessionKey(providerId: string, sessionId: string): string {
+  return hashSecret(`${providerId}:${sessionId}`);
+}
 
 interface Judged {
   id: unknown;

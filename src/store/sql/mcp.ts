@@ -14,6 +14,8 @@ const REFRESH_COLUMNS = [
 
 /** Requests older than this past their expiry are dropped when a new one is made: the table stays bounded. */
 const KEEP_EXPIRED_MS = 24 * 3600 * 1000;
+/** What a client declared for a session is kept this long. */
+const SESSION_KEEP_MS = 7 * 24 * 3600 * 1000;
 
 export function mcpQueries(db: Driver): McpStore {
   return {
@@ -41,6 +43,16 @@ export function mcpQueries(db: Driver): McpStore {
     async revokeMcpFamily(familyId) {
       return (await db.all("UPDATE mcp_refresh_tokens SET status = 'revoked' WHERE family_id = ? RETURNING *", [familyId])).map(toRefresh);
     },
+    async recordMcpSession(m) {
+      await db.run("DELETE FROM mcp_sessions WHERE created_at < ?", [m.created_at - SESSION_KEEP_MS]);
+      await db.run(
+        `INSERT INTO mcp_sessions (session_key, client_id, url_elicitation, created_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (session_key) DO UPDATE SET client_id = excluded.client_id, url_elicitation = excluded.url_elicitation, created_at = excluded.created_at`,
+        [m.session_key, m.client_id, m.url_elicitation ? 1 : 0, m.created_at],
+      );
+    },
+    getMcpSession: (key) =>
+      one(db, "SELECT client_id, url_elicitation FROM mcp_sessions WHERE session_key = ?", [key], (r) => ({ client_id: String(r.client_id), url_elicitation: Number(r.url_elicitation) === 1 })),
     findMcpApproval: (m, now) =>
       one(
         db,

@@ -61,6 +61,14 @@ function suite(name: string, makeHarness: () => Harness) {
       expect((await a.getMcpRefresh("other"))!.status).toBe("live");
     });
 
+    test("what a client declared for a session is kept by key, replaced when the session is opened again", async () => {
+      await a.recordMcpSession({ session_key: "k1", client_id: "mcp_one", url_elicitation: true, created_at: T0 });
+      expect(await b.getMcpSession("k1")).toEqual({ client_id: "mcp_one", url_elicitation: true });
+      await b.recordMcpSession({ session_key: "k1", client_id: "mcp_one", url_elicitation: false, created_at: T0 + 1 });
+      expect(await a.getMcpSession("k1")).toEqual({ client_id: "mcp_one", url_elicitation: false });
+      expect(await a.getMcpSession("k2")).toBeNull();
+    });
+
     test("the approval an MCP resend spends: same client, user, provider and digest, unexpired, approved first", async () => {
       const approval = (id: string, status: ApprovalRecord["status"], over: Partial<ApprovalRecord> = {}): ApprovalRecord => ({
         approval_id: id, client_id: "mcp_one", agent_id: "mcp:mcp_one", user_id: "alice", provider_id: "mail", token_id: "t", approver: "user",
