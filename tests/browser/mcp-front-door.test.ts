@@ -12,7 +12,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UrlElicitationRequiredError } from "@modelcontextprotocol/sdk/types.js";
 import type { Browser, Page } from "playwright-core";
-import { freshPage, launchChromium } from "../helpers/chromium.ts";
+import { freshPage, launchChromium, screenshots } from "../helpers/chromium.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { MemoryOAuthProvider, mcpClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
 import { freePort } from "../helpers/net.ts";
@@ -62,10 +62,11 @@ afterAll(async () => {
 });
 
 /** The person's part: ath's consent page (checked), Approve, then the upstream's page as `login`, granting `scopes`. */
-async function consent(page: Page, url: URL, o: { login: string; scopes?: string[]; expect: RegExp }): Promise<void> {
+async function consent(page: Page, url: URL, o: { login: string; scopes?: string[]; expect: RegExp; screenshot?: string }): Promise<void> {
   await page.goto(url.href);
   expect(new URL(page.url()).pathname.startsWith("/ath/consent/")).toBe(true);
   expect(await page.locator("main, body").first().innerText()).toMatch(o.expect);
+  if (o.screenshot) await screenshots(page, o.screenshot);
   await clickAndWait(page, "Approve");
   expect(new URL(page.url()).pathname.startsWith("/interaction/")).toBe(true);
   await page.locator('input[name="login"]').fill(o.login);
@@ -74,13 +75,13 @@ async function consent(page: Page, url: URL, o: { login: string; scopes?: string
 }
 
 /** The SDK client's whole journey: 401 → discovery → registration → consent in Chromium → code → tokens → connected. */
-async function connectAs(page: Page, provider: MemoryOAuthProvider, login: string, o: { scopes?: string[]; expect: RegExp; path?: string } = { expect: /./ }) {
+async function connectAs(page: Page, provider: MemoryOAuthProvider, login: string, o: { scopes?: string[]; expect: RegExp; path?: string; screenshot?: string } = { expect: /./ }) {
   const url = `${base}/mcp/${o.path ?? "mail"}`;
   const first = mcpClient(url, provider);
   await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
   expect(provider.authorizationUrl?.href.startsWith(`${base}/oauth/authorize?`)).toBe(true);
   const before = host.landings.length;
-  await consent(page, provider.authorizationUrl!, { login, scopes: o.scopes, expect: o.expect });
+  await consent(page, provider.authorizationUrl!, { login, scopes: o.scopes, expect: o.expect, screenshot: o.screenshot });
   const landing = host.landings[before]!;
   expect(landing.iss).toBe(base);
   expect(landing.code).toStartWith("mcp_code_");
@@ -171,7 +172,7 @@ describe("the SDK client's journey, two people on one URL", () => {
   test("Alice: dynamic registration, ath's consent page names the client (localhost warning), her own upstream token", async () => {
     ({ page: alicePage } = await freshPage(browser));
     const provider = new MemoryOAuthProvider(host.redirectUrl);
-    const client = await connectAs(alicePage, provider, "alice", { expect: /Test MCP Client[\s\S]*127\.0\.0\.1[\s\S]*runs on your own computer/ });
+    const client = await connectAs(alicePage, provider, "alice", { expect: /Test MCP Client[\s\S]*127\.0\.0\.1[\s\S]*runs on your own computer/, screenshot: "mcp-consent" });
     expect(provider.info?.client_id).toStartWith("mcp_");
     provider0ClientId = provider.info!.client_id;
     const tools = await client.listTools();
@@ -328,6 +329,20 @@ describe("approval-held tools", () => {
     const again = await answer(await rpc(aliceToken, { ...call, id: 4 }, "mail", id));
     expect(again.error?.data?.ath_error).toBe("APPROVAL_DENIED");
     expect(upstream.calls.filter((c) => c.tool === "send_email")).toEqual([]);
+  });
+
+  test("a batch holding a call that needs approval is sent not at all, and spends nothing", async () => {
+    const id = await session(aliceToken);
+    const before = upstream.calls.length;
+    const batch = [
+      { jsonrpc: "2.0", id: 21, method: "tools/call", params: { name: "whoami", arguments: {} } },
+      { jsonrpc: "2.0", id: 22, method: "tools/call", params: { name: "send_email", arguments: { to: "x@example.com", text: "batched" } } },
+    ];
+    const res = await rpc(aliceToken, batch, "mail", id);
+    expect(res.status).toBe(200);
+    const answers = (await res.json()) as { id: number; error: { data: { ath_error: string } } }[];
+    expect(answers.map((a) => [a.id, a.error.data.ath_error])).toEqual([[21, "POLICY_DENIED"], [22, "APPROVAL_REQUIRED"]]);
+    expect(upstream.calls.length).toBe(before);
   });
 
   test("an approved call runs exactly once, resent from another session with another id and key order", async () => {

@@ -76,7 +76,10 @@ export async function mcp(call: Call): Promise<Response> {
       return insufficientScope(gw, record, scopes).response();
     }
     const refusals = new Map<Judged, McpRefusal>();
-    for (const j of judged) {
+    // A batch (MCP before 2025-06-18) is forwarded whole or not at all: a call that needs a person's approval must come
+    // alone, or spending its approval would not mean it was sent.
+    const batchHolds = Array.isArray(parsed) && judged.some((j) => j.verdict.kind === "approve" || j.verdict.kind === "deny");
+    for (const j of batchHolds ? [] : judged) {
       if (j.verdict.kind === "deny") refusals.set(j, { ath_error: j.verdict.code, reason: j.verdict.reason, message: j.verdict.reason });
       else if (j.verdict.kind === "approve") {
         try {
@@ -86,6 +89,12 @@ export async function mcp(call: Call): Promise<Response> {
           if (!isMcpRefusal(err)) throw err;
           refusals.set(j, err);
         }
+      }
+    }
+    if (batchHolds) {
+      for (const j of judged) {
+        if (j.verdict.kind === "deny") refusals.set(j, { ath_error: j.verdict.code, reason: j.verdict.reason, message: j.verdict.reason });
+        else if (j.verdict.kind === "approve") refusals.set(j, { ath_error: "APPROVAL_REQUIRED", reason: "batched", message: "A call that needs a person's approval must be sent alone, not in a batch" });
       }
     }
     if (refusals.size) {
