@@ -453,3 +453,19 @@ describe("the person and the admin decide", () => {
     expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
   });
 });
+
+describe("the person's upstream sign-in ends", () => {
+  test("a grant the upstream refuses at refresh: ath's 401 invalid_token sends the client to authorize again", async () => {
+    const provider = new MemoryOAuthProvider(host.redirectUrl);
+    const { page } = await freshPage(browser);
+    const client = await connectAs(page, provider, "carol", { expect: /Test MCP Client/ });
+    await client.close();
+    await auth.revokeAllGrants();
+    for (const t of auth.issuedTokens.filter((t) => t.kind === "AccessToken")) await auth.revokeAccessToken(t.value);
+    const res = await rpc(provider.saved!.access_token, { jsonrpc: "2.0", id: 1, method: "ping" });
+    expect(res.status).toBe(401);
+    const challenge = res.headers.get("www-authenticate")!;
+    expect(challenge).toContain('error="invalid_token"');
+    expect(challenge).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp/mail"`);
+  });
+});

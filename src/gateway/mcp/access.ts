@@ -58,6 +58,19 @@ export async function requireMcpToken(gw: Gateway, req: Request, record: Provide
   return found;
 }
 
+/**
+ * 401 invalid_token for a token whose person's upstream sign-in is gone (the grant was refused at refresh, or the
+ * upstream still refuses it): the client is sent through the authorization again, which signs the person in anew.
+ */
+export function reauthorize(gw: Gateway, record: ProviderRecord, why: string): Challenge {
+  const metadata = resourceMetadataUrl(gw, record.provider_id);
+  const scope = record.config.available_scopes.join(" ");
+  return new Challenge(401, `Bearer error="invalid_token", error_description="${why}", resource_metadata="${metadata}", scope="${scope}"`, {
+    error: "invalid_token",
+    error_description: why,
+  });
+}
+
 /** 403 insufficient_scope (step-up): `scopes` are all the call needs, the token's own included. */
 export function insufficientScope(gw: Gateway, record: ProviderRecord, scopes: readonly string[]): Challenge {
   const metadata = resourceMetadataUrl(gw, record.provider_id);

@@ -17,7 +17,7 @@ import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, upstreamRequestHeaders } from "../proxy/headers.ts";
 import { send, type PreparedBody } from "../proxy/relay.ts";
 import { passMcpApproval, type McpRefusal, isMcpRefusal } from "./approval.ts";
-import { Challenge, insufficientScope, requireMcpToken } from "./access.ts";
+import { Challenge, insufficientScope, reauthorize, requireMcpToken } from "./access.ts";
 import { callOf, decideMcpCall, type McpCall } from "./policy.ts";
 import { findMcpProvider } from "./providers.ts";
 
@@ -41,7 +41,7 @@ export async function mcp(call: Call): Promise<Response> {
   }
   const { token, agent } = found;
   await call.identify({ client_id: token.client_id, provider_id: providerId });
-  if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; authorize again", { reason: "upstream_grant_revoked" });
+  if (!token.grant_id) return reauthorize(gw, record, "The sign-in at the upstream is gone; authorize again").response();
   gw.extendTimeout?.(req, MCP_IDLE_TIMEOUT_S);
 
   let body: PreparedBody = { data: null, replayable: true };
@@ -119,13 +119,38 @@ export async function mcp(call: Call): Promise<Response> {
 
   const target = new URL(record.config.mcp!.url);
   const headers = upstreamRequestHeaders(req.headers, apiHeaders(record.config));
-  let access = await currentAccess(gw, token.grant_id);
-  let res = await send(gw, providerId, req.method, target, headers, body, access);
-  // An approved call is sent at most once (DESIGN §16): a 401 refreshes the grant for later calls but is relayed.
-  if (res.status === 401 && access.canRefresh && !approvalBound) {
-    await res.body?.cancel();
-    access = await refreshAfterRejection(gw, token.grant_id, access.version);
+  const grantId = token.grant_id;
+  let res: Response;
+  try {
+    let access = await currentAccess(gw, grantId);
     res = await send(gw, providerId, req.method, target, headers, body, access);
+    // An approved call is sent at most once (DESIGN §16): a 401 refreshes the grant for later calls but is not resent.
+    if (res.status === 401 && access.canRefresh) {
+      await res.body?.cancel();
+      access = await refreshAfterRejection(gw, grantId, access.version);
+      if (!approvalBound) res = await send(gw, providerId, req.method, target, headers, body, access);
+    }
+  } catch (err) {
+    // The person's upstream sign-in is dead (refused at refresh): the client must authorize again.
+    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") {
+      await note(gw, token, judged, "upstream_grant_revoked");
+      return reauthorize(gw, record, "The sign-in at the upstream ended; authorize again").response();
+    }
+    throw err;
+  }
+  if (res.status === 401 && approvalBound) {
+    // The approved call was sent once and refused; the grant is refreshed for the next call, which needs a new approval.
+    await res.body?.cancel();
+    await note(gw, token, judged, "upstream_401");
+    const data = { ath_error: "UPSTREAM_UNAVAILABLE", reason: "upstream_rejected_token" };
+    const errors = judged.filter((j) => j.id !== undefined).map((j) => rpcErrorBody(j.id, MCP_REFUSED, "The upstream refused the person's token for this approved call; it was not resent", data));
+    return new Response(JSON.stringify(errors.length === 1 ? errors[0] : errors), { status: 200, headers: { "content-type": "application/json" } });
+  }
+  if (res.status === 401) {
+    // Refreshed and still refused (or not refreshable): only a new sign-in can help — ath's challenge, not the upstream's.
+    await res.body?.cancel();
+    await note(gw, token, judged, "upstream_401");
+    return reauthorize(gw, record, "The upstream refuses the sign-in; authorize again").response();
   }
   if (res.status < 200 || res.status > 599) {
     await res.body?.cancel();
