@@ -16,7 +16,8 @@ import { didYouMean } from "./suggest.ts";
 const scopeRule = z
   .string()
   .max(LIMITS.scopeRuleMaxChars, `a scope rule is at most ${LIMITS.scopeRuleMaxChars} characters`)
-  .regex(/^[A-Z*]+ \/[^\u0000-\u001f\u007f]*$/, "expected \"METHOD /path\"")
+  // "METHOD /path", or an MCP call (DESIGN §18): "MCP tools/call send_email", "MCP tools/call *", "MCP resources/read **"
+  .regex(/^(?:[A-Z*]+ \/[^\u0000-\u001f\u007f]*|MCP [a-z][A-Za-z/_]{0,63}(?: \S+)?)$/, "expected \"METHOD /path\" or \"MCP <method> <name>\"")
   .refine((rule) => !rule.includes("%"), {
     message: "rules are written decoded: write the character itself, not its %-encoding (a rule holding '%' never matches)",
   })
@@ -107,6 +108,11 @@ export const ProviderConfig = z
     client_id: z.string().min(1).max(1024),
     client_secret: z.string().max(4096),
     // optional extensions
+    /**
+     * A remote MCP server fronted at `{base_url}/mcp/{provider_id}` (DESIGN §18): its Streamable HTTP endpoint, and the
+     * RFC 8707 `resource` to ask the provider's authorization server for (sent upstream only when set).
+     */
+    mcp: z.strictObject({ url: httpUrl, resource: httpUrl.optional() }).optional(),
     /** Per scope, the requests it allows: `"METHOD /path/glob"`, `*` one segment, `**` any rest. */
     scope_rules: z.record(z.string(), z.array(scopeRule)).optional(),
     /** Requests a person must approve one by one (DESIGN §15), checked after scope_rules. */

@@ -167,6 +167,9 @@ const NEUTRAL = new Set([
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
   // budgets (DESIGN §16): never cached — every count is one conditional statement in the database
   "countBudget", "uncountBudget", "listBudgetUsage",
+  // the MCP front door (DESIGN §18): its clients, codes and refresh tokens are never cached
+  "createMcpClient", "getMcpClient", "createMcpAuthorization", "getMcpAuthorization", "setMcpAuthorizationCode", "consumeMcpCode",
+  "createMcpRefresh", "getMcpRefresh", "spendMcpRefresh", "revokeMcpFamily", "findMcpApproval", "recordMcpSession", "getMcpSession",
 ]);
 
 /**

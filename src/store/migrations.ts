@@ -193,5 +193,53 @@ CREATE TABLE budget_usage (
   PRIMARY KEY (bkey, window_start)
 );
 CREATE INDEX budget_usage_expires ON budget_usage (expires_at);`,
+    // 9: the MCP front door (DESIGN §18): dynamically registered MCP clients, their authorization requests (each one a
+    // Phase B session), and the refresh tokens ath gives them
+    `CREATE TABLE mcp_clients (
+  client_id TEXT PRIMARY KEY,
+  client_secret_hash TEXT,
+  metadata TEXT NOT NULL,
+  created_at ${int} NOT NULL
+);
+CREATE TABLE mcp_authorizations (
+  session_id TEXT PRIMARY KEY,
+  client_id TEXT NOT NULL,
+  agent_client_id TEXT NOT NULL,
+  redirect_uri TEXT NOT NULL,
+  state TEXT,
+  code_challenge TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  code_hash TEXT UNIQUE,
+  created_at ${int} NOT NULL,
+  expires_at ${int} NOT NULL
+);
+CREATE INDEX mcp_authorizations_expires ON mcp_authorizations (expires_at);
+CREATE TABLE mcp_refresh_tokens (
+  refresh_hash TEXT PRIMARY KEY,
+  family_id TEXT NOT NULL,
+  client_id TEXT NOT NULL,
+  agent_client_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  provider_id TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  grant_id TEXT,
+  access_token_hash TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('live', 'spent', 'revoked')),
+  spent_at ${int},
+  created_at ${int} NOT NULL,
+  expires_at ${int} NOT NULL
+);
+CREATE INDEX mcp_refresh_family ON mcp_refresh_tokens (family_id);
+CREATE INDEX mcp_refresh_expires ON mcp_refresh_tokens (expires_at);
+CREATE INDEX approvals_digest ON approvals (client_id, digest);
+CREATE TABLE mcp_sessions (
+  session_key TEXT PRIMARY KEY,
+  client_id TEXT NOT NULL,
+  url_elicitation INTEGER NOT NULL,
+  created_at ${int} NOT NULL
+);
+CREATE INDEX mcp_sessions_created ON mcp_sessions (created_at);`,
   ];
 }

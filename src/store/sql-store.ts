@@ -12,6 +12,7 @@ import { auditQueries } from "./sql/audit.ts";
 import { consoleQueries } from "./sql/console.ts";
 import type { Driver } from "./sql/driver.ts";
 import { grantQueries } from "./sql/grants.ts";
+import { mcpQueries } from "./sql/mcp.ts";
 import { metaQueries } from "./sql/meta.ts";
 import { providerQueries } from "./sql/providers.ts";
 import { rateLimitQueries } from "./sql/rate-limits.ts";
@@ -36,6 +37,7 @@ export function sqlStore(driver: Driver, inTransaction = false): Store {
     ...consoleQueries(db),
     ...approvalQueries(db),
     ...budgetQueries(db),
+    ...mcpQueries(db),
     ...rateLimitQueries(db),
     ...sweepQueries(db),
     // Nested: already in one, the inner decision joins it.

@@ -7,6 +7,7 @@
  * AES-256-GCM blobs from gateway/sealing.ts); the store never sees a plaintext secret.
  */
 import type { AgentStatus, ApprovalRule, BudgetRule, PolicyRule, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
+import type { McpStore } from "./mcp-types.ts";
 import type { ChangeFeed } from "./notify.ts";
 
 export interface ProviderRecord {
@@ -220,7 +221,7 @@ export interface SweepResult {
   budget_usage: number;
 }
 
-export interface Store {
+export interface Store extends McpStore {
   readonly kind: "sqlite" | "postgres";
 
   // meta (schema version, generated admin-token hash, …)

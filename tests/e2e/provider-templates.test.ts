@@ -6,6 +6,7 @@
  * fails here. Consent in Chromium for github, slack and notion is in tests/browser/provider-templates.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { TEMPLATES } from "../../src/gateway/providers/templates/index.ts";
 import { call, fullFlow } from "../helpers/agent.ts";
 import { expectError } from "../helpers/expect-error.ts";
 import { startGateway, type GatewayOptions } from "../helpers/gateway.ts";
@@ -117,7 +118,7 @@ describe("templates in the providers file and the admin API", () => {
   test("an unknown template stops the start, naming the provider, the template and the known ones", async () => {
     const attempt = startGateway({ providers: { gh: { template: "githb", client_id: "x", client_secret: "y" } } });
     const error = await attempt.then(() => null, (e: Error) => e.message);
-    expect(error).toContain(`providers.gh.template: unknown template 'githb' (known: ${Object.keys(MOCKS).join(", ")})`);
+    expect(error).toContain(`providers.gh.template: unknown template 'githb' (known: ${Object.keys(TEMPLATES).join(", ")})`);
     expect(error).not.toContain("providers.gh.display_name");
   });
 
@@ -143,8 +144,8 @@ describe("templates in the providers file and the admin API", () => {
     expectError(unknown, "INVALID_REQUEST");
     expect(unknown.json).toEqual({
       code: "INVALID_REQUEST",
-      message: `Invalid request: Provider 'x': unknown template 'githb' (known: ${Object.keys(MOCKS).join(", ")})`,
-      details: { field: "template", template: "githb", known_templates: Object.keys(MOCKS) },
+      message: `Invalid request: Provider 'x': unknown template 'githb' (known: ${Object.keys(TEMPLATES).join(", ")})`,
+      details: { field: "template", template: "githb", known_templates: Object.keys(TEMPLATES) },
     });
     const wrong = await call(`${w.baseUrl}/ath/admin/providers`, { headers: admin, json: { provider_id: "y", template: "notion", client_id: "a", client_secret: "b", api_headers: { Authorization: "x" } } });
     expectError(wrong, "INVALID_REQUEST");

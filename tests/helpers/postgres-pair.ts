@@ -21,7 +21,14 @@ export interface PostgresPair {
   stop(): Promise<void>;
 }
 
-export async function startPostgresPair(o: { accessTokenTtl?: number; extraArgs?: string[]; mail?: Record<string, unknown> } = {}): Promise<PostgresPair> {
+export async function startPostgresPair(
+  o: {
+    accessTokenTtl?: number;
+    extraArgs?: string[];
+    mail?: Record<string, unknown>;
+    providers?: (auth: UpstreamAuth, api: UpstreamApi) => Promise<Record<string, Record<string, unknown>>>;
+  } = {},
+): Promise<PostgresPair> {
   const schema = `ath_e2e_${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}`;
   const portA = await freePort();
   const auth = await startUpstreamAuth({ redirectUris: [`http://127.0.0.1:${portA}/ath/callback`], accessTokenTtl: o.accessTokenTtl });
@@ -29,7 +36,8 @@ export async function startPostgresPair(o: { accessTokenTtl?: number; extraArgs?
   const db = new URL(PG_URL);
   db.searchParams.set("schema", schema);
   const env = { ATH_MASTER_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex") };
-  const common = { providers: { mail: mailProvider(auth, api, o.mail) }, env, extraArgs: ["--db", db.href, ...(o.extraArgs ?? [])] };
+  const providers = { mail: mailProvider(auth, api, o.mail), ...(await o.providers?.(auth, api)) };
+  const common = { providers, env, extraArgs: ["--db", db.href, ...(o.extraArgs ?? [])] };
   const [a, b] = await Promise.all([startGateway({ ...common, port: portA }), startGateway(common)]);
   return {
     auth,

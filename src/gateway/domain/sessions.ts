@@ -2,11 +2,51 @@
 import { AthError, PREFIX } from "../../protocol/index.ts";
 import type { SessionRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
-import { hashSecret, mintSecret } from "../crypto/secrets.ts";
+import { hashSecret, mintSecret, randomSecret } from "../crypto/secrets.ts";
+import { createPkce } from "../oauth/pkce.ts";
 import type { UpstreamTokenResponse } from "../oauth/client.ts";
 import { parseScopeString } from "../rules/scopes.ts";
 import { audit } from "./audit.ts";
 import { newGrant } from "./grants.ts";
+
+/**
+ * Opens a single-use consent session (DESIGN §3 Phase B step 1) for an agent — or an MCP client acting as one
+ * (DESIGN §18) — with its own PKCE verifier (sealed) and consent handle; the caller has checked who asks for what.
+ */
+export async function openSession(
+  gw: Gateway,
+  o: { clientId: string; agentId: string; providerId: string; scopes: string[]; state: string; redirectUri: string | null; resource: string | null },
+): Promise<SessionRecord> {
+  const now = gw.now();
+  const sessionId = mintSecret(PREFIX.session);
+  const pkce = createPkce();
+  await gw.store.createSession({
+    session_id: sessionId,
+    handle: randomSecret(),
+    client_id: o.clientId,
+    agent_id: o.agentId,
+    provider_id: o.providerId,
+    requested_scopes: [...new Set(o.scopes)],
+    agent_state: o.state,
+    user_redirect_uri: o.redirectUri,
+    resource: o.resource,
+    pkce_verifier_sealed: await gw.sealer.seal(pkce.verifier, `session:${sessionId}:pkce`),
+    code_challenge: pkce.challenge,
+    upstream_state: randomSecret(),
+    status: "pending",
+    binding_hash: null,
+    code_hash: null,
+    user_id: null,
+    consented_scopes: null,
+    grant_id: null,
+    created_at: now,
+    expires_at: now + gw.opts.sessionTtlSeconds * 1000,
+  });
+  const session = await gw.store.getSession(sessionId);
+  if (!session) throw new TypeError("session vanished after insert");
+  await audit(gw, "session.created", { client_id: o.clientId, agent_id: o.agentId, provider_id: o.providerId, data: { scopes: o.scopes } });
+  return session;
+}
 
 /** A session the person can still act on: found, pending, unexpired — else SESSION_NOT_FOUND / SESSION_EXPIRED. */
 export function requirePending(gw: Gateway, session: SessionRecord | null): SessionRecord {

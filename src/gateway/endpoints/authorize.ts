@@ -1,16 +1,14 @@
 /** POST /ath/authorize — Phase B step 1: check the agent and its request, open a single-use consent session. */
-import { AthError, AuthorizationRequest, PATHS, PREFIX, type AuthorizationResponse } from "../../protocol/index.ts";
+import { AthError, AuthorizationRequest, PATHS, type AuthorizationResponse } from "../../protocol/index.ts";
 import { approvalFor, attest, requireAgent, requireApproved } from "../domain/agents.ts";
-import { audit } from "../domain/audit.ts";
 import type { Call } from "../context.ts";
 import { findProvider } from "../domain/providers.ts";
+import { openSession } from "../domain/sessions.ts";
 import { parseWith, readObject } from "../http/request.ts";
 import { withAppDefaults } from "./native.ts";
 import { json } from "../http/response.ts";
-import { createPkce } from "../oauth/pkce.ts";
 import { matchRedirectUri } from "../rules/redirect-uri.ts";
 import { unapprovedScopes } from "../rules/scopes.ts";
-import { mintSecret, randomSecret } from "../crypto/secrets.ts";
 
 export async function authorize(call: Call): Promise<Response> {
   const { gw } = call;
@@ -37,41 +35,22 @@ export async function authorize(call: Call): Promise<Response> {
     throw new AthError("INVALID_REQUEST", message, { field: "user_redirect_uri" });
   }
 
-  const now = gw.now();
-  const sessionId = mintSecret(PREFIX.session);
-  const pkce = createPkce();
-  await gw.store.createSession({
-    session_id: sessionId,
-    handle: randomSecret(),
-    client_id: agent.client_id,
-    agent_id: agent.agent_id,
-    provider_id: body.provider_id,
-    requested_scopes: [...new Set(body.scopes)],
-    agent_state: body.state,
-    user_redirect_uri: body.user_redirect_uri ?? null,
+  const session = await openSession(gw, {
+    clientId: agent.client_id,
+    agentId: agent.agent_id,
+    providerId: body.provider_id,
+    scopes: body.scopes,
+    state: body.state,
+    redirectUri: body.user_redirect_uri ?? null,
     resource: body.resource ?? null,
-    pkce_verifier_sealed: await gw.sealer.seal(pkce.verifier, `session:${sessionId}:pkce`),
-    code_challenge: pkce.challenge,
-    upstream_state: randomSecret(),
-    status: "pending",
-    binding_hash: null,
-    code_hash: null,
-    user_id: null,
-    consented_scopes: null,
-    grant_id: null,
-    created_at: now,
-    expires_at: now + gw.opts.sessionTtlSeconds * 1000,
   });
-  const session = await gw.store.getSession(sessionId);
-  if (!session) throw new TypeError("session vanished after insert");
-  await audit(gw, "session.created", { client_id: agent.client_id, agent_id: agent.agent_id, provider_id: body.provider_id, data: { scopes: body.scopes } });
 
   // The PKCE parameters appear in the URL as the spec requires; the same challenge goes to the provider.
   const url = new URL(`${gw.opts.baseUrl}${PATHS.consent}/${session.handle}`);
-  url.searchParams.set("code_challenge", pkce.challenge);
-  url.searchParams.set("code_challenge_method", pkce.method);
+  url.searchParams.set("code_challenge", session.code_challenge);
+  url.searchParams.set("code_challenge_method", "S256");
   // The resource goes to the provider too; clients (the official SDK) expect to see it in the URL they open.
   if (body.resource) url.searchParams.set("resource", body.resource);
-  const res: AuthorizationResponse = { authorization_url: url.href, ath_session_id: sessionId };
+  const res: AuthorizationResponse = { authorization_url: url.href, ath_session_id: session.session_id };
   return json(res);
 }

@@ -14,6 +14,8 @@ import { readText } from "../http/request.ts";
 import { redirect } from "../http/response.ts";
 import { authorizeUrl } from "../oauth/client.ts";
 import { formActionSources, htmlResponse, renderConsentPage, renderDeniedPage } from "../pages/index.ts";
+import { consentClient } from "../oauth-server/authorize.ts";
+import { localhostOnly, redirectHost } from "../oauth-server/clients.ts";
 
 const ANSWERED_ELSEWHERE = "This authorization request was already answered in another browser. Ask the agent for a new link.";
 
@@ -35,6 +37,8 @@ export async function showConsent(call: Call): Promise<Response> {
   }
 
   const agent = await gw.store.getAgentByClientId(session.client_id);
+  // An MCP client (DESIGN §18) is named by its metadata and where it sends the person back, not by an agent identity.
+  const mcp = await consentClient(gw, session);
   const descriptions = record.config.scope_descriptions ?? {};
   const html = renderConsentPage({
     actionUrl: `${PATHS.consent}/${handle}`,
@@ -48,10 +52,22 @@ export async function showConsent(call: Call): Promise<Response> {
       developerId: agent?.developer.id ?? "unknown",
       purpose: agent?.purpose ?? null,
     },
+    ...(mcp
+      ? {
+          mcpClient: {
+            clientName: mcp.client.metadata.client_name ?? null,
+            clientId: mcp.client.clientId,
+            redirectHost: redirectHost(mcp.client.metadata),
+            localhostOnly: localhostOnly(mcp.client.metadata),
+            document: mcp.client.document,
+          },
+        }
+      : {}),
     expiresAt: new Date(session.expires_at),
     now: new Date(gw.now()),
   });
-  return htmlResponse(html, { headers, formAction: formActionSources([upstream, session.user_redirect_uri]) });
+  // Deny sends the person back to the MCP client through /oauth/return: its redirect origin is a form target too.
+  return htmlResponse(html, { headers, formAction: formActionSources([upstream, session.user_redirect_uri, mcp?.redirectUri ?? null]) });
 }
 
 export async function submitConsent(call: Call): Promise<Response> {

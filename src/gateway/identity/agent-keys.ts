@@ -284,3 +284,12 @@ function trim(map: Map<string, unknown>): void {
 function show(value: string): string {
   return JSON.stringify(value.length > 200 ? `${value.slice(0, 200)}…` : value);
 }
+
+/**
+ * A public JSON document fetched the way agent identity documents are — https only (http and loopback under `--dev`),
+ * no private hosts, 5 s, 64 KiB, ≤ 3 redirects: MCP client ID metadata documents (DESIGN §18) are fetched with it.
+ * Throws an Error whose message says why it could not be had.
+ */
+export function fetchPublicDocument(url: string, o: { dev: boolean; fetch: Fetch }): Promise<{ text: string; cacheMs: number }> {
+  return fetchDocument(url, { dev: o.dev, fetch: o.fetch, lookup: defaultLookup });
+}

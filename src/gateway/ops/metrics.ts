@@ -88,6 +88,8 @@ export interface Metrics {
   approvals: Counter;
   /** Calls refused or held because a budget was spent (DESIGN §16). */
   budgetExhausted: Counter;
+  /** MCP front door (DESIGN §18): JSON-RPC calls by provider, method, tool (bounded: see mcp/handler.ts) and result. */
+  mcpCalls: Counter;
   /** Counts what an audit event says happened (domain/audit.ts calls it for every event). */
   event(type: string, e: { provider_id?: string | null | undefined; data?: LogFields | undefined }): void;
   /** The exposition, process metrics included. */
@@ -107,6 +109,7 @@ export function createMetrics(version: string): Metrics {
     rateLimited: new Counter("ath_rate_limited_total", "Requests refused with 429, by limit.", ["limit"]),
     approvals: new Counter("ath_approvals_total", "Per-request approvals, by provider and what happened (requested, approved, denied, used).", ["provider", "result"]),
     budgetExhausted: new Counter("ath_budget_exhausted_total", "Calls that found their budget spent (denied 429, or held for a person).", ["provider"]),
+    mcpCalls: new Counter("ath_mcp_calls_total", "MCP JSON-RPC calls through the front door, by provider, method, tool and result.", ["provider", "method", "tool", "result"]),
   };
   const provider = (e: { provider_id?: string | null | undefined }) => e.provider_id ?? "none";
   const EVENTS: Record<string, (e: { provider_id?: string | null | undefined; data?: LogFields | undefined }) => void> = {
@@ -120,6 +123,7 @@ export function createMetrics(version: string): Metrics {
     "approval.denied": (e) => m.approvals.inc([provider(e), "denied"]),
     "approval.used": (e) => m.approvals.inc([provider(e), "used"]),
     "budget.exhausted": (e) => m.budgetExhausted.inc([provider(e)]),
+    "mcp.call": (e) => m.mcpCalls.inc([provider(e), String(e.data?.method_label ?? "other"), String(e.data?.tool_label ?? ""), String(e.data?.result ?? "unknown")]),
     "agent.registered": (e) => m.agentsRegistered.inc([String(e.data?.status ?? "unknown")]),
   };
   const build = `# HELP ath_build_info The running ath version.\n# TYPE ath_build_info gauge\nath_build_info${labelSet(["version"], [version])} 1\n`;

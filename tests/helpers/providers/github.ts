@@ -8,6 +8,9 @@
  * - https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/refreshing-user-access-tokens
  *   — `bad_refresh_token`, rotation;
  * - https://docs.github.com/en/rest/apps/oauth-applications#delete-an-app-token — DELETE, Basic, JSON {access_token}, 204;
+ * - https://github.com/github/github-mcp-server/blob/main/docs/host-integration.md and docs/remote-server.md — the
+ *   hosted MCP server (/mcp/, Streamable HTTP) requires a valid access token in the Authorization header (any valid
+ *   token: it authenticates nothing itself) and has no dynamic client registration; `get_me` answers the token's user;
  * - https://docs.github.com/en/rest/users/users#get-the-authenticated-user, https://docs.github.com/en/rest/repos/repos
  *   and https://docs.github.com/en/rest/about-the-rest-api/api-versions (a User-Agent is required; an unknown
  *   X-GitHub-Api-Version is a 400).
@@ -31,6 +34,7 @@ export function startGitHubMock(options: MockOptions & { expiringTokens?: boolea
         { route: "revoke", method: "DELETE", path: /^\/applications\/([^/]+)\/token$/, handle: revoke },
         { route: "userinfo", method: "GET", path: "/user", handle: (req, mock) => api(req, mock, (g) => githubUser(g)) },
         { route: "api", method: "GET", path: "/user/repos", handle: (req, mock) => api(req, mock, repos) },
+        { route: "mcp", method: "*", path: "/mcp/", handle: mcpServer },
       ],
     },
     options,
@@ -123,6 +127,23 @@ function api(req: MockRequest, mock: MockCore, render: (g: Grant) => unknown): R
   const grant = mock.bearer(req.headers);
   if (!grant) return Response.json({ message: "Bad credentials", documentation_url: "https://docs.github.com/rest" }, { status: 401 });
   return Response.json(render(grant), { headers: { "x-oauth-scopes": grant.scopes.join(", ") } });
+}
+
+/** GitHub's hosted MCP server, as its documentation describes its auth: a GitHub token as Bearer, or 401. */
+function mcpServer(req: MockRequest, mock: MockCore): Response {
+  const grant = mock.bearer(req.headers);
+  if (!grant) {
+    return Response.json({ message: "Bad credentials" }, { status: 401, headers: { "www-authenticate": `Bearer error="invalid_token", resource_metadata="${mock.url}/.well-known/oauth-protected-resource/mcp/"` } });
+  }
+  if (req.method === "DELETE") return new Response(null, { status: 200 });
+  if (req.method !== "POST") return new Response(null, { status: 405 });
+  const msg = JSON.parse(req.body) as { id?: number; method: string; params?: { name?: string; protocolVersion?: string } };
+  const reply = (result: unknown) => Response.json({ jsonrpc: "2.0", id: msg.id, result }, { headers: { "mcp-session-id": "gh-session-1" } });
+  if (msg.id === undefined) return new Response(null, { status: 202 });
+  if (msg.method === "initialize") return reply({ protocolVersion: msg.params?.protocolVersion ?? "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "github-mcp-server", version: "mock" } });
+  if (msg.method === "tools/list") return reply({ tools: [{ name: "get_me", description: "Get my user profile", inputSchema: { type: "object", properties: {} } }] });
+  if (msg.method === "tools/call" && msg.params?.name === "get_me") return reply({ content: [{ type: "text", text: JSON.stringify(githubUser(grant)) }] });
+  return Response.json({ jsonrpc: "2.0", id: msg.id, error: { code: -32601, message: "Method not found" } });
 }
 
 function githubUser(g: Grant) {

@@ -78,12 +78,12 @@ describe("ath templates", () => {
   test("an unknown id is a usage error naming the known ones", async () => {
     const text = await cli.ath(["templates", "githb"]);
     expect(text.code).toBe(2);
-    expect(text.stderr).toBe("ath: unknown template 'githb' (known: dropbox, github, gitlab, google, linear, microsoft, notion, slack)\n");
+    expect(text.stderr).toBe("ath: unknown template 'githb' (known: dropbox, github, github-mcp, gitlab, google, linear, microsoft, notion, slack)\n");
     expect(text.stdout).toBe("");
     const json = await cli.ath(["templates", "githb", "--format", "json"]);
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stdout)).toEqual({
-      error: { code: "USAGE", message: "unknown template 'githb' (known: dropbox, github, gitlab, google, linear, microsoft, notion, slack)", details: { template: "githb" } },
+      error: { code: "USAGE", message: "unknown template 'githb' (known: dropbox, github, github-mcp, gitlab, google, linear, microsoft, notion, slack)", details: { template: "githb" } },
     });
   });
 });

@@ -7,6 +7,7 @@
 import type { ProviderConfigInput } from "../../../protocol/index.ts";
 import { dropbox } from "./dropbox.ts";
 import { github } from "./github.ts";
+import { githubMcp } from "./github-mcp.ts";
 import { gitlab } from "./gitlab.ts";
 import { google } from "./google.ts";
 import { linear } from "./linear.ts";
@@ -28,6 +29,7 @@ export interface ProviderTemplate {
 export const TEMPLATES: Readonly<Record<string, ProviderTemplate>> = Object.freeze({
   dropbox,
   github,
+  "github-mcp": githubMcp,
   gitlab,
   google,
   linear,

@@ -1,0 +1,90 @@
+/**
+ * The resource-server side of the MCP front door (DESIGN §18, MCP authorization 2025-11-25): which tokens open
+ * `{base_url}/mcp/{id}`, and the RFC 6750 / RFC 9728 challenges for those that do not — 401 pointing at the
+ * protected-resource metadata (with the provider's scopes), 401 `invalid_token` for a token that is unknown, dead, or
+ * issued for another resource (RFC 8707 audience), 403 `insufficient_scope` naming every scope the call needs.
+ */
+import { AthError } from "../../protocol/index.ts";
+import { MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
+import type { AgentRecord, ProviderRecord, TokenRecord } from "../../store/types.ts";
+import type { Gateway } from "../context.ts";
+import { requireUsableToken } from "../domain/tokens.ts";
+import { bearerToken } from "../http/request.ts";
+import { resourceMetadataUrl } from "./providers.ts";
+
+/** A refusal of the resource server: its status, its WWW-Authenticate challenge and an OAuth-shaped body. */
+export class Challenge extends Error {
+  constructor(
+    readonly status: 401 | 403,
+    readonly challenge: string,
+    readonly body: { error: string; error_description: string },
+  ) {
+    super(body.error_description);
+  }
+
+  response(): Response {
+    return new Response(JSON.stringify(this.body), {
+      status: this.status,
+      headers: { "content-type": "application/json", "www-authenticate": this.challenge, "cache-control": "no-store" },
+    });
+  }
+}
+
+/** The token of a request to `record`'s MCP endpoint and its client's agent record — else a Challenge. */
+export async function requireMcpToken(gw: Gateway, req: Request, record: ProviderRecord): Promise<{ token: TokenRecord; agent: AgentRecord }> {
+  const presented = bearerToken(req);
+  const scope = record.config.available_scopes.join(" ");
+  const metadata = resourceMetadataUrl(gw, record.provider_id);
+  if (presented === null) {
+    throw new Challenge(401, `Bearer resource_metadata="${metadata}", scope="${scope}"`, { error: "invalid_request", error_description: "A bearer token is required" });
+  }
+  const invalid = (why: string) =>
+    new Challenge(401, `Bearer error="invalid_token", error_description="${why}", resource_metadata="${metadata}", scope="${scope}"`, {
+      error: "invalid_token",
+      error_description: why,
+    });
+  let found: { token: TokenRecord; agent: AgentRecord };
+  try {
+    found = await requireUsableToken(gw, presented);
+  } catch (err) {
+    if (err instanceof AthError && (err.status === 401 || err.status === 403)) throw invalid(tokenProblem(err.code));
+    throw err;
+  }
+  // RFC 8707: an MCP client's token is bound to one resource, {base_url}/mcp/{provider}; an ATH agent's token (bound to
+  // the proxy) and another resource's token are refused alike.
+  if (!found.token.client_id.startsWith(MCP_PREFIX.client) || found.token.provider_id !== record.provider_id) {
+    throw invalid("The token was issued for another resource");
+  }
+  return found;
+}
+
+/**
+ * 401 invalid_token for a token whose person's upstream sign-in is gone (the grant was refused at refresh, or the
+ * upstream still refuses it): the client is sent through the authorization again, which signs the person in anew.
+ */
+export function reauthorize(gw: Gateway, record: ProviderRecord, why: string): Challenge {
+  const metadata = resourceMetadataUrl(gw, record.provider_id);
+  const scope = record.config.available_scopes.join(" ");
+  return new Challenge(401, `Bearer error="invalid_token", error_description="${why}", resource_metadata="${metadata}", scope="${scope}"`, {
+    error: "invalid_token",
+    error_description: why,
+  });
+}
+
+/** 403 insufficient_scope (step-up): `scopes` are all the call needs, the token's own included. */
+export function insufficientScope(gw: Gateway, record: ProviderRecord, scopes: readonly string[]): Challenge {
+  const metadata = resourceMetadataUrl(gw, record.provider_id);
+  return new Challenge(403, `Bearer error="insufficient_scope", scope="${scopes.join(" ")}", resource_metadata="${metadata}"`, {
+    error: "insufficient_scope",
+    error_description: `This call needs one of the scopes: ${scopes.join(" ")}`,
+  });
+}
+
+// internal
+
+function tokenProblem(code: string): string {
+  if (code === "TOKEN_EXPIRED") return "The token expired";
+  if (code === "TOKEN_REVOKED") return "The token was revoked";
+  if (code === "AGENT_UNAPPROVED") return "The client was suspended";
+  return "The token is not valid here";
+}

@@ -1,0 +1,134 @@
+/**
+ * GET /oauth/authorize — an MCP client asks a person for access (DESIGN §18): the client and redirect URI checked
+ * (else a 400 page: an unverified redirect URI is never followed), then PKCE S256 and the resource required, scopes
+ * defaulted; a Phase B session opened and the person sent to ath's consent page, which names the client. Then the
+ * existing Phase B runs (the upstream's sign-in, /ath/callback), and GET /oauth/return hands the person back to the
+ * client with its code, its state and `iss` (RFC 9207).
+ */
+import { AthError, PATHS } from "../../protocol/index.ts";
+import { MCP_PATHS, MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
+import type { McpAuthorizationRecord } from "../../store/mcp-types.ts";
+import type { SessionRecord } from "../../store/types.ts";
+import type { Call, Gateway } from "../context.ts";
+import { constantTimeEqual, hashSecret, mintSecret, randomSecret } from "../crypto/secrets.ts";
+import { audit } from "../domain/audit.ts";
+import { openSession } from "../domain/sessions.ts";
+import { redirect } from "../http/response.ts";
+import { providerForResource, resourceOf } from "../mcp/providers.ts";
+import { matchRedirectUri } from "../rules/redirect-uri.ts";
+import { agentFor, resolveClient, type ResolvedClient } from "./clients.ts";
+
+export async function authorize(call: Call): Promise<Response> {
+  const { gw } = call;
+  const q = new URLSearchParams(call.search);
+  const one = (name: string): string | null => {
+    const all = q.getAll(name);
+    if (all.length > 1) throw new AthError("INVALID_REQUEST", `The parameter ${name} is repeated.`);
+    const v = all[0] ?? null;
+    if (v !== null && (v.includes("\0") || v.length > 4000)) throw new AthError("INVALID_REQUEST", `The parameter ${name} is malformed.`);
+    return v;
+  };
+  const clientId = one("client_id");
+  if (!clientId) throw new AthError("INVALID_REQUEST", "The request names no client_id.");
+  let reason = "";
+  const client = await resolveClient(gw, clientId, (why) => (reason = why));
+  if (!client) throw new AthError("INVALID_REQUEST", `The client ${JSON.stringify(clientId.slice(0, 200))} is not known here${reason ? `: ${reason}` : ""}.`);
+  await call.identify({ client_id: client.agentClientId });
+  const redirectUri = one("redirect_uri") ?? (client.metadata.redirect_uris.length === 1 ? client.metadata.redirect_uris[0]! : null);
+  if (!redirectUri || !matchRedirectUri(client.metadata.redirect_uris, redirectUri)) {
+    throw new AthError("INVALID_REQUEST", "The redirect_uri is not one this client registered (or listed in its metadata document).");
+  }
+  // From here the redirect URI is verified: errors go back to the client (RFC 6749 §4.1.2.1).
+  const state = one("state");
+  const back = (error: string, description: string) => redirect(errorRedirect(gw, redirectUri, state, error, description), 302);
+
+  if (one("response_type") !== "code") return back("unsupported_response_type", "response_type must be code");
+  const challenge = one("code_challenge");
+  if (!challenge || !/^[A-Za-z0-9_-]{43}$/.test(challenge)) return back("invalid_request", "code_challenge (PKCE S256) is required");
+  if (one("code_challenge_method") !== "S256") return back("invalid_request", "code_challenge_method must be S256");
+  const resource = one("resource");
+  const provider = await providerForResource(gw, resource);
+  if (!provider) {
+    return back("invalid_target", resource === null ? "resource is required: this gateway fronts several MCP servers" : "resource names no MCP server of this gateway");
+  }
+  const available = provider.config.available_scopes;
+  const asked = (one("scope") ?? "").split(" ").filter(Boolean);
+  const unknown = asked.filter((s) => !available.includes(s));
+  if (unknown.length) return back("invalid_scope", `not offered by ${provider.provider_id}: ${unknown.join(" ")}`);
+  const scopes = asked.length ? [...new Set(asked)] : available;
+  if (scopes.length === 0) return back("invalid_scope", `${provider.provider_id} offers no scope`);
+
+  const agent = await agentFor(gw, client, provider.provider_id, available);
+  if (agent.status !== "approved") return back("access_denied", "an administrator suspended this client");
+  const session = await openSession(gw, {
+    clientId: agent.client_id,
+    agentId: agent.agent_id,
+    providerId: provider.provider_id,
+    scopes,
+    state: randomSecret(),
+    redirectUri: gw.opts.baseUrl + MCP_PATHS.return,
+    resource: provider.config.mcp?.resource ?? null,
+  });
+  const request: McpAuthorizationRecord = {
+    session_id: session.session_id,
+    client_id: client.clientId,
+    agent_client_id: agent.client_id,
+    redirect_uri: redirectUri,
+    state,
+    code_challenge: challenge,
+    resource: resourceOf(gw, provider.provider_id),
+    code_hash: null,
+    created_at: gw.now(),
+    expires_at: session.expires_at,
+  };
+  await gw.store.createMcpAuthorization(request);
+  return redirect(`${gw.opts.baseUrl}${PATHS.consent}/${session.handle}`, 302);
+}
+
+/**
+ * GET /oauth/return — Phase B's end for an MCP client: the callback (or the consent page's Deny) sends the person here
+ * with the session's one-time code; ath checks it and gives the client a code of its own, at its redirect URI.
+ */
+export async function finish(call: Call): Promise<Response> {
+  const { gw } = call;
+  const q = new URLSearchParams(call.search);
+  const sessionId = q.get("ath_session_id") ?? "";
+  const request = sessionId.length <= 200 && !sessionId.includes("\0") ? await gw.store.getMcpAuthorization(sessionId) : null;
+  const session = request ? await gw.store.getSession(request.session_id) : null;
+  if (!request || !session || !constantTimeEqual(q.get("state") ?? "", session.agent_state)) throw new AthError("SESSION_NOT_FOUND");
+  const error = q.get("error");
+  if (error) {
+    return redirect(errorRedirect(gw, request.redirect_uri, request.state, error === "access_denied" ? error : "server_error", "the person did not grant access"), 302);
+  }
+  if (session.status !== "consented" || !session.code_hash || !constantTimeEqual(hashSecret(q.get("code") ?? ""), session.code_hash)) {
+    throw new AthError("SESSION_NOT_FOUND");
+  }
+  const code = mintSecret(MCP_PREFIX.code);
+  if (!(await gw.store.setMcpAuthorizationCode(request.session_id, hashSecret(code), session.expires_at))) throw new AthError("SESSION_NOT_FOUND");
+  await audit(gw, "mcp.code_issued", { client_id: request.agent_client_id, provider_id: session.provider_id, user_id: session.user_id });
+  const url = new URL(request.redirect_uri);
+  url.searchParams.set("code", code);
+  if (request.state !== null) url.searchParams.set("state", request.state);
+  url.searchParams.set("iss", gw.opts.baseUrl);
+  return redirect(url.href, 302);
+}
+
+/** What the consent page shows of an MCP client behind `session`, or null when an ATH agent asked. */
+export async function consentClient(gw: Gateway, session: SessionRecord): Promise<{ client: ResolvedClient; redirectUri: string } | null> {
+  if (!session.client_id.startsWith(MCP_PREFIX.client)) return null;
+  const request = await gw.store.getMcpAuthorization(session.session_id);
+  if (!request) return null;
+  const client = await resolveClient(gw, request.client_id);
+  return client ? { client, redirectUri: request.redirect_uri } : null;
+}
+
+// internal
+
+function errorRedirect(gw: Gateway, redirectUri: string, state: string | null, error: string, description: string): string {
+  const url = new URL(redirectUri);
+  url.searchParams.set("error", error);
+  url.searchParams.set("error_description", description);
+  if (state !== null) url.searchParams.set("state", state);
+  url.searchParams.set("iss", gw.opts.baseUrl);
+  return url.href;
+}

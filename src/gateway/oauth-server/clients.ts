@@ -1,0 +1,187 @@
+/**
+ * Who an MCP client is (DESIGN §18): a client registered here (RFC 7591, `mcp_…`), or an https `client_id` naming its
+ * client ID metadata document — fetched the way agent identity documents are (identity/agent-keys.ts), cached as its
+ * Cache-Control allows (≤ 5 min). Either way the client acts as an agent record (`mcp_…` client id) so that every
+ * consent, token, grant, approval and revocation rule of the gateway applies to it unchanged.
+ */
+import { z } from "zod";
+import { PREFIX } from "../../protocol/index.ts";
+import { MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
+import type { McpClientMetadata } from "../../store/mcp-types.ts";
+import type { AgentRecord } from "../../store/types.ts";
+import type { Gateway } from "../context.ts";
+import { hashSecret } from "../crypto/secrets.ts";
+import { fetchPublicDocument } from "../identity/agent-keys.ts";
+import { OAuthError } from "./errors.ts";
+
+/** How long an MCP client's agent record stays approved past its last authorization. */
+const CLIENT_APPROVAL_MS = 366 * 24 * 3600 * 1000;
+
+export interface ResolvedClient {
+  /** The OAuth client_id as the client sends it. */
+  clientId: string;
+  /** The agent record's client id (`mcp_…`). */
+  agentClientId: string;
+  /** The agent record's agent_id: `mcp:<client_id>`. */
+  agentId: string;
+  metadata: McpClientMetadata;
+  /** SHA-256 of its secret, for confidential clients registered here. */
+  secretHash: string | null;
+  /** Whether the metadata came from a document at the client_id URL. */
+  document: boolean;
+}
+
+/** RFC 7591 client metadata, as registered or as a metadata document states it (unknown fields ignored). */
+export const ClientMetadata = z.object({
+  redirect_uris: z.array(z.string().max(2000)).min(1).max(20),
+  client_name: z.string().max(200).optional(),
+  client_uri: z.string().max(2000).optional(),
+  logo_uri: z.string().max(2000).optional(),
+  grant_types: z.array(z.string().max(100)).max(10).default(["authorization_code"]),
+  response_types: z.array(z.string().max(100)).max(10).default(["code"]),
+  token_endpoint_auth_method: z.enum(["none", "client_secret_post", "client_secret_basic"]).default("client_secret_basic"),
+  scope: z.string().max(4000).optional(),
+  software_id: z.string().max(200).optional(),
+  software_version: z.string().max(200).optional(),
+});
+
+/** Whether a client_id names a metadata document (https, or http to a loopback host under --dev). */
+export function isDocumentClientId(gw: Gateway, clientId: string): boolean {
+  if (!URL.canParse(clientId)) return false;
+  const u = new URL(clientId);
+  if (u.protocol === "https:") return true;
+  return gw.opts.dev && u.protocol === "http:" && ["127.0.0.1", "[::1]", "localhost"].includes(u.hostname);
+}
+
+/** The client, or null when unknown or its document cannot be had (the reason goes to `why`). */
+export async function resolveClient(gw: Gateway, clientId: string, why: (reason: string) => void = () => undefined): Promise<ResolvedClient | null> {
+  if (clientId.startsWith(MCP_PREFIX.client) && clientId.length <= 100) {
+    const c = await gw.store.getMcpClient(clientId);
+    if (!c) return null;
+    return { clientId, agentClientId: clientId, agentId: `mcp:${clientId}`, metadata: c.metadata, secretHash: c.client_secret_hash, document: false };
+  }
+  if (!isDocumentClientId(gw, clientId) || clientId.length > 2000) return null;
+  const u = new URL(clientId);
+  // A metadata document's URL names a document: it has a path and no fragment (the MCP client ID metadata draft).
+  if (u.pathname === "/" || u.hash !== "" || u.username || u.password) {
+    why("a client_id URL must have a path and no fragment or credentials");
+    return null;
+  }
+  const metadata = await documentMetadata(gw, clientId, why);
+  if (!metadata) return null;
+  const agentClientId = MCP_PREFIX.client + "doc_" + hashSecret(clientId).slice(0, 40);
+  return { clientId, agentClientId, agentId: `mcp:${clientId}`, metadata, secretHash: null, document: true };
+}
+
+/**
+ * The agent record the client acts as, approved for `providerId`'s scopes (the person still consents to each): made at
+ * its first authorization, extended to further providers later. An admin who suspended it keeps it suspended.
+ */
+export async function agentFor(gw: Gateway, client: ResolvedClient, providerId: string, scopes: string[]): Promise<AgentRecord> {
+  const now = gw.now();
+  const developer = { name: client.metadata.client_name?.slice(0, 200) || "unknown MCP client", id: redirectHost(client.metadata) };
+  const approval = { provider_id: providerId, approved_scopes: scopes, denied_scopes: [] };
+  const existing = await gw.store.getAgentByClientId(client.agentClientId);
+  if (!existing) {
+    const created = await gw.store.createAgent({
+      client_id: client.agentClientId,
+      // MCP clients authenticate at /oauth/token (their own secret, or PKCE alone): the agent secret is never used.
+      client_secret_hash: hashSecret(crypto.randomUUID() + PREFIX.clientSecret),
+      agent_id: client.agentId,
+      developer,
+      purpose: `MCP client${client.metadata.client_uri ? ` (${client.metadata.client_uri.slice(0, 200)})` : ""}`,
+      redirect_uris: null,
+      status: "approved",
+      approvals: [approval],
+      approval_expires: now + CLIENT_APPROVAL_MS,
+      created_at: now,
+    });
+    const made = await gw.store.getAgentByClientId(client.agentClientId);
+    if (!made) throw new TypeError(created ? "agent vanished after insert" : "agent could not be created");
+    return made;
+  }
+  const others = existing.approvals.filter((a) => a.provider_id !== providerId);
+  const current = existing.approvals.find((a) => a.provider_id === providerId);
+  const same = current && current.approved_scopes.length === scopes.length && scopes.every((s) => current.approved_scopes.includes(s));
+  if (!same || existing.approval_expires - now < CLIENT_APPROVAL_MS / 2) {
+    await gw.store.updateAgent(existing.client_id, { approvals: [...others, approval], approval_expires: now + CLIENT_APPROVAL_MS });
+    return (await gw.store.getAgentByClientId(existing.client_id)) ?? existing;
+  }
+  return existing;
+}
+
+/** The host the client's redirect URIs point at, named on the consent page. */
+export function redirectHost(m: McpClientMetadata): string {
+  const hosts = [...new Set(m.redirect_uris.filter((u) => URL.canParse(u)).map((u) => new URL(u).host))];
+  return hosts.join(", ") || "none";
+}
+
+/** Whether every redirect URI of the client is on this machine (a local app: anyone could have registered it). */
+export function localhostOnly(m: McpClientMetadata): boolean {
+  return m.redirect_uris.every((u) => {
+    if (!URL.canParse(u)) return false;
+    const h = new URL(u).hostname;
+    return h === "localhost" || h === "127.0.0.1" || h === "[::1]" || !new URL(u).protocol.startsWith("http");
+  });
+}
+
+// internal
+
+const documents = new WeakMap<Gateway, Map<string, { metadata: McpClientMetadata; until: number }>>();
+const MAX_CACHED_DOCUMENTS = 1000;
+
+async function documentMetadata(gw: Gateway, url: string, why: (reason: string) => void): Promise<McpClientMetadata | null> {
+  let cache = documents.get(gw);
+  if (!cache) documents.set(gw, (cache = new Map()));
+  const hit = cache.get(url);
+  if (hit && hit.until > gw.now()) return hit.metadata;
+  let text: string;
+  let cacheMs: number;
+  try {
+    ({ text, cacheMs } = await fetchPublicDocument(url, { dev: gw.opts.dev, fetch: gw.fetch }));
+  } catch (err) {
+    why(`the client metadata document could not be fetched: ${err instanceof Error ? err.message : "unknown error"}`);
+    return null;
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    why("the client metadata document is not JSON");
+    return null;
+  }
+  const parsed = ClientMetadata.extend({ client_id: z.string() }).safeParse(doc);
+  if (!parsed.success) {
+    why("the client metadata document is not valid client metadata");
+    return null;
+  }
+  if (parsed.data.client_id !== url) {
+    why("the client metadata document names another client_id");
+    return null;
+  }
+  if (parsed.data.token_endpoint_auth_method !== "none" && (doc as Record<string, unknown>).token_endpoint_auth_method !== undefined) {
+    // A document cannot carry a shared secret: such clients authenticate with private_key_jwt, which ath does not take.
+    why("a metadata-document client must use token_endpoint_auth_method none");
+    return null;
+  }
+  const { client_id: _, ...rest } = parsed.data;
+  const metadata: McpClientMetadata = { ...rest, token_endpoint_auth_method: "none" };
+  cache.delete(url);
+  if (cacheMs > 0) cache.set(url, { metadata, until: gw.now() + cacheMs });
+  while (cache.size > MAX_CACHED_DOCUMENTS) cache.delete(cache.keys().next().value as string);
+  return metadata;
+}
+
+/** Throws invalid_client_metadata for a redirect URI RFC 7591 and ath do not take. */
+export function checkRedirectUris(gw: Gateway, uris: string[]): void {
+  for (const uri of uris) {
+    if (!URL.canParse(uri)) throw new OAuthError("invalid_redirect_uri", `not an absolute URI: ${uri.slice(0, 200)}`);
+    const u = new URL(uri);
+    if (u.hash) throw new OAuthError("invalid_redirect_uri", "a redirect URI must not have a fragment");
+    if (u.protocol === "javascript:" || u.protocol === "data:" || u.protocol === "file:") {
+      throw new OAuthError("invalid_redirect_uri", `${u.protocol} redirect URIs are not allowed`);
+    }
+    const loopback = ["127.0.0.1", "[::1]", "localhost"].includes(u.hostname);
+    if (u.protocol === "http:" && !loopback && !gw.opts.dev) throw new OAuthError("invalid_redirect_uri", "http redirect URIs must be loopback");
+  }
+}

@@ -1,0 +1,471 @@
+/**
+ * The MCP front door (DESIGN §18) for real: `ath serve` in front of an MCP server built with the official SDK that
+ * takes only tokens of a real OAuth server (oidc-provider); the official SDK client (Streamable HTTP + its OAuth
+ * client provider) discovers ath from the 401, registers (dynamically, or by a client ID metadata document), and a
+ * person consents in Chromium on ath's page, then at the upstream. Two people on one URL reach the upstream with their
+ * own tokens; a token for another resource is refused; a call lacking scope gets the step-up 403; a call a person
+ * denied is a JSON-RPC error that never reaches the upstream; an approved call runs exactly once.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { UrlElicitationRequiredError } from "@modelcontextprotocol/sdk/types.js";
+import type { Browser, Page } from "playwright-core";
+import { freshPage, launchChromium, screenshots } from "../helpers/chromium.ts";
+import { startGateway, type Gateway } from "../helpers/gateway.ts";
+import { MemoryOAuthProvider, mcpClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
+import { freePort } from "../helpers/net.ts";
+import { clickAndWait } from "../helpers/person.ts";
+import { startUpstreamAuth, type UpstreamAuth } from "../helpers/upstream-auth.ts";
+import { startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
+
+const SCOPES = ["openid", "offline_access", "mail:read", "mail:send"];
+
+let auth: UpstreamAuth;
+let upstream: UpstreamMcp;
+let gw: Gateway;
+let host: Awaited<ReturnType<typeof startClientHost>>;
+let browser: Browser;
+let base: string;
+
+beforeAll(async () => {
+  const port = await freePort();
+  auth = await startUpstreamAuth({ redirectUris: [`http://127.0.0.1:${port}/ath/callback`], scopes: SCOPES });
+  upstream = await startUpstreamMcp(auth);
+  host = await startClientHost();
+  const mailServer = {
+    display_name: "Mail (MCP)",
+    available_scopes: SCOPES,
+    authorize_endpoint: auth.authorizeEndpoint,
+    token_endpoint: auth.tokenEndpoint,
+    client_id: auth.postClient.client_id,
+    client_secret: auth.postClient.client_secret,
+    mcp: { url: upstream.url },
+    scope_rules: {
+      "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail"],
+      "mail:send": ["MCP tools/call send_email"],
+    },
+    approval_rules: [{ match: ["MCP tools/call send_email"], approver: "user" as const }],
+  };
+  gw = await startGateway({ port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" } } });
+  base = gw.baseUrl;
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await gw?.cleanup();
+  await host?.stop();
+  await upstream?.stop();
+  await auth?.stop();
+});
+
+/** The person's part: ath's consent page (checked), Approve, then the upstream's page as `login`, granting `scopes`. */
+async function consent(page: Page, url: URL, o: { login: string; scopes?: string[]; expect: RegExp; screenshot?: string }): Promise<void> {
+  await page.goto(url.href);
+  expect(new URL(page.url()).pathname.startsWith("/ath/consent/")).toBe(true);
+  expect(await page.locator("main, body").first().innerText()).toMatch(o.expect);
+  if (o.screenshot) await screenshots(page, o.screenshot);
+  await clickAndWait(page, "Approve");
+  expect(new URL(page.url()).pathname.startsWith("/interaction/")).toBe(true);
+  await page.locator('input[name="login"]').fill(o.login);
+  if (o.scopes) await page.locator('input[name="scopes"]').evaluate((el, v) => ((el as HTMLInputElement).value = v), o.scopes.join(" "));
+  await clickAndWait(page, "Approve");
+}
+
+/** The SDK client's whole journey: 401 → discovery → registration → consent in Chromium → code → tokens → connected. */
+async function connectAs(page: Page, provider: MemoryOAuthProvider, login: string, o: { scopes?: string[]; expect: RegExp; path?: string; screenshot?: string } = { expect: /./ }) {
+  const url = `${base}/mcp/${o.path ?? "mail"}`;
+  const first = mcpClient(url, provider);
+  await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
+  expect(provider.authorizationUrl?.href.startsWith(`${base}/oauth/authorize?`)).toBe(true);
+  const before = host.landings.length;
+  await consent(page, provider.authorizationUrl!, { login, scopes: o.scopes, expect: o.expect, screenshot: o.screenshot });
+  const landing = host.landings[before]!;
+  expect(landing.iss).toBe(base);
+  expect(landing.code).toStartWith("mcp_code_");
+  await first.transport.finishAuth(landing.code!);
+  const second = mcpClient(url, provider);
+  await second.client.connect(second.transport);
+  return second.client;
+}
+
+async function rpc(token: string, body: unknown, path = "mail", session?: string): Promise<Response> {
+  return fetch(`${base}/mcp/${path}`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(session ? { "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" } : {}),
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+/** A session of our own at the upstream through ath, for the raw JSON-RPC calls below. */
+async function session(token: string): Promise<string> {
+  const res = await rpc(token, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+  expect(res.status).toBe(200);
+  const id = res.headers.get("mcp-session-id");
+  await res.body?.cancel();
+  expect(id).toBeTruthy();
+  await (await rpc(token, { jsonrpc: "2.0", method: "notifications/initialized" }, "mail", id!)).body?.cancel();
+  return id!;
+}
+
+/** A tools/call's JSON-RPC answer, whether it came as JSON or as an SSE event. */
+async function answer(res: Response): Promise<{ result?: { content: { text: string }[] }; error?: { code: number; message: string; data?: Record<string, string> } }> {
+  const text = await res.text();
+  if ((res.headers.get("content-type") ?? "").includes("text/event-stream")) {
+    const data = text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6));
+    return JSON.parse(data.at(-1)!);
+  }
+  return JSON.parse(text);
+}
+
+let aliceToken = "";
+let aliceRefresh = "";
+let bobToken = "";
+let alicePage: Page;
+let provider0ClientId = "";
+
+describe("discovery", () => {
+  test("a request without a token gets the RFC 9728 challenge; the documents name ath as the authorization server", async () => {
+    const res = await fetch(`${base}/mcp/mail`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(res.status).toBe(401);
+    const challenge = res.headers.get("www-authenticate")!;
+    expect(challenge).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp/mail"`);
+    expect(challenge).toContain(`scope="${SCOPES.join(" ")}"`);
+    const prm = await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp/mail`)).json();
+    expect(prm).toMatchObject({ resource: `${base}/mcp/mail`, authorization_servers: [base], scopes_supported: SCOPES });
+    for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]) {
+      const as = await (await fetch(base + path)).json();
+      expect(as).toMatchObject({
+        issuer: base,
+        authorization_endpoint: `${base}/oauth/authorize`,
+        token_endpoint: `${base}/oauth/token`,
+        registration_endpoint: `${base}/oauth/register`,
+        code_challenge_methods_supported: ["S256"],
+        client_id_metadata_document_supported: true,
+        authorization_response_iss_parameter_supported: true,
+      });
+    }
+    expect(upstream.requests.length).toBe(0);
+  });
+
+  test("/oauth/* errors are OAuth's", async () => {
+    const bad = await fetch(`${base}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: ["javascript:alert(1)"] }) });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ error: "invalid_redirect_uri" });
+    const token = await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "grant_type=authorization_code&client_id=mcp_nobody&code=x&code_verifier=" + "a".repeat(43) });
+    expect(token.status).toBe(401);
+    expect(await token.json()).toMatchObject({ error: "invalid_client" });
+    const page = await fetch(`${base}/oauth/authorize?client_id=mcp_nobody&redirect_uri=https://evil.example/cb`, { redirect: "manual" });
+    expect(page.status).toBe(400);
+    expect(page.headers.get("location")).toBeNull();
+  });
+});
+
+describe("the SDK client's journey, two people on one URL", () => {
+  test("Alice: dynamic registration, ath's consent page names the client (localhost warning), her own upstream token", async () => {
+    ({ page: alicePage } = await freshPage(browser));
+    const provider = new MemoryOAuthProvider(host.redirectUrl);
+    const client = await connectAs(alicePage, provider, "alice", { expect: /Test MCP Client[\s\S]*127\.0\.0\.1[\s\S]*runs on your own computer/, screenshot: "mcp-consent" });
+    expect(provider.info?.client_id).toStartWith("mcp_");
+    provider0ClientId = provider.info!.client_id;
+    const tools = await client.listTools();
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(["read_mail", "send_email", "whoami"]);
+    const who = await client.callTool({ name: "whoami", arguments: {} });
+    expect((who.content as { text: string }[])[0]!.text).toBe("alice");
+    // The upstream saw the person's upstream token, never ath's.
+    const seen = upstream.requests.filter((r) => r.active);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.every((r) => !r.authorization!.includes("ath_tk_"))).toBe(true);
+    expect(seen.some((r) => r.sessionId !== null && r.protocolVersion !== null)).toBe(true);
+    aliceToken = provider.saved!.access_token;
+    aliceRefresh = provider.saved!.refresh_token!;
+    expect(aliceToken).toStartWith("ath_tk_");
+    await client.close();
+  });
+
+  test("Bob: a client ID metadata document, only mail:read granted; the same URL reaches the upstream as Bob", async () => {
+    // The SDK takes metadata-document client ids over https only; ath (under --dev) takes loopback http too. The
+    // code grant is run here by hand, exactly as the SDK would run it, and the SDK client then uses its tokens.
+    const { page } = await freshPage(browser);
+    const verifier = "v".repeat(20) + crypto.randomUUID().replaceAll("-", "");
+    const challenge = new Bun.CryptoHasher("sha256").update(verifier).digest("base64url");
+    const authorizeUrl = new URL(`${base}/oauth/authorize`);
+    for (const [k, v] of Object.entries({ response_type: "code", client_id: host.documentUrl, redirect_uri: host.redirectUrl, code_challenge: challenge, code_challenge_method: "S256", state: "bob-state", resource: `${base}/mcp/mail` })) {
+      authorizeUrl.searchParams.set(k, v);
+    }
+    const before = host.landings.length;
+    await consent(page, authorizeUrl, { login: "bob", scopes: ["openid", "offline_access", "mail:read"], expect: /Published at its client id[\s\S]*Documented MCP Client/ });
+    const landing = host.landings[before]!;
+    expect(landing).toMatchObject({ state: "bob-state", iss: base, error: null });
+    const exchange = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "authorization_code", code: landing.code!, code_verifier: verifier, client_id: host.documentUrl, redirect_uri: host.redirectUrl, resource: `${base}/mcp/mail` }).toString(),
+    });
+    expect(exchange.status).toBe(200);
+    const tokens = (await exchange.json()) as { access_token: string; refresh_token: string; scope: string; token_type: string };
+    expect(tokens.scope.split(" ")).not.toContain("mail:send");
+    // A code is spent by its first exchange.
+    const replay = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "authorization_code", code: landing.code!, code_verifier: verifier, client_id: host.documentUrl }).toString(),
+    });
+    expect(await replay.json()).toMatchObject({ error: "invalid_grant" });
+
+    const provider = new MemoryOAuthProvider(host.redirectUrl);
+    provider.info = { client_id: host.documentUrl };
+    provider.saved = tokens;
+    const { client, transport } = mcpClient(`${base}/mcp/mail`, provider);
+    await client.connect(transport);
+    const who = await client.callTool({ name: "whoami", arguments: {} });
+    expect((who.content as { text: string }[])[0]!.text).toBe("bob");
+    bobToken = tokens.access_token;
+    await client.close();
+    expect(upstream.calls.filter((c) => c.tool === "whoami").map((c) => c.sub)).toEqual(["alice", "bob"]);
+  });
+});
+
+describe("the resource server", () => {
+  test("a token for another resource is refused with invalid_token, and reaches nothing", async () => {
+    const before = upstream.requests.length;
+    const res = await rpc(aliceToken, { jsonrpc: "2.0", id: 1, method: "ping" }, "other");
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
+    expect(res.headers.get("www-authenticate")).toContain("/.well-known/oauth-protected-resource/mcp/other");
+    expect(upstream.requests.length).toBe(before);
+  });
+
+  test("a call the token lacks scope for gets the step-up 403 naming every scope it needs", async () => {
+    const id = await session(bobToken);
+    const before = upstream.calls.length;
+    const res = await rpc(bobToken, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "send_email", arguments: { to: "x@example.com", text: "hi" } } }, "mail", id);
+    expect(res.status).toBe(403);
+    const challenge = res.headers.get("www-authenticate")!;
+    expect(challenge).toContain('error="insufficient_scope"');
+    expect(challenge).toMatch(/scope="[^"]*mail:send[^"]*"/);
+    expect(challenge).toMatch(/scope="[^"]*mail:read[^"]*"/);
+    expect(upstream.calls.length).toBe(before);
+  });
+});
+
+describe("Streamable HTTP through ath", () => {
+  test("GET opens the server's stream, DELETE ends the session: both reach the upstream with its session id", async () => {
+    const id = await session(aliceToken);
+    const stream = await fetch(`${base}/mcp/mail`, { headers: { authorization: `Bearer ${aliceToken}`, accept: "text/event-stream", "mcp-session-id": id, "mcp-protocol-version": "2025-11-25" } });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get("content-type")).toContain("text/event-stream");
+    await stream.body?.cancel();
+    const end = await fetch(`${base}/mcp/mail`, { method: "DELETE", headers: { authorization: `Bearer ${aliceToken}`, "mcp-session-id": id, "mcp-protocol-version": "2025-11-25" } });
+    expect(end.status).toBe(200);
+    expect(upstream.requests.filter((r) => r.sessionId === id).map((r) => r.method)).toEqual(["POST", "GET", "DELETE"]);
+    const after = await rpc(aliceToken, { jsonrpc: "2.0", id: 1, method: "ping" }, "mail", id);
+    expect(after.status).toBe(404);
+    await after.body?.cancel();
+  });
+
+  test("malformed input gets JSON errors, never a 500", async () => {
+    const post = (body: string) => fetch(`${base}/mcp/mail`, { method: "POST", headers: { authorization: `Bearer ${aliceToken}`, "content-type": "application/json" }, body });
+    const notJson = await post("{not json");
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } });
+    for (const body of ["[]", "[1]", "null", "42"]) {
+      const res = await post(body);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ error: { code: -32600 } });
+    }
+    const put = await fetch(`${base}/mcp/mail`, { method: "PUT", headers: { authorization: `Bearer ${aliceToken}` } });
+    expect(put.status).toBe(405);
+    expect(await put.json()).toMatchObject({ code: "METHOD_NOT_ALLOWED" });
+    const unknown = await fetch(`${base}/mcp/nothing`, { method: "POST", headers: { authorization: `Bearer ${aliceToken}` } });
+    expect(unknown.status).toBe(404);
+    expect((await fetch(`${base}/.well-known/oauth-protected-resource/mcp/nothing`)).status).toBe(404);
+    const form = (body: string, headers: Record<string, string> = {}) =>
+      fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body });
+    for (const [res, status, error] of [
+      [await form("grant_type=password&client_id=x"), 401, "invalid_client"],
+      [await form("", { authorization: "Basic %%%" }), 401, "invalid_client"],
+      [await form("grant_type=authorization_code&grant_type=refresh_token"), 400, "invalid_request"],
+      [await fetch(`${base}/oauth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }), 400, "invalid_request"],
+      [await fetch(`${base}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" }), 400, "invalid_request"],
+      [await fetch(`${base}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: [host.redirectUrl], grant_types: ["password"] }) }), 400, "invalid_client_metadata"],
+    ] as const) {
+      expect(res.status).toBe(status);
+      expect(await res.json()).toMatchObject({ error });
+    }
+    for (const query of ["", "?client_id=a&client_id=b", "?client_id=%00", `?client_id=${encodeURIComponent(host.documentUrl)}&redirect_uri=https://evil.example/cb`]) {
+      const res = await fetch(`${base}/oauth/authorize${query}`, { redirect: "manual" });
+      expect(res.status).toBe(400);
+      expect(res.headers.get("content-type")).toContain("text/html");
+    }
+    // A verified redirect URI gets the errors after it, with state and iss.
+    const clientId = provider0ClientId;
+    const res = await fetch(`${base}/oauth/authorize?client_id=${clientId}&redirect_uri=${encodeURIComponent(host.redirectUrl)}&response_type=code&state=st`, { redirect: "manual" });
+    expect(res.status).toBe(302);
+    const back = new URL(res.headers.get("location")!);
+    expect(Object.fromEntries(back.searchParams)).toMatchObject({ error: "invalid_request", state: "st", iss: base });
+    const noResource = await fetch(`${base}/oauth/authorize?client_id=${clientId}&redirect_uri=${encodeURIComponent(host.redirectUrl)}&response_type=code&code_challenge=${"a".repeat(43)}&code_challenge_method=S256`, { redirect: "manual" });
+    // two MCP servers here: resource is required
+    expect(new URL(noResource.headers.get("location")!).searchParams.get("error")).toBe("invalid_target");
+  });
+});
+
+describe("approval-held tools", () => {
+  test("a call a person denies is a JSON-RPC error and never reaches the upstream", async () => {
+    const id = await session(aliceToken);
+    const call = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "send_email", arguments: { to: "boss@example.com", text: "I quit" } } };
+    const held = await answer(await rpc(aliceToken, call, "mail", id));
+    expect(held.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    expect(held.error?.data?.approval_url).toStartWith(`${base}/ath/approvals/ath_apr_`);
+    await alicePage.goto(held.error!.data!.approval_url!);
+    await clickAndWait(alicePage, "Deny");
+    const again = await answer(await rpc(aliceToken, { ...call, id: 4 }, "mail", id));
+    expect(again.error?.data?.ath_error).toBe("APPROVAL_DENIED");
+    expect(upstream.calls.filter((c) => c.tool === "send_email")).toEqual([]);
+  });
+
+  test("a batch holding a call that needs approval is sent not at all, and spends nothing", async () => {
+    const id = await session(aliceToken);
+    const before = upstream.calls.length;
+    const batch = [
+      { jsonrpc: "2.0", id: 21, method: "tools/call", params: { name: "whoami", arguments: {} } },
+      { jsonrpc: "2.0", id: 22, method: "tools/call", params: { name: "send_email", arguments: { to: "x@example.com", text: "batched" } } },
+    ];
+    const res = await rpc(aliceToken, batch, "mail", id);
+    expect(res.status).toBe(200);
+    const answers = (await res.json()) as { id: number; error: { data: { ath_error: string } } }[];
+    expect(answers.map((a) => [a.id, a.error.data.ath_error])).toEqual([[21, "POLICY_DENIED"], [22, "APPROVAL_REQUIRED"]]);
+    expect(upstream.calls.length).toBe(before);
+  });
+
+  test("an approved call runs exactly once, resent from another session with another id and key order", async () => {
+    const first = await session(aliceToken);
+    const args = { to: "team@example.com", text: "lunch?" };
+    const held = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "send_email", arguments: args } }, "mail", first));
+    expect(held.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    await alicePage.goto(held.error!.data!.approval_url!);
+    await clickAndWait(alicePage, "Approve");
+    const second = await session(aliceToken);
+    const resend = { jsonrpc: "2.0", id: 99, method: "tools/call", params: { name: "send_email", arguments: { text: args.text, to: args.to } } };
+    const ran = await answer(await rpc(aliceToken, resend, "mail", second));
+    expect(ran.result?.content[0]!.text).toBe("sent to team@example.com");
+    const twice = await answer(await rpc(aliceToken, { ...resend, id: 100 }, "mail", second));
+    expect(twice.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    expect(twice.error?.data?.approval_id).not.toBe(held.error?.data?.approval_id);
+    expect(upstream.calls.filter((c) => c.tool === "send_email")).toEqual([{ tool: "send_email", sub: "alice", args }]);
+  });
+});
+
+describe("approval as a URL elicitation", () => {
+  test("a client that declared URL-mode elicitation gets the approval page as one (the SDK's UrlElicitationRequiredError), then its call runs once", async () => {
+    const provider = new MemoryOAuthProvider(host.redirectUrl);
+    provider.info = { client_id: provider0ClientId };
+    provider.saved = { access_token: aliceToken, token_type: "Bearer" };
+    const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp/mail`), { authProvider: provider });
+    const client = new Client({ name: "elicit-host", version: "1" }, { capabilities: { elicitation: { url: {} } } });
+    await client.connect(transport);
+    const args = { to: "ops@example.com", text: "deploy?" };
+    const held = await client.callTool({ name: "send_email", arguments: args }).catch((e: unknown) => e);
+    expect(held).toBeInstanceOf(UrlElicitationRequiredError);
+    const [elicitation] = (held as UrlElicitationRequiredError).elicitations;
+    expect(elicitation!.mode).toBe("url");
+    expect(elicitation!.url).toStartWith(`${base}/ath/approvals/ath_apr_`);
+    expect(elicitation!.elicitationId).toBe(elicitation!.url.split("/").at(-1)!);
+    await alicePage.goto(elicitation!.url);
+    await clickAndWait(alicePage, "Approve");
+    const ran = await client.callTool({ name: "send_email", arguments: args });
+    expect((ran.content as { text: string }[])[0]!.text).toBe("sent to ops@example.com");
+    expect(upstream.calls.filter((c) => c.tool === "send_email" && c.args.to === "ops@example.com").length).toBe(1);
+    await client.close();
+  });
+});
+
+describe("the person's upstream token", () => {
+  test("the upstream refusing it (401): ath refreshes the grant once and the call goes through, the client none the wiser", async () => {
+    for (const t of auth.issuedTokens.filter((t) => t.kind === "AccessToken")) await auth.revokeAccessToken(t.value);
+    const refreshesBefore = auth.count("grant.success:refresh_token");
+    const id = await session(aliceToken);
+    const res = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 11, method: "tools/call", params: { name: "whoami", arguments: {} } }, "mail", id));
+    expect(res.result?.content[0]!.text).toBe("alice");
+    expect(auth.count("grant.success:refresh_token")).toBe(refreshesBefore + 1);
+  });
+});
+
+describe("refresh tokens", () => {
+  test("a refresh rotates; the spent token presented later revokes the family; another client learns nothing", async () => {
+    const refresh = (token: string, clientId: string) =>
+      fetch(`${base}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: token, client_id: clientId }).toString(),
+      });
+    const reg = await (await fetch(`${base}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: [host.redirectUrl], token_endpoint_auth_method: "none" }) })).json();
+    const stranger = await refresh(aliceRefresh, reg.client_id);
+    expect(stranger.status).toBe(400);
+    expect(await stranger.json()).toMatchObject({ error: "invalid_grant" });
+
+    const aliceClient = (await (await fetch(`${base}/ath/admin/tokens?provider_id=mail`, { headers: { "x-ath-user-token": gw.adminToken } })).json()) as { tokens: { client_id: string; user_id: string }[] };
+    const clientId = aliceClient.tokens.find((t) => t.user_id === "alice")!.client_id;
+    expect(clientId).toStartWith("mcp_");
+    // The client id the MCP client uses is its registration's; the agent record behind it shares it.
+    const rotated = await refresh(aliceRefresh, clientId);
+    expect(rotated.status).toBe(200);
+    const next = (await rotated.json()) as { access_token: string; refresh_token: string };
+    expect(next.refresh_token).not.toBe(aliceRefresh);
+    expect((await rpc(next.access_token, { jsonrpc: "2.0", id: 7, method: "ping" })).status).not.toBe(401);
+    await Bun.sleep(2100); // past the 2 s in which a repeat is a race, not a theft (DESIGN §17)
+    const reuse = await refresh(aliceRefresh, clientId);
+    expect(await reuse.json()).toMatchObject({ error: "invalid_grant" });
+    expect((await rpc(next.access_token, { jsonrpc: "2.0", id: 8, method: "ping" })).status).toBe(401);
+    expect(await (await refresh(next.refresh_token, clientId)).json()).toMatchObject({ error: "invalid_grant" });
+  });
+});
+
+describe("the person and the admin decide", () => {
+  test("Deny on ath's consent page sends the client error=access_denied with its state and iss", async () => {
+    const { page } = await freshPage(browser);
+    const url = new URL(`${base}/oauth/authorize`);
+    const params = { response_type: "code", client_id: provider0ClientId, redirect_uri: host.redirectUrl, code_challenge: "c".repeat(43), code_challenge_method: "S256", state: "deny-me", resource: `${base}/mcp/mail` };
+    for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+    const before = host.landings.length;
+    await page.goto(url.href);
+    await clickAndWait(page, "Deny");
+    expect(host.landings[before]).toMatchObject({ error: "access_denied", state: "deny-me", iss: base, code: null });
+  });
+
+  test("an admin suspending an MCP client stops its tokens at once", async () => {
+    const admin = { "x-ath-user-token": gw.adminToken, "content-type": "application/json" };
+    const listed = (await (await fetch(`${base}/ath/admin/tokens?provider_id=mail`, { headers: admin })).json()) as { tokens: { client_id: string; user_id: string }[] };
+    const bobClient = listed.tokens.find((t) => t.user_id === "bob")!.client_id;
+    expect(bobClient).toStartWith("mcp_doc_");
+    const agent = await (await fetch(`${base}/ath/admin/agents/${bobClient}`, { headers: admin })).json();
+    expect(agent).toMatchObject({ agent_id: `mcp:${host.documentUrl}`, developer: { name: "Documented MCP Client" } });
+    expect((await fetch(`${base}/ath/admin/agents/${bobClient}`, { method: "PATCH", headers: admin, body: JSON.stringify({ status: "suspended" }) })).status).toBe(200);
+    const res = await rpc(bobToken, { jsonrpc: "2.0", id: 1, method: "ping" });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
+  });
+});
+
+describe("the person's upstream sign-in ends", () => {
+  test("a grant the upstream refuses at refresh: ath's 401 invalid_token sends the client to authorize again", async () => {
+    const provider = new MemoryOAuthProvider(host.redirectUrl);
+    const { page } = await freshPage(browser);
+    const client = await connectAs(page, provider, "carol", { expect: /Test MCP Client/ });
+    await client.close();
+    await auth.revokeAllGrants();
+    for (const t of auth.issuedTokens.filter((t) => t.kind === "AccessToken")) await auth.revokeAccessToken(t.value);
+    const res = await rpc(provider.saved!.access_token, { jsonrpc: "2.0", id: 1, method: "ping" });
+    expect(res.status).toBe(401);
+    const challenge = res.headers.get("www-authenticate")!;
+    expect(challenge).toContain('error="invalid_token"');
+    expect(challenge).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp/mail"`);
+  });
+});

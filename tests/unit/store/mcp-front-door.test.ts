@@ -1,0 +1,88 @@
+/**
+ * The MCP front door's rows (DESIGN §18) on SQLite and PostgreSQL: a client round-trips; a code is spent once among
+ * racers on two store instances, and not after its expiry; a refresh token rotates once among racers; a family is
+ * revoked whole; the approval an MCP resend spends is found by (client, user, provider, digest), approved first.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import type { McpRefreshRecord } from "../../../src/store/mcp-types.ts";
+import type { ApprovalRecord, Store } from "../../../src/store/types.ts";
+import { type Harness, PG_URL, T0, postgresHarness, sqliteHarness } from "../../helpers/store-harness.ts";
+
+suite("SQLite", sqliteHarness);
+if (PG_URL) suite("PostgreSQL", () => postgresHarness(PG_URL));
+
+function suite(name: string, makeHarness: () => Harness) {
+  describe(`MCP front door rows — ${name}`, () => {
+    let h: Harness;
+    let a: Store;
+    let b: Store;
+    beforeEach(async () => {
+      h = makeHarness();
+      a = await h.open();
+      b = await h.open();
+    });
+    afterEach(() => h.dispose());
+
+    test("a registered client round-trips; an unknown one is null", async () => {
+      const metadata = { client_name: "VS Code", redirect_uris: ["http://127.0.0.1/cb"], grant_types: ["authorization_code"], response_types: ["code"], token_endpoint_auth_method: "none" as const };
+      await a.createMcpClient({ client_id: "mcp_one", client_secret_hash: null, metadata, created_at: T0 });
+      expect(await b.getMcpClient("mcp_one")).toEqual({ client_id: "mcp_one", client_secret_hash: null, metadata, created_at: T0 });
+      expect(await b.getMcpClient("mcp_two")).toBeNull();
+    });
+
+    test("a code is set once and spent once among racers, never after it expires", async () => {
+      const request = { session_id: "ath_sess_1", client_id: "mcp_one", agent_client_id: "mcp_one", redirect_uri: "http://127.0.0.1/cb", state: "s", code_challenge: "c".repeat(43), resource: "https://gw/mcp/x", code_hash: null, created_at: T0, expires_at: T0 + 600_000 };
+      await a.createMcpAuthorization(request);
+      expect(await a.setMcpAuthorizationCode("ath_sess_1", "hash1", T0 + 600_000)).toBe(true);
+      expect(await b.setMcpAuthorizationCode("ath_sess_1", "hash2", T0 + 600_000)).toBe(false);
+      const spent = await Promise.all([a, b, a, b].map((s) => s.consumeMcpCode("hash1", T0 + 1000)));
+      expect(spent.filter((r) => r !== null).map((r) => r!.session_id)).toEqual(["ath_sess_1"]);
+      await a.createMcpAuthorization({ ...request, session_id: "ath_sess_2" });
+      await a.setMcpAuthorizationCode("ath_sess_2", "hash3", T0 + 5000);
+      expect(await b.consumeMcpCode("hash3", T0 + 5000)).toBeNull();
+    });
+
+    test("a refresh token rotates once among racers; the family is revoked whole", async () => {
+      const base: McpRefreshRecord = {
+        refresh_hash: "r1", family_id: "f1", client_id: "mcp_one", agent_client_id: "mcp_one", agent_id: "mcp:mcp_one", user_id: "alice",
+        provider_id: "mail", resource: "https://gw/mcp/mail", scopes: ["mail:read"], grant_id: "g1", access_token_hash: "a1", status: "live",
+        spent_at: null, created_at: T0, expires_at: T0 + 3_600_000,
+      };
+      await a.createMcpRefresh(base);
+      await a.createMcpRefresh({ ...base, refresh_hash: "r2", access_token_hash: "a2" });
+      await a.createMcpRefresh({ ...base, refresh_hash: "other", family_id: "f2" });
+      const won = await Promise.all([a, b, a, b].map((s) => s.spendMcpRefresh("r1", T0 + 10)));
+      expect(won.filter((r) => r !== null).length).toBe(1);
+      expect(await b.getMcpRefresh("r1")).toMatchObject({ status: "spent", spent_at: T0 + 10, scopes: ["mail:read"] });
+      expect(await a.spendMcpRefresh("r2", T0 + 3_600_000)).toBeNull(); // expired
+      const family = await b.revokeMcpFamily("f1");
+      expect(family.map((r) => r.refresh_hash).sort()).toEqual(["r1", "r2"]);
+      expect((await a.getMcpRefresh("r2"))!.status).toBe("revoked");
+      expect((await a.getMcpRefresh("other"))!.status).toBe("live");
+    });
+
+    test("what a client declared for a session is kept by key, replaced when the session is opened again", async () => {
+      await a.recordMcpSession({ session_key: "k1", client_id: "mcp_one", url_elicitation: true, created_at: T0 });
+      expect(await b.getMcpSession("k1")).toEqual({ client_id: "mcp_one", url_elicitation: true });
+      await b.recordMcpSession({ session_key: "k1", client_id: "mcp_one", url_elicitation: false, created_at: T0 + 1 });
+      expect(await a.getMcpSession("k1")).toEqual({ client_id: "mcp_one", url_elicitation: false });
+      expect(await a.getMcpSession("k2")).toBeNull();
+    });
+
+    test("the approval an MCP resend spends: same client, user, provider and digest, unexpired, approved first", async () => {
+      const approval = (id: string, status: ApprovalRecord["status"], over: Partial<ApprovalRecord> = {}): ApprovalRecord => ({
+        approval_id: id, client_id: "mcp_one", agent_id: "mcp:mcp_one", user_id: "alice", provider_id: "mail", token_id: "t", approver: "user",
+        method: "MCP", path: "/tools/call/send", query: "", digest: "d1", body_sealed: null, headers_sealed: null, body_bytes: 0, content_type: null, status,
+        decided_by: null, decided_at: null, used_at: null, created_at: T0, expires_at: T0 + 300_000, ...over,
+      });
+      await a.createApproval(approval("ath_apr_pending", "pending", { created_at: T0 + 5 }));
+      await a.createApproval(approval("ath_apr_approved", "approved"));
+      await a.createApproval(approval("ath_apr_other_user", "approved", { user_id: "bob" }));
+      await a.createApproval(approval("ath_apr_used", "used", { created_at: T0 + 9 }));
+      const m = { client_id: "mcp_one", user_id: "alice", provider_id: "mail", digest: "d1" };
+      expect((await b.findMcpApproval(m, T0 + 10))!.approval_id).toBe("ath_apr_approved");
+      expect(await b.findMcpApproval({ ...m, digest: "d2" }, T0 + 10)).toBeNull();
+      expect(await b.findMcpApproval(m, T0 + 300_000)).toBeNull();
+    });
+  });
+}
