@@ -10,6 +10,7 @@ import { adminTokenHash, requireAdmin, requireIntrospector, requireMetricsReader
 import type { Fetch, Gateway, GatewayOptions, Logger } from "./context.ts";
 import { Sealer } from "./crypto/sealing.ts";
 import { hashSecret } from "./crypto/secrets.ts";
+import { openAuditChain } from "./domain/audit-chain.ts";
 import { toRecord } from "./domain/providers.ts";
 import { createPipeline } from "./http/pipeline.ts";
 import { createKeyResolver } from "./identity/agent-keys.ts";
@@ -76,6 +77,8 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   const admin = await adminTokenHash(store, adminToken);
   const log = deps.log ?? SILENT;
   const metrics = deps.metrics ?? createMetrics(opts.version);
+  const sealer = await Sealer.fromRawKey(masterKey);
+  const auditChain = await openAuditChain(store, sealer, now, log);
   const gateway: Gateway = {
     opts: {
       ...opts,
@@ -88,12 +91,13 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
       appId: opts.mode === "native" ? ids[0]! : null,
     },
     store,
-    sealer: await Sealer.fromRawKey(masterKey),
+    sealer,
     keys: createKeyResolver({ dev: opts.dev, fetch, now }),
     now,
     fetch,
     log,
-    auditLog: auditQueue(store, log, auditBatch),
+    auditLog: auditQueue(store, log, { ...auditBatch, onWritten: (n) => auditChain.written(n) }),
+    auditChain,
     metrics,
     limiter: createLimiter(rateLimits ?? {}, { store, now, metrics, log }),
   };
@@ -118,6 +122,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     fetch: handle,
     generatedAdminToken: admin.generated,
     close: async () => {
+      auditChain.stop();
       await gateway.auditLog.flush();
       await store.close();
     },

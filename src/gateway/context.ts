@@ -5,6 +5,7 @@
 import type { Store } from "../store/types.ts";
 import type { Sealer } from "./crypto/sealing.ts";
 import type { KeyResolver } from "./identity/agent-keys.ts";
+import type { AuditChain } from "./domain/audit-chain.ts";
 import type { AuditQueue } from "./ops/audit-queue.ts";
 import type { Metrics } from "./ops/metrics.ts";
 import type { Limiter } from "./ops/rate-limit.ts";
@@ -77,6 +78,8 @@ export interface Gateway {
   log: Logger;
   /** Audit events on their way to the store, in batches (domain/audit.ts writes here). */
   auditLog: AuditQueue;
+  /** The audit hash chain's key and checkpoints (DESIGN §20). */
+  auditChain: AuditChain;
   metrics: Metrics;
   limiter: Limiter;
   /**

@@ -46,6 +46,8 @@ export function routeTable(features: RouteFeatures): Route[] {
     // Operating (DESIGN §10)
     row("ready", "GET", PATHS.ready, "api", ready),
     row("metrics", "GET", PATHS.metrics, "api", metrics, { auth: "metrics" }),
+    // Evidence (DESIGN §20): the public key the audit chain's checkpoints are signed with
+    row("audit-key", "GET", PATHS.auditKey, "api", adminAudit.publicKey),
 
     // Phase A and B (DESIGN §3)
     row("register", "POST", PATHS.register, "api", register, { limit: "register" }),
@@ -86,6 +88,7 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("admin.tokens.list", "GET", PATHS.adminTokens, "api", adminTokens.list, { auth: "admin" }),
     row("admin.tokens.revoke", "POST", PATHS.adminTokensRevoke, "api", adminTokens.revoke, { auth: "admin" }),
     row("admin.audit.list", "GET", PATHS.adminAudit, "api", adminAudit.list, { auth: "admin" }),
+    row("admin.audit.export", "GET", PATHS.adminAuditExport, "api", adminAudit.exportChain, { auth: "admin" }),
     row("admin.approvals.list", "GET", PATHS.adminApprovals, "api", adminApprovals.list, { auth: "admin" }),
     row("admin.approvals.decide", "POST", `${PATHS.adminApprovals}/{approval_id}`, "api", adminApprovals.decideOne, { auth: "admin" }),
 

@@ -28,6 +28,9 @@ export const PATHS = {
   adminApprovals: "/ath/admin/approvals",
   adminConsole: "/admin",
   nativeApi: "/api",
+  /** DESIGN §20: the audit chain as JSONL (`?since=`), and the public key its checkpoints are signed with. */
+  adminAuditExport: "/ath/admin/audit/export",
+  auditKey: "/.well-known/ath-audit-key",
 } as const;
 
 /**

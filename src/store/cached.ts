@@ -162,7 +162,10 @@ const NEUTRAL = new Set([
   "listAgents", "recordJti", "createSession", "getSession", "getSessionByHandle", "getSessionByUpstreamState",
   "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "listTokens", "countTokens", "createConsoleSession", "getConsoleSession",
   "deleteConsoleSession", "createGrant",
-  "getGrant", "appendAudit", "listAudit", "leaseRateCapacity", "transaction", "changes", "close",
+  "getGrant", "appendAudit", "listAudit",
+  // the audit chain (DESIGN §20): never cached
+  "setMetaIfAbsent", "chainAuditBacklog", "auditHead", "listAuditChain", "addAuditCheckpoint", "listAuditCheckpoints", "lastAuditCheckpoint",
+  "firstAuditSeq", "auditSweepPoint", "leaseRateCapacity", "transaction", "changes", "close",
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
 ]);

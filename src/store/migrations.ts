@@ -175,5 +175,27 @@ CREATE INDEX approvals_created ON approvals (created_at, approval_id);
 CREATE INDEX approvals_expires ON approvals (expires_at);
 CREATE INDEX approvals_client ON approvals (client_id, status, expires_at);
 ALTER TABLE agents ADD COLUMN approval_rules TEXT;`,
+    // 8: the audit hash chain (DESIGN §20): each record's place (seq), its predecessor's hash and its own; the head of
+    // the chain in one row that every append locks (so instances never fork it); the signed checkpoints. Rows written
+    // before this migration get no seq here (SQL cannot compute the JCS hash): the gateway chains them, in id order,
+    // ahead of anything new, at its first start (store.chainAuditBacklog).
+    `ALTER TABLE audit ADD COLUMN seq ${int};
+ALTER TABLE audit ADD COLUMN prev_hash TEXT;
+ALTER TABLE audit ADD COLUMN hash TEXT;
+CREATE UNIQUE INDEX audit_seq ON audit (seq);
+CREATE TABLE audit_head (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  seq ${int} NOT NULL,
+  hash TEXT NOT NULL
+);
+INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '${"0".repeat(64)}');
+CREATE TABLE audit_checkpoints (
+  seq ${int} PRIMARY KEY,
+  hash TEXT NOT NULL,
+  time ${int} NOT NULL,
+  signature TEXT NOT NULL,
+  kid TEXT NOT NULL
+);
+CREATE INDEX audit_checkpoints_time ON audit_checkpoints (time);`,
   ];
 }

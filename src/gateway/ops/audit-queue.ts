@@ -13,7 +13,11 @@ export interface AuditQueue {
   flush(): Promise<void>;
 }
 
-export function auditQueue(store: Store, log: Logger, o: { maxBatch?: number; delayMs?: number } = {}): AuditQueue {
+export function auditQueue(
+  store: Store,
+  log: Logger,
+  o: { maxBatch?: number; delayMs?: number; onWritten?: (n: number) => void } = {},
+): AuditQueue {
   const maxBatch = o.maxBatch ?? 200;
   const delayMs = o.delayMs ?? 50;
   let queued: AuditEvent[] = [];
@@ -28,7 +32,10 @@ export function auditQueue(store: Store, log: Logger, o: { maxBatch?: number; de
     queued = [];
     if (batch.length > 0) {
       writing = writing.then(() =>
-        store.appendAudit(...batch).catch((err) => log.error(`audit write failed for ${batch.length} event(s)`, err)),
+        store.appendAudit(...batch).then(
+          () => o.onWritten?.(batch.length),
+          (err) => log.error(`audit write failed for ${batch.length} event(s)`, err),
+        ),
       );
     }
     return writing;

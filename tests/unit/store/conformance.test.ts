@@ -9,6 +9,7 @@ import {
   type Harness, PG_URL, T0, agentFixture, grantFixture, postgresHarness, sessionFixture, sqliteHarness, tokenFixture,
 } from "../../helpers/store-harness.ts";
 import { migrations } from "../../../src/store/migrations.ts";
+import { chainRecord, hashRecord, ZERO_HASH } from "../../../src/protocol/audit-chain.ts";
 
 const SCHEMA_VERSION = String(migrations("sqlite").length);
 
@@ -575,7 +576,10 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       expect(all.map((e) => e.type)).toEqual(["token.revoked", "token.issued", "agent.registered"]);
       expect(all[0]!.id!).toBeGreaterThan(all[1]!.id!);
       expect(all[1]!.id!).toBeGreaterThan(all[2]!.id!);
-      expect(all[2]).toEqual({ id: all[2]!.id, type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", provider_id: null, user_id: null, data: { status: "approved" } });
+      expect(all[2]).toEqual({
+        id: all[2]!.id, type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", provider_id: null, user_id: null, data: { status: "approved" },
+        seq: 1, prev_hash: ZERO_HASH, hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      });
       expect((await store.listAudit({ type: "token.issued" })).map((e) => e.at)).toEqual([T0 + 1]);
       expect((await store.listAudit({ limit: 2 })).map((e) => e.at)).toEqual([T0 + 2, T0 + 1]);
     });
@@ -666,13 +670,61 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       expect(await store.recordJti("agent-b", "same-jti", now + 60_000, now)).toBe(false); // still remembered
     });
 
-    test("sweep deletes audit events older than the audit retention, and only when one is given", async () => {
+    test("sweep deletes audit events older than the audit retention, only when one is given, and only up to a checkpoint", async () => {
       await store.appendAudit({ type: "token.revocation_ignored", at: T0 });
       await store.appendAudit({ type: "token.revocation_ignored", at: T0 + 10 });
       await store.appendAudit({ type: "token.issued", at: T0 + 20 });
       expect((await store.sweep(T0 + 100, 0)).audit).toBe(0);
+      // No signed anchor yet: nothing may go, or what remains could not be verified (DESIGN §20).
+      expect((await store.sweep(T0 + 100, 0, 85)).audit).toBe(0);
+      expect(await store.auditSweepPoint(T0 + 15)).toMatchObject({ seq: 2 });
+      const [, second] = await store.listAuditChain({ afterSeq: 0, limit: 10 });
+      await store.addAuditCheckpoint({ seq: 1, hash: "h1", time: T0 + 1, signature: "s", kid: "k" });
+      await store.addAuditCheckpoint({ seq: 2, hash: second!.hash!, time: T0 + 30, signature: "s", kid: "k" });
       expect((await store.sweep(T0 + 100, 0, 85)).audit).toBe(2);
       expect((await store.listAudit()).map((e) => e.at)).toEqual([T0 + 20]);
+      // The anchor stays, the checkpoints below it go.
+      expect((await store.listAuditCheckpoints({ afterSeq: 0, throughSeq: 10 })).map((c) => c.seq)).toEqual([2]);
+      expect(await store.firstAuditSeq()).toBe(3);
+    });
+
+    test("the audit chain: two instances appending at once never fork it; every link hashes", async () => {
+      // SQLite: two connections in one process would wait on each other's lock with the event loop blocked (its busy
+      // timeout is synchronous), so both writers share one connection there; separate processes take BEGIN IMMEDIATE
+      // turns. PostgreSQL: two pools, as two instances.
+      const other = h.schema ? await h.open() : store;
+      try {
+        const writers = [store, other].flatMap((s, w) =>
+          Array.from({ length: 10 }, (_, i) => s.appendAudit(
+            { type: "proxy.call", at: T0 + i, client_id: `c${w}`, data: { i, w, nested: { b: 1, a: [1, "x"] } } },
+            { type: "token.issued", at: T0 + i, user_id: `u${w}` },
+          )),
+        );
+        await Promise.all(writers);
+        const chain = await store.listAuditChain({ afterSeq: 0, limit: 100 });
+        expect(chain.map((e) => e.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+        let prev = ZERO_HASH;
+        for (const e of chain) {
+          expect(e.prev_hash).toBe(prev);
+          expect(e.hash).toBe(hashRecord(chainRecord({ ...e, seq: e.seq!, prev_hash: e.prev_hash! })));
+          prev = e.hash!;
+        }
+        expect(await other.auditHead()).toEqual({ seq: 40, hash: prev });
+        expect((await store.listAuditChain({ afterSeq: 38, throughSeq: 39, limit: 10 })).map((e) => e.seq)).toEqual([39]);
+      } finally {
+        if (other !== store) await other.close();
+      }
+    });
+
+    test("audit checkpoints: one per seq (the first writer's), found by time and by seq", async () => {
+      expect(await store.addAuditCheckpoint({ seq: 5, hash: "a", time: T0 + 5, signature: "s1", kid: "k" })).toBe(true);
+      expect(await store.addAuditCheckpoint({ seq: 5, hash: "b", time: T0 + 6, signature: "s2", kid: "k" })).toBe(false);
+      await store.addAuditCheckpoint({ seq: 9, hash: "c", time: T0 + 9, signature: "s3", kid: "k" });
+      expect(await store.lastAuditCheckpoint({})).toMatchObject({ seq: 9 });
+      expect(await store.lastAuditCheckpoint({ beforeTime: T0 + 9 })).toMatchObject({ seq: 5, hash: "a", signature: "s1" });
+      expect(await store.lastAuditCheckpoint({ maxSeq: 4 })).toBeNull();
+      expect(await store.setMetaIfAbsent("audit_key", "first")).toBe("first");
+      expect(await store.setMetaIfAbsent("audit_key", "second")).toBe("first");
     });
   });
 }
