@@ -74,8 +74,8 @@ export function verifyAuditExport(text: string, key?: AuditPublicJwk): VerifyRes
       prev = ZERO_HASH;
     }
     if (seq !== expected) return fail(Math.min(seq, expected), `expected seq ${expected}, found seq ${seq} (a record dropped, reordered or inserted)`);
-    if (record.prev_hash !== prev) return fail(seq, `seq ${seq}: prev_hash does not match the previous record's hash`);
-    if (hashRecord(record as ChainRecord) !== hash) return fail(seq, `seq ${seq}: the record does not hash to its hash (altered)`);
+    if (record.prev_hash !== prev) return fail(seq, "prev_hash is not the previous record's hash");
+    if (hashRecord(record as ChainRecord) !== hash) return fail(seq, "the record does not hash to its `hash` (altered)");
     firstSeq ??= seq;
     prev = hash;
     expected++;

@@ -92,7 +92,10 @@ export default defineCommand({
         }, (m, a, r) => m.tokensRevoke(a, r)),
       },
     }),
-    audit: leaf("audit", "Audit events, newest first; --follow streams new ones until Ctrl-C", {
+    audit: leaf("audit", "Audit events, newest first; --follow streams new ones until Ctrl-C. `audit export [--since T]`: the hash chain as JSONL; `audit verify FILE [--key FILE]`: check an export offline; `audit key`: the public audit key", {
+      action: { type: "positional", required: false, description: "export | verify | key (none: list events)" },
+      file: { type: "positional", required: false, description: "verify: the export file (- for stdin)" },
+      key: { type: "string", description: "verify: a trusted audit key (JWK file, or an export's key line)", valueHint: "file" },
       type: { type: "string", description: "Only this event type (e.g. token.issued)", valueHint: "type" },
       ...filterArgs,
       since: { type: "string", description: "From this time: 30m, 1h, 2d, or ISO 8601", valueHint: "1h|ISO" },
