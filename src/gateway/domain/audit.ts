@@ -1,6 +1,8 @@
 /** Audit trail: `noun.verb` events in the past tense, stored and logged; precise reasons live here, not on the wire. */
 import type { AuditEvent } from "../../store/types.ts";
+import type { TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
+import { requestDigest } from "../rules/request-digest.ts";
 
 /**
  * Records an event; it reaches the store with the next batch of the gateway's audit queue (ops/audit-queue.ts). The
@@ -9,4 +11,21 @@ import type { Gateway } from "../context.ts";
 export async function audit(gw: Gateway, type: string, e: Omit<AuditEvent, "type" | "at"> = {}): Promise<void> {
   gw.auditLog.push({ type, at: gw.now(), ...e });
   gw.metrics.event(type, e);
+}
+
+/**
+ * A proxied call, once its status is known (DESIGN §20): method, path (no query) and status — never a body or a
+ * header — plus, when a person's approval was required, the request's digest (the one the 403 named). Queued like
+ * every event, so it costs the request one array push.
+ */
+export function auditProxyCall(
+  gw: Gateway,
+  token: Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id">,
+  c: { method: string; path: string; status: number; approval?: { query: string; body: ArrayBuffer | null } },
+): void {
+  const data: Record<string, unknown> = { method: c.method, path: c.path, status: c.status };
+  if (c.approval) data.request_digest = requestDigest(c.method, c.path, c.approval.query, new Uint8Array(c.approval.body ?? new ArrayBuffer(0)));
+  gw.auditLog.push({
+    type: "proxy.call", at: gw.now(), client_id: token.client_id, agent_id: token.agent_id, user_id: token.user_id, provider_id: token.provider_id, data,
+  });
 }

@@ -5,7 +5,7 @@
 import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../domain/approvals.ts";
-import { audit } from "../domain/audit.ts";
+import { audit, auditProxyCall } from "../domain/audit.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
 import { requireNotRevoked, requireUsableToken } from "../domain/tokens.ts";
@@ -101,5 +101,10 @@ export async function proxy(call: Call): Promise<Response> {
   if (res.status >= 400) {
     await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method } });
   }
+  // Evidence (DESIGN §20): the call is audited once its status is known — never its bodies; queued, off the hot path.
+  auditProxyCall(gw, token, {
+    method: req.method, path: "/" + rawPath, status: res.status,
+    ...(rule ? { approval: { query: call.search.replace(/^\?/, ""), body: body.data as ArrayBuffer | null } } : {}),
+  });
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers: agentResponseHeaders(res.headers) });
 }
