@@ -3,6 +3,8 @@
  * sorted by their names' UTF-16 code units, no whitespace, strings and numbers as ECMAScript's JSON.stringify writes
  * them (which is what RFC 8785 §3.2.2 prescribes). Values JSON cannot carry (NaN, Infinity, undefined in an array,
  * functions, bigints) are refused rather than silently changed.
+ *
+ * Written with loops and string concatenation: it runs for every audit record the gateway writes and verifies.
  */
 export function canonicalize(value: unknown): string {
   if (value === null) return "null";
@@ -16,12 +18,27 @@ export function canonicalize(value: unknown): string {
       // ECMAScript's Number serialization (RFC 8785 §3.2.2.3); -0 is written 0 by it.
       return JSON.stringify(value);
     case "object": {
-      if (Array.isArray(value)) return `[${value.map((v) => canonicalize(v === undefined ? fail("undefined in an array") : v)).join(",")}]`;
+      if (Array.isArray(value)) {
+        let out = "[";
+        for (let i = 0; i < value.length; i++) {
+          if (value[i] === undefined) fail("undefined in an array");
+          out += (i === 0 ? "" : ",") + canonicalize(value[i]);
+        }
+        return out + "]";
+      }
       const o = value as Record<string, unknown>;
       if (typeof (o as { toJSON?: unknown }).toJSON === "function") return canonicalize((o as { toJSON(): unknown }).toJSON());
       // Default sort compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
-      const names = Object.keys(o).filter((k) => o[k] !== undefined).sort();
-      return `{${names.map((k) => `${JSON.stringify(k)}:${canonicalize(o[k])}`).join(",")}}`;
+      const names = Object.keys(o).sort();
+      let out = "{";
+      let first = true;
+      for (const k of names) {
+        const v = o[k];
+        if (v === undefined) continue;
+        out += (first ? "" : ",") + JSON.stringify(k) + ":" + canonicalize(v);
+        first = false;
+      }
+      return out + "}";
     }
     default:
       return fail(`a ${typeof value} is not JSON`);
