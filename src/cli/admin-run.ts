@@ -171,6 +171,34 @@ export async function audit(a: Args, raw: string[]): Promise<void> {
   }
 }
 
+// webhooks (DESIGN §20)
+
+export async function webhooksList(a: Args, raw: string[]): Promise<void> {
+  const c = await setup(a, raw);
+  const answer = await adminCall(c.target, "GET", PATHS.adminWebhooks);
+  if (c.out.json) return c.out.doc(answer);
+  const rows = (answer.webhooks as Record<string, unknown>[]).map((w) => [str(w.webhook_id), str(w.url), (w.events as string[]).join(","), str(w.created_at)]);
+  table(c.out, ["WEBHOOK", "URL", "EVENTS", "CREATED"], rows);
+}
+
+export async function webhooksAdd(a: Args, raw: string[]): Promise<void> {
+  const events = str(a.events).split(",").map((e) => e.trim()).filter(Boolean);
+  const c = await setup(a, raw);
+  if (c.deps.stdinTTY) c.deps.stderr("signing secret (then Enter, Ctrl-D): ");
+  const secret = (await c.deps.readStdin()).trim();
+  if (secret === "") throw usageError("pipe the webhook's signing secret on stdin (at least 16 characters)");
+  const answer = await adminCall(c.target, "POST", PATHS.adminWebhooks, { url: str(a.url), events, secret });
+  if (c.out.json) return c.out.doc(answer);
+  c.out.line(str(answer.webhook_id));
+}
+
+export async function webhooksRemove(a: Args, raw: string[]): Promise<void> {
+  const c = await setup(a, raw);
+  const answer = await adminCall(c.target, "DELETE", `${PATHS.adminWebhooks}/${seg(a.id)}`);
+  if (c.out.json) return c.out.doc(answer);
+  c.out.success(`webhook ${str(answer.webhook_id)} removed`);
+}
+
 /** `admin audit export [--since T]`: the chain as JSONL on stdout, as the gateway streams it (DESIGN §20). */
 async function auditExport(a: Args, raw: string[]): Promise<void> {
   const since = time(a, "since", getDeps().now());

@@ -11,6 +11,8 @@ import type { Fetch, Gateway, GatewayOptions, Logger } from "./context.ts";
 import { Sealer } from "./crypto/sealing.ts";
 import { hashSecret } from "./crypto/secrets.ts";
 import { openAuditChain } from "./domain/audit-chain.ts";
+import { enqueueWebhookEvents, isWebhookSource } from "./domain/webhooks.ts";
+import { startWebhookDeliverer } from "./ops/webhooks.ts";
 import { toRecord } from "./domain/providers.ts";
 import { createPipeline } from "./http/pipeline.ts";
 import { createKeyResolver } from "./identity/agent-keys.ts";
@@ -96,7 +98,21 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     now,
     fetch,
     log,
-    auditLog: auditQueue(store, log, { ...auditBatch, onWritten: (n) => auditChain.written(n) }),
+    auditLog: auditQueue(store, log, {
+      ...auditBatch,
+      // A batch with events webhooks carry fills the outbox in the same transaction: both or neither.
+      write: (batch) =>
+        batch.some(isWebhookSource)
+          ? store.transaction(async (tx) => {
+              await tx.appendAudit(...batch);
+              await enqueueWebhookEvents(tx, batch);
+            })
+          : store.appendAudit(...batch),
+      onWritten: (batch) => {
+        auditChain.written(batch.length);
+        if (batch.some(isWebhookSource)) gateway.webhooks?.nudge();
+      },
+    }),
     auditChain,
     metrics,
     limiter: createLimiter(rateLimits ?? {}, { store, now, metrics, log }),
@@ -111,6 +127,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   for (const [id, config] of Object.entries(all)) {
     await store.upsertProvider(await toRecord(gateway, id, config, "file"));
   }
+  gateway.webhooks = startWebhookDeliverer(gateway);
   const handle = createPipeline(gateway, routeTable({ demo: withDemo, native: opts.mode === "native", ...(maxBody ? { maxBody } : {}) }), {
     none: () => undefined,
     admin: requireAdmin,
@@ -124,6 +141,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     close: async () => {
       auditChain.stop();
       await gateway.auditLog.flush();
+      await gateway.webhooks?.stop();
       await store.close();
     },
   };

@@ -9,6 +9,7 @@ import * as adminApprovals from "./admin/approvals.ts";
 import * as adminAudit from "./admin/audit.ts";
 import * as adminProviders from "./admin/providers.ts";
 import * as adminTokens from "./admin/tokens.ts";
+import * as adminWebhooks from "./admin/webhooks.ts";
 import * as adminConsole from "./console/handlers.ts";
 import type { Handler, Route, RouteAuth, RouteKind, RouteLimit } from "./context.ts";
 import { authorize } from "./endpoints/authorize.ts";
@@ -89,6 +90,9 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("admin.tokens.revoke", "POST", PATHS.adminTokensRevoke, "api", adminTokens.revoke, { auth: "admin" }),
     row("admin.audit.list", "GET", PATHS.adminAudit, "api", adminAudit.list, { auth: "admin" }),
     row("admin.audit.export", "GET", PATHS.adminAuditExport, "api", adminAudit.exportChain, { auth: "admin" }),
+    row("admin.webhooks.list", "GET", PATHS.adminWebhooks, "api", adminWebhooks.list, { auth: "admin" }),
+    row("admin.webhooks.create", "POST", PATHS.adminWebhooks, "api", adminWebhooks.create, { auth: "admin" }),
+    row("admin.webhooks.delete", "DELETE", `${PATHS.adminWebhooks}/{webhook_id}`, "api", adminWebhooks.remove, { auth: "admin" }),
     row("admin.approvals.list", "GET", PATHS.adminApprovals, "api", adminApprovals.list, { auth: "admin" }),
     row("admin.approvals.decide", "POST", `${PATHS.adminApprovals}/{approval_id}`, "api", adminApprovals.decideOne, { auth: "admin" }),
 

@@ -31,6 +31,8 @@ export const PATHS = {
   /** DESIGN §20: the audit chain as JSONL (`?since=`), and the public key its checkpoints are signed with. */
   adminAuditExport: "/ath/admin/audit/export",
   auditKey: "/.well-known/ath-audit-key",
+  /** DESIGN §20: webhook subscriptions. + /{webhook_id} */
+  adminWebhooks: "/ath/admin/webhooks",
 } as const;
 
 /**

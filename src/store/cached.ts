@@ -165,7 +165,10 @@ const NEUTRAL = new Set([
   "getGrant", "appendAudit", "listAudit",
   // the audit chain (DESIGN §20): never cached
   "setMetaIfAbsent", "chainAuditBacklog", "auditHead", "listAuditChain", "addAuditCheckpoint", "listAuditCheckpoints", "lastAuditCheckpoint",
-  "firstAuditSeq", "auditSweepPoint", "leaseRateCapacity", "transaction", "changes", "close",
+  "firstAuditSeq", "auditSweepPoint",
+  // webhooks and their outbox (DESIGN §20): never cached
+  "createWebhook", "listWebhooks", "getWebhook", "deleteWebhook", "enqueueWebhookEvent", "claimWebhookDeliveries", "finishWebhookDelivery",
+  "countWebhookOutbox", "leaseRateCapacity", "transaction", "changes", "close",
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
 ]);

@@ -134,6 +134,26 @@ export interface AuditCheckpoint {
   kid: string;
 }
 
+/** A webhook subscription (DESIGN §20); the signing secret sealed. */
+export interface WebhookRecord {
+  webhook_id: string;
+  url: string;
+  events: string[];
+  secret_sealed: string;
+  created_at: number;
+}
+
+/** One event on its way to one endpoint (the outbox row), as a deliverer claimed it. */
+export interface WebhookDelivery {
+  id: number;
+  webhook_id: string;
+  event_id: string;
+  /** The exact JSON body to POST: `{id, type, time, data}`. */
+  body: string;
+  created_at: number;
+  attempts: number;
+}
+
 /** Which tokens an admin means (DESIGN §9): every given field must match (AND). */
 export interface TokenFilter {
   token_id?: string;
@@ -343,6 +363,24 @@ export interface Store {
   auditSweepPoint(cutoff: number): Promise<AuditHead | null>;
   /** Events matching the filter, newest first, with their ids. */
   listAudit(opts?: AuditFilter): Promise<AuditEvent[]>;
+
+  // webhooks (DESIGN §20)
+  createWebhook(w: WebhookRecord): Promise<void>;
+  listWebhooks(): Promise<WebhookRecord[]>;
+  getWebhook(webhookId: string): Promise<WebhookRecord | null>;
+  /** Deletes the subscription and its undelivered events; false when there was none. */
+  deleteWebhook(webhookId: string): Promise<boolean>;
+  /** Puts the event in the outbox of every webhook subscribed to `type`; returns for how many. */
+  enqueueWebhookEvent(e: { event_id: string; type: string; body: string; created_at: number }): Promise<number>;
+  /**
+   * Leases, to `owner` until `now + leaseMs`, the oldest pending event of each endpoint when it is due and not leased
+   * by anyone else — only the oldest, so each endpoint gets its events in order; across instances, each once at a time.
+   */
+  claimWebhookDeliveries(owner: string, now: number, leaseMs: number): Promise<WebhookDelivery[]>;
+  /** Ends `owner`'s lease: delivered, failed for good, or pending again from `next_at`; false if the lease was lost. */
+  finishWebhookDelivery(id: number, owner: string, o: { state: "delivered" | "failed" | "pending"; attempts: number; next_at: number }): Promise<boolean>;
+  /** How many events wait per state (tests and the console). */
+  countWebhookOutbox(): Promise<{ pending: number; delivered: number; failed: number }>;
 
   // rate limits (DESIGN §10)
   /**

@@ -16,7 +16,13 @@ export interface AuditQueue {
 export function auditQueue(
   store: Store,
   log: Logger,
-  o: { maxBatch?: number; delayMs?: number; onWritten?: (n: number) => void } = {},
+  o: {
+    maxBatch?: number;
+    delayMs?: number;
+    /** How a batch is written (default `store.appendAudit`): the gateway also fills the webhook outbox in it. */
+    write?: (batch: AuditEvent[]) => Promise<void>;
+    onWritten?: (batch: AuditEvent[]) => void;
+  } = {},
 ): AuditQueue {
   const maxBatch = o.maxBatch ?? 200;
   const delayMs = o.delayMs ?? 50;
@@ -32,8 +38,8 @@ export function auditQueue(
     queued = [];
     if (batch.length > 0) {
       writing = writing.then(() =>
-        store.appendAudit(...batch).then(
-          () => o.onWritten?.(batch.length),
+        (o.write ? o.write(batch) : store.appendAudit(...batch)).then(
+          () => o.onWritten?.(batch),
           (err) => log.error(`audit write failed for ${batch.length} event(s)`, err),
         ),
       );

@@ -86,6 +86,8 @@ export interface Metrics {
   rateLimited: Counter;
   /** Per-request approvals (DESIGN §15): requested, approved, denied, used. */
   approvals: Counter;
+  /** Webhook delivery attempts (DESIGN §20), by result: ok, error. */
+  webhookDeliveries: Counter;
   /** Counts what an audit event says happened (domain/audit.ts calls it for every event). */
   event(type: string, e: { provider_id?: string | null | undefined; data?: LogFields | undefined }): void;
   /** The exposition, process metrics included. */
@@ -104,6 +106,7 @@ export function createMetrics(version: string): Metrics {
     agentsRegistered: new Counter("ath_agents_registered_total", "Agents registered, by the status they got.", ["status"]),
     rateLimited: new Counter("ath_rate_limited_total", "Requests refused with 429, by limit.", ["limit"]),
     approvals: new Counter("ath_approvals_total", "Per-request approvals, by provider and what happened (requested, approved, denied, used).", ["provider", "result"]),
+    webhookDeliveries: new Counter("ath_webhook_deliveries_total", "Webhook delivery attempts, by result (ok, error).", ["result"]),
   };
   const provider = (e: { provider_id?: string | null | undefined }) => e.provider_id ?? "none";
   const EVENTS: Record<string, (e: { provider_id?: string | null | undefined; data?: LogFields | undefined }) => void> = {
