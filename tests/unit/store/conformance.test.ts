@@ -716,6 +716,34 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       }
     });
 
+    test("the webhook outbox: fan-out to subscribers, only the head of each endpoint leased, once across instances", async () => {
+      const hook = (id: string, events: string[]) => ({ webhook_id: id, url: `https://h.example/${id}`, events, secret_sealed: "sealed", created_at: T0 });
+      await store.createWebhook(hook("w1", ["token.issued", "agent.registered"]));
+      await store.createWebhook(hook("w2", ["token.revoked"]));
+      expect(await store.enqueueWebhookEvent({ event_id: "e1", type: "token.issued", body: "{}", created_at: T0 })).toBe(1);
+      expect(await store.enqueueWebhookEvent({ event_id: "e2", type: "agent.registered", body: "{}", created_at: T0 })).toBe(1);
+      expect(await store.enqueueWebhookEvent({ event_id: "e3", type: "token.revoked", body: "{}", created_at: T0 })).toBe(1);
+      expect(await store.enqueueWebhookEvent({ event_id: "e4", type: "agent.approved", body: "{}", created_at: T0 })).toBe(0);
+      const other = h.schema ? await h.open() : store;
+      try {
+        const [x, y] = await Promise.all([store.claimWebhookDeliveries("A", T0, 1_000), other.claimWebhookDeliveries("B", T0, 1_000)]);
+        const claimed = [...x, ...y].map((d) => d.event_id).sort();
+        expect(claimed).toEqual(["e1", "e3"]); // e2 waits behind e1 (same endpoint), each head leased once
+        const e1 = [...x, ...y].find((d) => d.event_id === "e1")!;
+        const holder = x.includes(e1) ? "A" : "B";
+        expect(await store.claimWebhookDeliveries("C", T0 + 500, 1_000)).toEqual([]); // leases still held
+        expect(await store.finishWebhookDelivery(e1.id, "C", { state: "delivered", attempts: 1, next_at: T0 })).toBe(false);
+        expect(await store.finishWebhookDelivery(e1.id, holder, { state: "delivered", attempts: 1, next_at: T0 })).toBe(true);
+        // e2 is the head now; e3's lease lapsed and it is claimable again
+        expect((await store.claimWebhookDeliveries("C", T0 + 1_001, 1_000)).map((d) => d.event_id)).toEqual(["e2", "e3"]);
+        expect(await store.countWebhookOutbox()).toEqual({ pending: 2, delivered: 1, failed: 0 });
+        expect(await store.deleteWebhook("w1")).toBe(true);
+        expect(await store.countWebhookOutbox()).toEqual({ pending: 1, delivered: 0, failed: 0 });
+      } finally {
+        if (other !== store) await other.close();
+      }
+    });
+
     test("audit checkpoints: one per seq (the first writer's), found by time and by seq", async () => {
       expect(await store.addAuditCheckpoint({ seq: 5, hash: "a", time: T0 + 5, signature: "s1", kid: "k" })).toBe(true);
       expect(await store.addAuditCheckpoint({ seq: 5, hash: "b", time: T0 + 6, signature: "s2", kid: "k" })).toBe(false);
