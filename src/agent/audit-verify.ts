@@ -69,7 +69,7 @@ export function verifyAuditExport(text: string, key?: AuditPublicJwk): VerifyRes
     const seq = record.seq;
     if (typeof seq !== "number" || !Number.isSafeInteger(seq) || typeof hash !== "string") return fail(expected, "a record line without a seq or hash");
     if (expected === null) {
-      if (seq !== 1) return fail(seq, `the export starts at seq ${seq} without a signed checkpoint to start from`);
+      if (seq !== 1) return fail(1, `the export starts at seq ${seq} without a signed checkpoint to start from: seq 1 to ${seq - 1} are missing`);
       expected = 1;
       prev = ZERO_HASH;
     }

@@ -118,6 +118,8 @@ describe("ath admin audit verify", () => {
   test("a dropped record: exit 1 at its seq", async () => {
     const i = lines.findIndex((l) => l.seq === 12 && l.type !== "checkpoint");
     expect((await verify(lines.filter((_, j) => j !== i))).slice(0, 2)).toEqual([1, 12]);
+    // the first record: nothing anchors the start
+    expect((await verify(lines.filter((_, j) => j !== 1))).slice(0, 2)).toEqual([1, 1]);
     // the last record, before the closing checkpoint
     const last = lines.length - 2;
     expect((await verify(lines.filter((_, j) => j !== last))).slice(0, 2)).toEqual([1, records().length]);
