@@ -217,6 +217,7 @@ CREATE TABLE webhook_outbox (
   lease_until ${int},
   state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed'))
 );
-CREATE INDEX webhook_outbox_pending ON webhook_outbox (state, webhook_id, id);`,
+CREATE INDEX webhook_outbox_pending ON webhook_outbox (state, webhook_id, id);
+CREATE INDEX webhook_outbox_created ON webhook_outbox (created_at);`,
   ];
 }

@@ -234,6 +234,8 @@ export interface SweepResult {
   agents: number;
   audit: number;
   rate_leases: number;
+  /** Webhook outbox rows delivered or given up, older than `retainMs`. */
+  webhooks: number;
 }
 
 export interface Store {
@@ -396,7 +398,7 @@ export interface Store {
    * decision), and (when
    * `auditRetainMs` is given) audit records older than that — only up to the newest checkpoint at or below
    * auditSweepPoint(now - auditRetainMs), so what remains starts right after a signed anchor (DESIGN §20), and the
-   * checkpoints below that anchor.
+   * checkpoints below that anchor; webhook outbox rows delivered or given up over `retainMs` ago.
    */
   sweep(now: number, retainMs: number, auditRetainMs?: number): Promise<SweepResult>;
 

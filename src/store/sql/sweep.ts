@@ -82,7 +82,8 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
       );
       const audit = auditRetainMs === undefined ? 0 : await sweepAudit(now - auditRetainMs);
       const rateLeases = await inBatches("rate_leases", "(rkey, window_start)", "SELECT rkey, window_start FROM rate_leases WHERE expires_at <= ?", [now]);
-      return { sessions, jti, tokens, grants, agents, audit, rate_leases: rateLeases };
+      const webhooks = await inBatches("webhook_outbox", "id", "SELECT id FROM webhook_outbox WHERE created_at <= ? AND state <> 'pending'", [cutoff]);
+      return { sessions, jti, tokens, grants, agents, audit, rate_leases: rateLeases, webhooks };
     },
   };
 }

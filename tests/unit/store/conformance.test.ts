@@ -620,7 +620,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.markSessionConsented(consented.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: pendingGrant.grant_id, expires_at: now + 1 });
 
       const before = { sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") };
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, agents: 0, audit: 0, rate_leases: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, agents: 0, audit: 0, rate_leases: 0, webhooks: 0 });
       expect({ sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") })
         .toEqual({ sessions: before.sessions - 1, jti: before.jti - 1, tokens: before.tokens - 2, grants: before.grants - 2 });
       expect(await store.getGrant(dead.grant_id)).toBeNull();
@@ -629,7 +629,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       for (const t of kept) expect(await store.getToken(t.token_hash)).toEqual(t);
       expect(await store.getSession(live.session_id)).toEqual(live);
       expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0, webhooks: 0 });
     });
 
     test("sweep deletes agents that never got an approved scope and hold no token, once past retention — not pending ones, not approved ones, not token holders", async () => {
@@ -737,6 +737,9 @@ function storeConformance(name: string, makeHarness: () => Harness) {
         // e2 is the head now; e3's lease lapsed and it is claimable again
         expect((await store.claimWebhookDeliveries("C", T0 + 1_001, 1_000)).map((d) => d.event_id)).toEqual(["e2", "e3"]);
         expect(await store.countWebhookOutbox()).toEqual({ pending: 2, delivered: 1, failed: 0 });
+        // delivered rows go with the sweep once past retention; pending ones stay
+        expect((await store.sweep(T0 + 10, 5)).webhooks).toBe(1);
+        expect(await store.countWebhookOutbox()).toEqual({ pending: 2, delivered: 0, failed: 0 });
         expect(await store.deleteWebhook("w1")).toBe(true);
         expect(await store.countWebhookOutbox()).toEqual({ pending: 1, delivered: 0, failed: 0 });
       } finally {
