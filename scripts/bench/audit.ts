@@ -3,7 +3,8 @@
  * 1. the offline verifier on an export of 10,000 records made by the gateway (HTTP export, in process) — budget < 1 s;
  * 2. proxy throughput with every call audited (proxy.call, hashed and chained in batches) against the same gateway
  *    with proxied calls left out of the audit — interleaved rounds, same process, same store file — budget ≥ 0.95×.
- * In process (no sockets): the HTTP hop both sides would share is left out, so the ratio is a strict one.
+ * Measured in process (no sockets: the strictest ratio) and over HTTP on loopback (Bun.serve in front of the same
+ * gateway); the demo upstream answers from memory in both.
  *
  * Usage: bun scripts/bench/audit.ts [--records 10000] [--requests 2000] [--concurrency 16] [--rounds 6]
  */
@@ -58,13 +59,17 @@ try {
     const { accessToken } = await tokenFor(g, await makeAgent());
     const push = g.gw.auditLog.push.bind(g.gw.auditLog);
     const skipProxyCalls = (e: AuditEvent) => (e.type === "proxy.call" ? undefined : push(e));
-    const round = async (): Promise<number> => {
+    // Over HTTP too: the same gateway behind Bun.serve on loopback (the upstream still answers from memory).
+    const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => g.app.fetch(req) });
+    const overHttp = `http://127.0.0.1:${server.port}/ath/proxy/demo/notes`;
+    const round = async (http: boolean): Promise<number> => {
       let next = 0;
       const t = performance.now();
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
           while (next++ < REQUESTS) {
-            const res = await g.fetch("/ath/proxy/demo/notes", { headers: { authorization: `Bearer ${accessToken}` } });
+            const init = { headers: { authorization: `Bearer ${accessToken}` } };
+            const res = http ? await fetch(overHttp, init) : await g.fetch("/ath/proxy/demo/notes", init);
             if (res.status !== 200) throw new Error(`proxy: ${res.status}`);
             await res.arrayBuffer();
           }
@@ -73,18 +78,22 @@ try {
       await g.gw.auditLog.flush(); // the audited side pays for its writes inside its round
       return REQUESTS / ((performance.now() - t) / 1000);
     };
-    await round(); // warm-up
-    const on: number[] = [];
-    const off: number[] = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      for (const audited of r % 2 === 0 ? [true, false] : [false, true]) {
-        g.gw.auditLog.push = audited ? push : skipProxyCalls;
-        (audited ? on : off).push(await round());
-      }
-    }
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const head = await g.gw.store.auditHead();
-    console.log(`proxy, ${CONCURRENCY} concurrent, ${REQUESTS} requests × ${ROUNDS} rounds each: audited ${med(on).toFixed(0)} req/s, not audited ${med(off).toFixed(0)} req/s → ratio ${(med(on) / med(off)).toFixed(3)} (chain head seq ${head.seq})`);
+    for (const http of [false, true]) {
+      await round(http); // warm-up
+      const on: number[] = [];
+      const off: number[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const audited of r % 2 === 0 ? [true, false] : [false, true]) {
+          g.gw.auditLog.push = audited ? push : skipProxyCalls;
+          (audited ? on : off).push(await round(http));
+        }
+      }
+      const head = await g.gw.store.auditHead();
+      console.log(`proxy ${http ? "over HTTP (loopback)" : "in process"}, ${CONCURRENCY} concurrent, ${REQUESTS} requests × ${ROUNDS} rounds each: audited ${med(on).toFixed(0)} req/s, not audited ${med(off).toFixed(0)} req/s → ratio ${(med(on) / med(off)).toFixed(3)} (chain head seq ${head.seq})`);
+    }
+    g.gw.auditLog.push = push;
+    server.stop(true);
     await g.close();
   }
   console.log(`load average at end: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
