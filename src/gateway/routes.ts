@@ -111,6 +111,8 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("console.providers", "GET", `${PATHS.adminConsole}/providers`, "page", adminConsole.providers),
     row("console.providers.remove", "POST", `${PATHS.adminConsole}/providers/{provider_id}/remove`, "page", adminConsole.providerRemove, { maxBody: 4096 }),
     row("console.audit", "GET", `${PATHS.adminConsole}/audit`, "page", adminConsole.auditLog),
+    row("console.webhooks", "GET", `${PATHS.adminConsole}/webhooks`, "page", adminConsole.webhooks),
+    row("console.webhooks.remove", "POST", `${PATHS.adminConsole}/webhooks/{webhook_id}/remove`, "page", adminConsole.webhookRemove, { maxBody: 4096 }),
 
     ...(features.demo ? [row("demo", "*", "/demo/*", "page", (call) => call.gw.demo!.fetch(call.req))] : []),
   ];

@@ -5,7 +5,8 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { checkWebhookTarget, signature } from "../../../../src/gateway/domain/webhooks.ts";
-import { ADMIN_TOKEN, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
+import { formWithButton } from "../../../helpers/browser.ts";
+import { ADMIN_TOKEN, BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
 
 let g: InProcess | undefined;
 afterEach(async () => {
@@ -64,4 +65,26 @@ test("targets: https with public addresses; http only to loopback with --dev; pr
   expect(signature("s3cret", 1700000000, '{"a":1}')).toBe(
     `t=1700000000,v1=${new Bun.CryptoHasher("sha256", "s3cret").update('1700000000.{"a":1}').digest("hex")}`,
   );
+});
+
+test("the console lists webhooks (every value escaped) and removes one, behind sign-in and CSRF", async () => {
+  g = await inProcessGateway();
+  const url = "http://127.0.0.1:9/hook?a=<b>&c=\"d\"";
+  const created = await (await admin(g, "POST", "/ath/admin/webhooks", { url, events: ["token.revoked"], secret: "0123456789abcdef-secret" })).json();
+  const browser = g.browser();
+  let page = await browser.navigate(`${BASE}/admin/webhooks`);
+  expect(new URL(page.url).pathname).toBe("/admin/signin");
+  page = await browser.submit(page, formWithButton(page, "Sign in"), { fields: { token: ADMIN_TOKEN } });
+  page = await browser.navigate(`${BASE}/admin/webhooks`);
+  expect(page.status).toBe(200);
+  expect(page.body).toContain(created.webhook_id);
+  expect(page.body).toContain("http://127.0.0.1:9/hook?a=&lt;b&gt;&amp;c=&quot;d&quot;");
+  expect(page.body).not.toContain("<b>");
+  expect(page.body).not.toContain("0123456789abcdef-secret");
+  page = await browser.submit(page, formWithButton(page, "Remove"));
+  expect(page.body).toContain("Webhook removed.");
+  expect(await g.gw.store.listWebhooks()).toEqual([]);
+  // without the CSRF token the form is refused
+  const forged = await g.fetch(`/admin/webhooks/${created.webhook_id}/remove`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "" });
+  expect(forged.status).toBeGreaterThanOrEqual(400);
 });
