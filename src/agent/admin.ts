@@ -77,6 +77,22 @@ export async function adminCall(t: AdminTarget, method: string, path: string, js
   return value as Record<string, unknown>;
 }
 
+/** An admin API answer streamed as it comes (the audit export's JSONL): each chunk to `onChunk`. */
+export async function adminStream(t: AdminTarget, path: string, onChunk: (chunk: Uint8Array) => void): Promise<void> {
+  const req = { method: "GET", url: `${t.base}${path}` };
+  const res = await send({ ...req, headers: { accept: "application/x-ndjson", [HEADERS.adminToken]: t.token } }, t.http);
+  if (!res.ok) {
+    const { bytes } = await readBody(req, res, t.http, { keep: MAX_ANSWER_BYTES });
+    throw httpError(req, res.status, Buffer.from(bytes).toString("utf8"), res.headers.get("location") ?? undefined);
+  }
+  await readBody(req, res, t.http, { keep: 0, onChunk });
+}
+
+/** The gateway's public audit key (GET /.well-known/ath-audit-key): no admin token needed. */
+export async function fetchAuditKey(base: string, http: HttpOptions): Promise<Record<string, unknown>> {
+  return adminCall({ base, token: "", http }, "GET", PATHS.auditKey);
+}
+
 /** A query string of the given, non-empty values. */
 export function query(params: Record<string, string | number | undefined>): string {
   const q = new URLSearchParams();

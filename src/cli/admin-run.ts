@@ -6,7 +6,9 @@
  */
 import { stringifyInert } from "../protocol/sanitize.ts";
 import { readFile } from "node:fs/promises";
-import { adminCall, adminToken, followAudit, login as saveLogin, logout as forget, query, sinceTime, type AdminTarget, type AuditEventView } from "../agent/admin.ts";
+import { verifyAuditExport, parseAuditKey } from "../agent/audit-verify.ts";
+import { ClientError } from "../agent/errors.ts";
+import { adminCall, adminStream, adminToken, fetchAuditKey, followAudit, login as saveLogin, logout as forget, query, sinceTime, type AdminTarget, type AuditEventView } from "../agent/admin.ts";
 import { loadAgent, type Agent } from "../agent/flows/agent.ts";
 import { PATHS } from "../protocol/constants.ts";
 import { getDeps, type Deps } from "./deps.ts";
@@ -150,6 +152,11 @@ export async function budgets(a: Args, raw: string[]): Promise<void> {
 // audit
 
 export async function audit(a: Args, raw: string[]): Promise<void> {
+  const action = text(a.action);
+  if (action === "export") return auditExport(a, raw);
+  if (action === "verify") return auditVerify(a, raw);
+  if (action === "key") return auditKey(a, raw);
+  if (action !== undefined) throw usageError(`unknown audit action "${action}": export, verify or key`);
   const now = getDeps().now();
   const since = time(a, "since", now);
   const until = time(a, "until", now);
@@ -174,6 +181,83 @@ export async function audit(a: Args, raw: string[]): Promise<void> {
     await followAudit(c.target, { ...f, until: undefined }, events[0]?.id ?? 0, print, { intervalMs: FOLLOW_INTERVAL_MS, signal: stop.signal });
   } finally {
     remove();
+  }
+}
+
+// webhooks (DESIGN §20)
+
+export async function webhooksList(a: Args, raw: string[]): Promise<void> {
+  const c = await setup(a, raw);
+  const answer = await adminCall(c.target, "GET", PATHS.adminWebhooks);
+  if (c.out.json) return c.out.doc(answer);
+  const rows = (answer.webhooks as Record<string, unknown>[]).map((w) => [str(w.webhook_id), str(w.url), (w.events as string[]).join(","), str(w.created_at)]);
+  table(c.out, ["WEBHOOK", "URL", "EVENTS", "CREATED"], rows);
+}
+
+export async function webhooksAdd(a: Args, raw: string[]): Promise<void> {
+  const events = str(a.events).split(",").map((e) => e.trim()).filter(Boolean);
+  const c = await setup(a, raw);
+  if (c.deps.stdinTTY) c.deps.stderr("signing secret (then Enter, Ctrl-D): ");
+  const secret = (await c.deps.readStdin()).trim();
+  if (secret === "") throw usageError("pipe the webhook's signing secret on stdin (at least 16 characters)");
+  const answer = await adminCall(c.target, "POST", PATHS.adminWebhooks, { url: str(a.url), events, secret });
+  if (c.out.json) return c.out.doc(answer);
+  c.out.line(str(answer.webhook_id));
+}
+
+export async function webhooksRemove(a: Args, raw: string[]): Promise<void> {
+  const c = await setup(a, raw);
+  const answer = await adminCall(c.target, "DELETE", `${PATHS.adminWebhooks}/${seg(a.id)}`);
+  if (c.out.json) return c.out.doc(answer);
+  c.out.success(`webhook ${str(answer.webhook_id)} removed`);
+}
+
+/** `admin audit export [--since T]`: the chain as JSONL on stdout, as the gateway streams it (DESIGN §20). */
+async function auditExport(a: Args, raw: string[]): Promise<void> {
+  const since = time(a, "since", getDeps().now());
+  const c = await setup(a, raw);
+  await adminStream(c.target, `${PATHS.adminAuditExport}${query({ since })}`, (chunk) => c.deps.stdout(chunk));
+}
+
+/** `admin audit verify FILE [--key FILE]`: offline (agent/audit-verify.ts); exit 1 naming the first bad seq. */
+async function auditVerify(a: Args, raw: string[]): Promise<void> {
+  const file = text(a.file);
+  if (file === undefined) throw usageError("say which export to verify: ath admin audit verify FILE [--key FILE]");
+  const deps = getDeps();
+  const out = await output(formatOf(raw), deps);
+  const exported = await readText(file);
+  const keyFile = text(a.key);
+  const key = keyFile === undefined ? undefined : parseAuditKey(await readText(keyFile));
+  if (key === null) throw usageError(`${keyFile} holds no Ed25519 audit key (a JWK, or an export's key line)`);
+  const r = verifyAuditExport(exported, key);
+  if (!r.ok) {
+    throw new ClientError("failure", "AUDIT_CHAIN_BROKEN", `broken at ${r.seq === null ? "the start" : `seq ${r.seq}`}: ${r.reason} (line ${r.line})`, {
+      details: { seq: r.seq, line: r.line },
+    });
+  }
+  if (out.json) return out.doc(r);
+  const span = r.range ? `seq ${r.range[0]}–${r.range[1]}` : "no records";
+  out.line(`intact: ${r.records} record(s) (${span}), ${r.checkpoints} checkpoint(s)`);
+  out.line(
+    r.keySource === "given"
+      ? `checkpoints signed by the given key ${r.kid}`
+      : `checkpoints signed by the export's own key ${r.kid} — pass --key with the key you trust (ath admin audit key) to pin it`,
+  );
+}
+
+/** `admin audit key`: the gateway's public audit key (JWK), to keep for `verify --key`. */
+async function auditKey(a: Args, raw: string[]): Promise<void> {
+  const c = await setup(a, raw, { noToken: true });
+  const jwk = await fetchAuditKey(c.target.base, c.target.http);
+  if (c.out.json) return c.out.doc(jwk);
+  c.deps.stdout(`${JSON.stringify(jwk)}\n`);
+}
+
+async function readText(file: string): Promise<string> {
+  try {
+    return file === "-" ? await getDeps().readStdin() : await readFile(file, "utf8");
+  } catch (e) {
+    throw usageError(`cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
   }
 }
 

@@ -92,7 +92,21 @@ export default defineCommand({
         }, (m, a, r) => m.tokensRevoke(a, r)),
       },
     }),
-    audit: leaf("audit", "Audit events, newest first; --follow streams new ones until Ctrl-C", {
+    webhooks: defineCommand({
+      meta: { name: "webhooks", description: "Webhooks (signed POSTs of agent, token and approval events): list, add, remove" },
+      subCommands: {
+        list: leaf("list", "List the webhook subscriptions", {}, (m, a, r) => m.webhooksList(a, r)),
+        add: leaf("add", "Subscribe a URL to events; the signing secret is read from stdin", {
+          url: { type: "positional", required: true, description: "https:// URL (http://127.0.0.1 only when the gateway runs --dev)" },
+          events: { type: "string", required: true, description: "Comma-separated event types, e.g. token.revoked,approval.requested", valueHint: "a,b" },
+        }, (m, a, r) => m.webhooksAdd(a, r)),
+        remove: leaf("remove", "Remove a webhook subscription", id("webhook_id"), (m, a, r) => m.webhooksRemove(a, r)),
+      },
+    }),
+    audit: leaf("audit", "Audit events, newest first; --follow streams new ones until Ctrl-C. `audit export [--since T]`: the hash chain as JSONL; `audit verify FILE [--key FILE]`: check an export offline; `audit key`: the public audit key", {
+      action: { type: "positional", required: false, description: "export | verify | key (none: list events)" },
+      file: { type: "positional", required: false, description: "verify: the export file (- for stdin)" },
+      key: { type: "string", description: "verify: a trusted audit key (JWK file, or an export's key line)", valueHint: "file" },
       type: { type: "string", description: "Only this event type (e.g. token.issued)", valueHint: "type" },
       ...filterArgs,
       since: { type: "string", description: "From this time: 30m, 1h, 2d, or ISO 8601", valueHint: "1h|ISO" },

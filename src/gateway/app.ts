@@ -10,11 +10,15 @@ import { adminTokenHash, requireAdmin, requireIntrospector, requireMetricsReader
 import type { Fetch, Gateway, GatewayOptions, Logger } from "./context.ts";
 import { Sealer } from "./crypto/sealing.ts";
 import { hashSecret } from "./crypto/secrets.ts";
+import { openAuditChain } from "./domain/audit-chain.ts";
+import { enqueueWebhookEvents, isWebhookSource } from "./domain/webhooks.ts";
+import { startWebhookDeliverer } from "./ops/webhooks.ts";
 import { toRecord } from "./domain/providers.ts";
 import { createPipeline } from "./http/pipeline.ts";
 import { createKeyResolver } from "./identity/agent-keys.ts";
 import { auditQueue } from "./ops/audit-queue.ts";
 import { SILENT } from "./ops/log.ts";
+import { createTracer } from "./ops/tracing.ts";
 import { createMetrics, type Metrics } from "./ops/metrics.ts";
 import { createLimiter, type RateLimits } from "./ops/rate-limit.ts";
 import { routeTable } from "./routes.ts";
@@ -40,6 +44,8 @@ export interface AppOptions
   rateLimits?: RateLimits;
   /** The largest protocol request body, in bytes (default LIMITS.maxBodyBytes). */
   maxBody?: number;
+  /** OTLP/HTTP base URL (`--otlp-endpoint`, OTEL_EXPORTER_OTLP_ENDPOINT): spans go to `<it>/v1/traces`. */
+  otlpEndpoint?: string;
 }
 
 export interface AppDeps {
@@ -64,18 +70,21 @@ export interface App {
 }
 
 export async function createGateway(options: AppOptions, deps: AppDeps): Promise<App> {
-  const { providers, adminToken, introspectionToken, metricsToken, rateLimits, maxBody, masterKey, demo: withDemo, auditBatch, ...opts } = options;
+  const { providers, adminToken, introspectionToken, metricsToken, rateLimits, maxBody, masterKey, demo: withDemo, auditBatch, otlpEndpoint, ...opts } = options;
+  const log = deps.log ?? SILENT;
+  const tracer = createTracer({ ...(otlpEndpoint ? { endpoint: otlpEndpoint } : {}), version: opts.version, log, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
   // Reads of tokens, providers, grants and agents come from memory, invalidated exactly (store/cached.ts).
-  const store = await cachedStore(deps.store);
+  const store = tracer.wrapStore(await cachedStore(deps.store));
   const now = deps.clock ?? Date.now;
-  const fetch = deps.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const fetch = tracer.wrapFetch(deps.fetch ?? ((input, init) => globalThis.fetch(input, init)));
   const ids = [...Object.keys(providers), ...(withDemo ? ["demo"] : [])];
   if (opts.mode === "native" && ids.length !== 1) {
     throw new TypeError(`native mode fronts exactly one app: got ${ids.length} providers (${ids.join(", ") || "none"})`);
   }
   const admin = await adminTokenHash(store, adminToken);
-  const log = deps.log ?? SILENT;
   const metrics = deps.metrics ?? createMetrics(opts.version);
+  const sealer = await Sealer.fromRawKey(masterKey);
+  const auditChain = await openAuditChain(store, sealer, now, log);
   const gateway: Gateway = {
     opts: {
       ...opts,
@@ -88,12 +97,28 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
       appId: opts.mode === "native" ? ids[0]! : null,
     },
     store,
-    sealer: await Sealer.fromRawKey(masterKey),
+    sealer,
     keys: createKeyResolver({ dev: opts.dev, fetch, now }),
     now,
     fetch,
     log,
-    auditLog: auditQueue(store, log, auditBatch),
+    auditLog: auditQueue(store, log, {
+      ...auditBatch,
+      // A batch with events webhooks carry fills the outbox in the same transaction: both or neither.
+      write: (batch) =>
+        batch.some(isWebhookSource)
+          ? store.transaction(async (tx) => {
+              await tx.appendAudit(...batch);
+              await enqueueWebhookEvents(tx, batch);
+            })
+          : store.appendAudit(...batch),
+      onWritten: (batch) => {
+        auditChain.written(batch.length);
+        if (batch.some(isWebhookSource)) gateway.webhooks?.nudge();
+      },
+    }),
+    auditChain,
+    tracer,
     metrics,
     limiter: createLimiter(rateLimits ?? {}, { store, now, metrics, log }),
   };
@@ -107,6 +132,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   for (const [id, config] of Object.entries(all)) {
     await store.upsertProvider(await toRecord(gateway, id, config, "file"));
   }
+  gateway.webhooks = startWebhookDeliverer(gateway);
   const handle = createPipeline(gateway, routeTable({ demo: withDemo, native: opts.mode === "native", ...(maxBody ? { maxBody } : {}) }), {
     none: () => undefined,
     admin: requireAdmin,
@@ -115,10 +141,13 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   });
   return {
     gateway,
-    fetch: handle,
+    fetch: (req, peer) => tracer.request(req, () => handle(req, peer)),
     generatedAdminToken: admin.generated,
     close: async () => {
+      auditChain.stop();
       await gateway.auditLog.flush();
+      await gateway.webhooks?.stop();
+      await tracer.close();
       await store.close();
     },
   };

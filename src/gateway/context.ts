@@ -5,7 +5,10 @@
 import type { Store } from "../store/types.ts";
 import type { Sealer } from "./crypto/sealing.ts";
 import type { KeyResolver } from "./identity/agent-keys.ts";
+import type { AuditChain } from "./domain/audit-chain.ts";
 import type { AuditQueue } from "./ops/audit-queue.ts";
+import type { WebhookDeliverer } from "./ops/webhooks.ts";
+import type { Tracer } from "./ops/tracing.ts";
 import type { Metrics } from "./ops/metrics.ts";
 import type { Limiter } from "./ops/rate-limit.ts";
 import type { ApprovalMode } from "./rules/policy.ts";
@@ -79,6 +82,12 @@ export interface Gateway {
   log: Logger;
   /** Audit events on their way to the store, in batches (domain/audit.ts writes here). */
   auditLog: AuditQueue;
+  /** The audit hash chain's key and checkpoints (DESIGN §20). */
+  auditChain: AuditChain;
+  /** traceparent in and out, spans exported over OTLP when configured (DESIGN §20). */
+  tracer: Tracer;
+  /** Drains the webhook outbox (DESIGN §20); set by createGateway once the gateway exists. */
+  webhooks?: WebhookDeliverer;
   metrics: Metrics;
   limiter: Limiter;
   /**

@@ -46,6 +46,7 @@ export const SERVE_FLAGS = {
   "rate-limit-auth": { type: "string", env: "ATH_RATE_LIMIT_AUTH", description: "authorize + token calls per client_id, N/s|m|h or 0 = off (env ATH_RATE_LIMIT_AUTH; default 60/m)", valueHint: "N/unit" },
   "rate-limit-proxy": { type: "string", env: "ATH_RATE_LIMIT_PROXY", description: "Proxied requests per client_id, N/s|m|h or 0 = off (env ATH_RATE_LIMIT_PROXY; default 100/s)", valueHint: "N/unit" },
   "max-body": { type: "string", env: "ATH_MAX_BODY", description: "Largest protocol request body, bytes (env ATH_MAX_BODY; default 65536)", valueHint: "bytes" },
+  "otlp-endpoint": { type: "string", env: "OTEL_EXPORTER_OTLP_ENDPOINT", description: "Export traces over OTLP/HTTP JSON to <URL>/v1/traces (env OTEL_EXPORTER_OTLP_ENDPOINT)", valueHint: "url" },
   "max-proxy-body": { type: "string", env: "ATH_MAX_PROXY_BODY", description: "Largest proxied request body, bytes (env ATH_MAX_PROXY_BODY; default 33554432)", valueHint: "bytes" },
 } as const satisfies Record<string, FlagSpec>;
 
@@ -198,12 +199,15 @@ const ServeOptions = z
     "rate-limit-proxy": rate("rate-limit-proxy", "100/s"),
     "max-body": integer("max-body", 1024, 64 * 1024 * 1024, LIMITS.maxBodyBytes),
     "max-proxy-body": integer("max-proxy-body", 1024, 1024 ** 4, 32 * 1024 * 1024),
+    "otlp-endpoint": text,
     home: z.string(),
     "master-key": text,
   })
   .superRefine((o, ctx) => {
     const base = o["base-url"];
     if (base !== undefined && !/^https?:\/\/[^/]+/.test(base)) ctx.addIssue({ code: "custom", message: `--base-url must be an http(s) URL, got "${base}"` });
+    const otlp = o["otlp-endpoint"];
+    if (otlp !== undefined && !/^https?:\/\/[^/]+/.test(otlp)) ctx.addIssue({ code: "custom", message: `--otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT) must be an http(s) URL, got "${otlp}"` });
     if (Boolean(o["tls-cert"]) !== Boolean(o["tls-key"])) ctx.addIssue({ code: "custom", message: "--tls-cert and --tls-key go together" });
     if (!o["tls-cert"] && !LOOPBACK_HOSTS.includes(o.host) && !o.insecure && !o["trust-proxy"]) {
       ctx.addIssue({
@@ -257,4 +261,6 @@ const ServeOptions = z
     },
     maxBody: o["max-body"],
     maxProxyBody: o["max-proxy-body"],
+    /** OTLP/HTTP base URL for traces (DESIGN §20); `/v1/traces` is appended. */
+    otlpEndpoint: o["otlp-endpoint"],
   }));

@@ -10,6 +10,7 @@ import * as adminAudit from "./admin/audit.ts";
 import * as adminBudgets from "./admin/budgets.ts";
 import * as adminProviders from "./admin/providers.ts";
 import * as adminTokens from "./admin/tokens.ts";
+import * as adminWebhooks from "./admin/webhooks.ts";
 import * as adminConsole from "./console/handlers.ts";
 import type { Handler, Route, RouteAuth, RouteKind, RouteLimit } from "./context.ts";
 import { authorize } from "./endpoints/authorize.ts";
@@ -54,6 +55,8 @@ export function routeTable(features: RouteFeatures): Route[] {
     // Operating (DESIGN §10)
     row("ready", "GET", PATHS.ready, "api", ready),
     row("metrics", "GET", PATHS.metrics, "api", metrics, { auth: "metrics" }),
+    // Evidence (DESIGN §20): the public key the audit chain's checkpoints are signed with
+    row("audit-key", "GET", PATHS.auditKey, "api", adminAudit.publicKey),
 
     // Phase A and B (DESIGN §3)
     row("register", "POST", PATHS.register, "api", register, { limit: "register" }),
@@ -105,6 +108,10 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("admin.tokens.list", "GET", PATHS.adminTokens, "api", adminTokens.list, { auth: "admin" }),
     row("admin.tokens.revoke", "POST", PATHS.adminTokensRevoke, "api", adminTokens.revoke, { auth: "admin" }),
     row("admin.audit.list", "GET", PATHS.adminAudit, "api", adminAudit.list, { auth: "admin" }),
+    row("admin.audit.export", "GET", PATHS.adminAuditExport, "api", adminAudit.exportChain, { auth: "admin" }),
+    row("admin.webhooks.list", "GET", PATHS.adminWebhooks, "api", adminWebhooks.list, { auth: "admin" }),
+    row("admin.webhooks.create", "POST", PATHS.adminWebhooks, "api", adminWebhooks.create, { auth: "admin" }),
+    row("admin.webhooks.delete", "DELETE", `${PATHS.adminWebhooks}/{webhook_id}`, "api", adminWebhooks.remove, { auth: "admin" }),
     row("admin.approvals.list", "GET", PATHS.adminApprovals, "api", adminApprovals.list, { auth: "admin" }),
     row("admin.approvals.decide", "POST", `${PATHS.adminApprovals}/{approval_id}`, "api", adminApprovals.decideOne, { auth: "admin" }),
     row("admin.budgets.list", "GET", PATHS.adminBudgets, "api", adminBudgets.list, { auth: "admin" }),
@@ -124,6 +131,8 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("console.providers", "GET", `${PATHS.adminConsole}/providers`, "page", adminConsole.providers),
     row("console.providers.remove", "POST", `${PATHS.adminConsole}/providers/{provider_id}/remove`, "page", adminConsole.providerRemove, { maxBody: 4096 }),
     row("console.audit", "GET", `${PATHS.adminConsole}/audit`, "page", adminConsole.auditLog),
+    row("console.webhooks", "GET", `${PATHS.adminConsole}/webhooks`, "page", adminConsole.webhooks),
+    row("console.webhooks.remove", "POST", `${PATHS.adminConsole}/webhooks/{webhook_id}/remove`, "page", adminConsole.webhookRemove, { maxBody: 4096 }),
 
     ...(features.demo ? [row("demo", "*", "/demo/*", "page", (call) => call.gw.demo!.fetch(call.req))] : []),
   ];

@@ -87,6 +87,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         rateLimits: o.rateLimits,
         maxBody: o.maxBody,
         maxProxyBody: o.maxProxyBody,
+        ...(o.otlpEndpoint ? { otlpEndpoint: o.otlpEndpoint } : {}),
         upstreamConcurrency: o.upstreamConcurrency,
         providers,
         ...(o.adminToken ? { adminToken: o.adminToken } : {}),

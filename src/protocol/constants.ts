@@ -29,6 +29,11 @@ export const PATHS = {
   adminBudgets: "/ath/admin/budgets",
   adminConsole: "/admin",
   nativeApi: "/api",
+  /** DESIGN §20: the audit chain as JSONL (`?since=`), and the public key its checkpoints are signed with. */
+  adminAuditExport: "/ath/admin/audit/export",
+  auditKey: "/.well-known/ath-audit-key",
+  /** DESIGN §20: webhook subscriptions. + /{webhook_id} */
+  adminWebhooks: "/ath/admin/webhooks",
 } as const;
 
 /**

@@ -162,7 +162,13 @@ const NEUTRAL = new Set([
   "listAgents", "recordJti", "createSession", "getSession", "getSessionByHandle", "getSessionByUpstreamState",
   "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "listTokens", "countTokens", "createConsoleSession", "getConsoleSession",
   "deleteConsoleSession", "createGrant",
-  "getGrant", "appendAudit", "listAudit", "leaseRateCapacity", "transaction", "changes", "close",
+  "getGrant", "appendAudit", "listAudit",
+  // the audit chain (DESIGN §20): never cached
+  "setMetaIfAbsent", "chainAuditBacklog", "auditHead", "listAuditChain", "addAuditCheckpoint", "listAuditCheckpoints", "lastAuditCheckpoint",
+  "firstAuditSeq", "auditSweepPoint",
+  // webhooks and their outbox (DESIGN §20): never cached
+  "createWebhook", "listWebhooks", "getWebhook", "deleteWebhook", "enqueueWebhookEvent", "claimWebhookDeliveries", "finishWebhookDelivery",
+  "countWebhookOutbox", "leaseRateCapacity", "transaction", "changes", "close",
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
   // budgets (DESIGN §16): never cached — every count is one conditional statement in the database

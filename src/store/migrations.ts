@@ -241,5 +241,49 @@ CREATE TABLE mcp_sessions (
   created_at ${int} NOT NULL
 );
 CREATE INDEX mcp_sessions_created ON mcp_sessions (created_at);`,
+    // 8: evidence (DESIGN §20). The audit hash chain: each record's place (seq), its predecessor's hash and its own; the head of
+    // the chain in one row that every append locks (so instances never fork it); the signed checkpoints. Rows written
+    // before this migration get no seq here (SQL cannot compute the JCS hash): the gateway chains them, in id order,
+    // ahead of anything new, at its first start (store.chainAuditBacklog). Webhook subscriptions (the secret sealed)
+    // and their outbox: one row per event and endpoint, delivered in id order per endpoint under a lease.
+    `ALTER TABLE audit ADD COLUMN seq ${int};
+ALTER TABLE audit ADD COLUMN prev_hash TEXT;
+ALTER TABLE audit ADD COLUMN hash TEXT;
+CREATE UNIQUE INDEX audit_seq ON audit (seq);
+CREATE TABLE audit_head (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  seq ${int} NOT NULL,
+  hash TEXT NOT NULL
+);
+INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '${"0".repeat(64)}');
+CREATE TABLE audit_checkpoints (
+  seq ${int} PRIMARY KEY,
+  hash TEXT NOT NULL,
+  time ${int} NOT NULL,
+  signature TEXT NOT NULL,
+  kid TEXT NOT NULL
+);
+CREATE INDEX audit_checkpoints_time ON audit_checkpoints (time);
+CREATE TABLE webhooks (
+  webhook_id TEXT PRIMARY KEY,
+  url TEXT NOT NULL,
+  events TEXT NOT NULL,
+  secret_sealed TEXT NOT NULL,
+  created_at ${int} NOT NULL
+);
+CREATE TABLE webhook_outbox (
+  id ${autoId},
+  webhook_id TEXT NOT NULL REFERENCES webhooks (webhook_id) ON DELETE CASCADE,
+  event_id TEXT NOT NULL,
+  body TEXT NOT NULL,
+  created_at ${int} NOT NULL,
+  attempts INTEGER NOT NULL,
+  next_at ${int} NOT NULL,
+  lease_owner TEXT,
+  lease_until ${int},
+  state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed'))
+);
+CREATE INDEX webhook_outbox_pending ON webhook_outbox (state, webhook_id, id);
+CREATE INDEX webhook_outbox_created ON webhook_outbox (created_at);`,
   ];
 }

@@ -168,6 +168,11 @@ export function toAudit(r: Row): AuditEvent {
     user_id: strOrNull(r.user_id),
   };
   if (r.data != null) e.data = json(r.data);
+  if (r.seq != null) {
+    e.seq = num(r.seq);
+    e.prev_hash = str(r.prev_hash);
+    e.hash = str(r.hash);
+  }
   return e;
 }
 

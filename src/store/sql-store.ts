@@ -19,6 +19,7 @@ import { rateLimitQueries } from "./sql/rate-limits.ts";
 import { sessionQueries } from "./sql/sessions.ts";
 import { sweepQueries } from "./sql/sweep.ts";
 import { tokenQueries } from "./sql/tokens.ts";
+import { webhookQueries } from "./sql/webhooks.ts";
 import type { Store } from "./types.ts";
 
 export type { Driver } from "./sql/driver.ts";
@@ -40,6 +41,7 @@ export function sqlStore(driver: Driver, inTransaction = false): Store {
     ...mcpQueries(db),
     ...rateLimitQueries(db),
     ...sweepQueries(db),
+    ...webhookQueries(db),
     // Nested: already in one, the inner decision joins it.
     transaction: (fn) => (inTransaction ? fn(sqlStore(db, true)) : db.transaction((tx) => fn(sqlStore(tx, true)))),
     changes: () => db.changes(),

@@ -116,6 +116,47 @@ export interface AuditEvent {
   user_id?: string | null;
   /** Free-form reason/metadata; never a secret. */
   data?: Record<string, unknown>;
+  /** Set when read back from the chain (DESIGN §20): the record's place, its predecessor's hash, its own. */
+  seq?: number;
+  prev_hash?: string;
+  hash?: string;
+}
+
+/** The newest record of the audit chain (seq 0 and 64 zeros when it is empty). */
+export interface AuditHead {
+  seq: number;
+  hash: string;
+}
+
+/** A signed checkpoint of the audit chain: `signature` (base64url Ed25519) covers JCS `{seq, hash, time}`. */
+export interface AuditCheckpoint {
+  seq: number;
+  hash: string;
+  /** Epoch ms: when it was signed. */
+  time: number;
+  signature: string;
+  /** The audit key's id (its JWK thumbprint). */
+  kid: string;
+}
+
+/** A webhook subscription (DESIGN §20); the signing secret sealed. */
+export interface WebhookRecord {
+  webhook_id: string;
+  url: string;
+  events: string[];
+  secret_sealed: string;
+  created_at: number;
+}
+
+/** One event on its way to one endpoint (the outbox row), as a deliverer claimed it. */
+export interface WebhookDelivery {
+  id: number;
+  webhook_id: string;
+  event_id: string;
+  /** The exact JSON body to POST: `{id, type, time, data}`. */
+  body: string;
+  created_at: number;
+  attempts: number;
 }
 
 /** Which tokens an admin means (DESIGN §9): every given field must match (AND). */
@@ -219,6 +260,8 @@ export interface SweepResult {
   rate_leases: number;
   /** Budget windows ended longer than the retention ago (DESIGN §16). */
   budget_usage: number;
+  /** Webhook outbox rows delivered or given up, older than `retainMs`. */
+  webhooks: number;
 }
 
 export interface Store extends McpStore {
@@ -227,6 +270,8 @@ export interface Store extends McpStore {
   // meta (schema version, generated admin-token hash, …)
   getMeta(key: string): Promise<string | null>;
   setMeta(key: string, value: string): Promise<void>;
+  /** Sets `key` unless it is set; returns the value it holds after (the first writer's, across instances). */
+  setMetaIfAbsent(key: string, value: string): Promise<string>;
 
   // providers
   upsertProvider(p: ProviderRecord): Promise<void>;
@@ -319,10 +364,51 @@ export interface Store extends McpStore {
   deleteGrant(grantId: string): Promise<GrantRecord | null>;
 
   // audit
-  /** Appends events in the order given, in one statement. */
+  /**
+   * Appends events in the order given, in one transaction that extends the hash chain (DESIGN §20): the chain's head
+   * row is locked, each event gets the next `seq`, the head's hash as `prev_hash`, and its own hash — so two instances
+   * writing at once never fork the chain.
+   */
   appendAudit(...events: AuditEvent[]): Promise<void>;
+  /** Chains, in id order, records written before the chain existed (none after the first start); returns how many. */
+  chainAuditBacklog(): Promise<number>;
+  /** The chain's newest record's seq and hash. */
+  auditHead(): Promise<AuditHead>;
+  /** Chained records with seq > `afterSeq` (and ≤ `throughSeq`), ascending, at most `limit`. */
+  listAuditChain(o: { afterSeq: number; throughSeq?: number; limit: number }): Promise<AuditEvent[]>;
+  /** Saves a checkpoint; false when one at that seq already exists (another instance signed it). */
+  addAuditCheckpoint(c: AuditCheckpoint): Promise<boolean>;
+  /** Checkpoints with afterSeq < seq ≤ throughSeq, ascending. */
+  listAuditCheckpoints(o: { afterSeq: number; throughSeq: number }): Promise<AuditCheckpoint[]>;
+  /** The checkpoint with the greatest seq, among those signed before `beforeTime` and at or below `maxSeq`. */
+  lastAuditCheckpoint(o: { beforeTime?: number; maxSeq?: number }): Promise<AuditCheckpoint | null>;
+  /** The lowest seq still stored (null when the chain holds no record). */
+  firstAuditSeq(): Promise<number | null>;
+  /**
+   * Where a sweep of records at or before `cutoff` would end: the last record of the longest run from the chain's
+   * start whose records are all that old (null when there is none). The sweeper anchors a checkpoint there first.
+   */
+  auditSweepPoint(cutoff: number): Promise<AuditHead | null>;
   /** Events matching the filter, newest first, with their ids. */
   listAudit(opts?: AuditFilter): Promise<AuditEvent[]>;
+
+  // webhooks (DESIGN §20)
+  createWebhook(w: WebhookRecord): Promise<void>;
+  listWebhooks(): Promise<WebhookRecord[]>;
+  getWebhook(webhookId: string): Promise<WebhookRecord | null>;
+  /** Deletes the subscription and its undelivered events; false when there was none. */
+  deleteWebhook(webhookId: string): Promise<boolean>;
+  /** Puts the event in the outbox of every webhook subscribed to `type`; returns for how many. */
+  enqueueWebhookEvent(e: { event_id: string; type: string; body: string; created_at: number }): Promise<number>;
+  /**
+   * Leases, to `owner` until `now + leaseMs`, the oldest pending event of each endpoint when it is due and not leased
+   * by anyone else — only the oldest, so each endpoint gets its events in order; across instances, each once at a time.
+   */
+  claimWebhookDeliveries(owner: string, now: number, leaseMs: number): Promise<WebhookDelivery[]>;
+  /** Ends `owner`'s lease: delivered, failed for good, or pending again from `next_at`; false if the lease was lost. */
+  finishWebhookDelivery(id: number, owner: string, o: { state: "delivered" | "failed" | "pending"; attempts: number; next_at: number }): Promise<boolean>;
+  /** How many events wait per state (tests and the console). */
+  countWebhookOutbox(): Promise<{ pending: number; delivered: number; failed: number }>;
 
   // rate limits (DESIGN §10)
   /**
@@ -336,7 +422,9 @@ export interface Store extends McpStore {
    * Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, dead/orphan grants, agents
    * registered over `retainMs` ago that never got an approved scope and hold no token (not those pending an admin's
    * decision), and (when
-   * `auditRetainMs` is given) audit events older than that.
+   * `auditRetainMs` is given) audit records older than that — only up to the newest checkpoint at or below
+   * auditSweepPoint(now - auditRetainMs), so what remains starts right after a signed anchor (DESIGN §20), and the
+   * checkpoints below that anchor; webhook outbox rows delivered or given up over `retainMs` ago.
    */
   sweep(now: number, retainMs: number, auditRetainMs?: number): Promise<SweepResult>;
 

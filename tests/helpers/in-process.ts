@@ -59,6 +59,8 @@ export interface InProcessOptions {
   trustProxy?: boolean;
   metricsToken?: string;
   metricsPublic?: boolean;
+  /** The sealing key; instances sharing one store share it (the audit key is sealed under it). Default: random. */
+  masterKey?: Uint8Array<ArrayBuffer>;
 }
 
 export interface InProcess {
@@ -109,7 +111,7 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
       providers,
       adminToken: ADMIN_TOKEN,
       introspectionToken: INTROSPECTION_TOKEN,
-      masterKey: crypto.getRandomValues(new Uint8Array(32)),
+      masterKey: o.masterKey ?? crypto.getRandomValues(new Uint8Array(32)),
       demo: o.demo ?? !(o.mode === "native" && Object.keys(providers).length > 0),
       ...(o.auditDelayMs === undefined ? {} : { auditBatch: { delayMs: o.auditDelayMs } }),
       ...(o.rateLimits ? { rateLimits: o.rateLimits } : {}),

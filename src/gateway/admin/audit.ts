@@ -5,6 +5,8 @@
  */
 import type { AuditEvent, AuditFilter } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
+import { exportAudit } from "../domain/audit-chain.ts";
+import { AthError } from "../../protocol/index.ts";
 import { json } from "../http/response.ts";
 import { decodeCursor, encodeCursor, iso, readLimit, readQuery, readTime } from "./query.ts";
 
@@ -12,6 +14,42 @@ const FILTERS = ["type", "client_id", "agent_id", "user_id", "provider_id"] as c
 
 export async function list({ gw, search }: Call): Promise<Response> {
   return json(await listAudit(gw, search));
+}
+
+/**
+ * GET /ath/admin/audit/export[?since=T]: the chain as JSONL (DESIGN §20) — the key, then records and checkpoints —
+ * streamed page by page; `since` starts it at the last checkpoint signed before T, so it verifies alone.
+ */
+export async function exportChain({ gw, search }: Call): Promise<Response> {
+  const q = readQuery(search, ["since"]);
+  if (q.has("limit") || q.has("cursor")) throw new AthError("INVALID_REQUEST", "The export takes only `since`", { field: q.has("limit") ? "limit" : "cursor" });
+  const since = readTime(q, "since");
+  await gw.auditLog.flush();
+  const lines = exportAudit(gw.store, gw.auditChain, since);
+  // The first line is read now, so a failing store is an error response, not a cut stream.
+  const first = await lines.next();
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (!first.done) controller.enqueue(encoder.encode(first.value));
+    },
+    async pull(controller) {
+      try {
+        const next = await lines.next();
+        if (next.done) controller.close();
+        else controller.enqueue(encoder.encode(next.value));
+      } catch (err) {
+        gw.log.error("audit export failed", err);
+        controller.error(err);
+      }
+    },
+  });
+  return new Response(body, { headers: { "content-type": "application/x-ndjson", "cache-control": "no-store" } });
+}
+
+/** GET /.well-known/ath-audit-key: the public JWK checkpoints are signed with. */
+export function publicKey({ gw }: Call): Response {
+  return json(gw.auditChain.jwk, 200, { "cache-control": "public, max-age=300" });
 }
 
 export async function listAudit(gw: Gateway, search: string) {

@@ -10,6 +10,7 @@ import { adminDecide, listApprovals } from "../admin/approvals.ts";
 import { listAudit } from "../admin/audit.ts";
 import { removeProvider } from "../admin/providers.ts";
 import { listTokens } from "../admin/tokens.ts";
+import { webhookView } from "../domain/webhooks.ts";
 import type { Call } from "../context.ts";
 import { requestView } from "../domain/approvals.ts";
 import { audit } from "../domain/audit.ts";
@@ -149,6 +150,17 @@ export async function providerRemove(call: Call): Promise<Response> {
   return done("providers", "Provider removed.");
 }
 
+export async function webhooks(call: Call): Promise<Response> {
+  return page(call, async (user) => pages.webhooksPage(shell(call, user, "webhooks"), (await call.gw.store.listWebhooks()).map(webhookView)));
+}
+
+export async function webhookRemove(call: Call): Promise<Response> {
+  await action(call);
+  const id = call.params.webhook_id!;
+  if (!(await call.gw.store.deleteWebhook(id))) throw new AthError("NOT_FOUND", `No webhook '${id}'`, { webhook_id: id });
+  return done("webhooks", "Webhook removed.");
+}
+
 export async function auditLog(call: Call): Promise<Response> {
   return page(call, async (user) => {
     const answer = await listAudit(call.gw, withoutFlash(call.search));
@@ -193,7 +205,7 @@ function shell(call: Call, user: ConsoleUser, section: pages.Shell["section"]): 
 }
 
 /** The messages `done` writes: a count and fixed words — anything else in `done=` is not shown. */
-const FLASHES = /^(Agent (approved|denied|suspended|removed)(; \d+ token\(s\) revoked)?\.|\d+ token\(s\) revoked\.|Provider removed\.|Request (approved|denied)\.)$/;
+const FLASHES = /^(Agent (approved|denied|suspended|removed)(; \d+ token\(s\) revoked)?\.|\d+ token\(s\) revoked\.|Provider removed\.|Webhook removed\.|Request (approved|denied)\.)$/;
 
 /** A body for reading: UTF-8 text (JSON pretty-printed), or a note for binary data. */
 function withoutFlash(search: string): string {

@@ -9,7 +9,7 @@ import { escapeHtml as e, renderPage } from "../pages/layout.ts";
 import { renderRequestView, type RequestView } from "../pages/request-view.ts";
 
 const ROOT = PATHS.adminConsole;
-type Section = "overview" | "agents" | "approvals" | "tokens" | "providers" | "audit";
+type Section = "overview" | "agents" | "approvals" | "tokens" | "providers" | "webhooks" | "audit";
 
 export interface Shell {
   csrf: string;
@@ -214,6 +214,30 @@ ${table(["Provider", "Name", "Source", "Scopes", "Actions"], rows, "No providers
   return page(s, "Providers", body);
 }
 
+export interface WebhookRow {
+  webhook_id: string;
+  url: string;
+  events: string[];
+  created_at: string;
+}
+
+/** Webhook subscriptions (DESIGN §20): list and Remove; adding one takes a secret, so it is `ath admin webhooks add`. */
+export function webhooksPage(s: Shell, webhooks: WebhookRow[]): string {
+  const rows = webhooks.map(
+    (w) => `<tr>
+<td data-label="Webhook"><span class="mono">${e(w.webhook_id)}</span></td>
+<td data-label="URL"><span class="mono">${e(w.url)}</span></td>
+<td data-label="Events"><span class="mono">${e(w.events.join(" "))}</span></td>
+<td data-label="Created">${e(short(w.created_at))}</td>
+<td data-label="Actions"><form method="post" action="${ROOT}/webhooks/${e(encodeURIComponent(w.webhook_id))}/remove" class="row-actions">${csrfField(s.csrf)}<button type="submit" class="small danger">Remove</button></form></td>
+</tr>`,
+  );
+  const body = `<h1>Webhooks</h1>
+<p class="hint">Signed POSTs of agent, token and approval events; add one with <code>ath admin webhooks add</code> (its secret is read from stdin).</p>
+${table(["Webhook", "URL", "Events", "Created", "Actions"], rows, "No webhooks are subscribed.")}`;
+  return page(s, "Webhooks", body);
+}
+
 export interface AuditRow {
   id: number;
   type: string;
@@ -246,6 +270,7 @@ function page(s: Shell, title: string, body: string): string {
     ["approvals", "Approvals", `${ROOT}/approvals`],
     ["tokens", "Tokens", `${ROOT}/tokens`],
     ["providers", "Providers", `${ROOT}/providers`],
+    ["webhooks", "Webhooks", `${ROOT}/webhooks`],
     ["audit", "Audit", `${ROOT}/audit`],
   ];
   const nav = `<nav class="console">${links

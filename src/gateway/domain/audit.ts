@@ -1,5 +1,6 @@
 /** Audit trail: `noun.verb` events in the past tense, stored and logged; precise reasons live here, not on the wire. */
 import type { AuditEvent } from "../../store/types.ts";
+import type { TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 
 /**
@@ -9,4 +10,21 @@ import type { Gateway } from "../context.ts";
 export async function audit(gw: Gateway, type: string, e: Omit<AuditEvent, "type" | "at"> = {}): Promise<void> {
   gw.auditLog.push({ type, at: gw.now(), ...e });
   gw.metrics.event(type, e);
+}
+
+/**
+ * A proxied call, once its status is known (DESIGN §20): method, path (no query) and status — never a body or a
+ * header — plus, when a person's approval was required, the request's digest (the one the 403 named). Queued like
+ * every event, so it costs the request one array push.
+ */
+export function auditProxyCall(
+  gw: Gateway,
+  token: Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id">,
+  c: { method: string; path: string; status: number; request_digest?: string },
+): void {
+  const data: Record<string, unknown> = { method: c.method, path: c.path, status: c.status };
+  if (c.request_digest !== undefined) data.request_digest = c.request_digest;
+  gw.auditLog.push({
+    type: "proxy.call", at: gw.now(), client_id: token.client_id, agent_id: token.agent_id, user_id: token.user_id, provider_id: token.provider_id, data,
+  });
 }

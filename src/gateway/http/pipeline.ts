@@ -52,6 +52,7 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
       }
       route = m.route;
       kind = route.kind;
+      gw.tracer.annotate({ "http.route": route.path });
       const ip = clientIp(gw, req, peer);
       const budget = route.limit;
       const call: Call = {

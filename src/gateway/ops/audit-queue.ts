@@ -13,7 +13,17 @@ export interface AuditQueue {
   flush(): Promise<void>;
 }
 
-export function auditQueue(store: Store, log: Logger, o: { maxBatch?: number; delayMs?: number } = {}): AuditQueue {
+export function auditQueue(
+  store: Store,
+  log: Logger,
+  o: {
+    maxBatch?: number;
+    delayMs?: number;
+    /** How a batch is written (default `store.appendAudit`): the gateway also fills the webhook outbox in it. */
+    write?: (batch: AuditEvent[]) => Promise<void>;
+    onWritten?: (batch: AuditEvent[]) => void;
+  } = {},
+): AuditQueue {
   const maxBatch = o.maxBatch ?? 200;
   const delayMs = o.delayMs ?? 50;
   let queued: AuditEvent[] = [];
@@ -28,7 +38,10 @@ export function auditQueue(store: Store, log: Logger, o: { maxBatch?: number; de
     queued = [];
     if (batch.length > 0) {
       writing = writing.then(() =>
-        store.appendAudit(...batch).catch((err) => log.error(`audit write failed for ${batch.length} event(s)`, err)),
+        (o.write ? o.write(batch) : store.appendAudit(...batch)).then(
+          () => o.onWritten?.(batch),
+          (err) => log.error(`audit write failed for ${batch.length} event(s)`, err),
+        ),
       );
     }
     return writing;

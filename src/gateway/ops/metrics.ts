@@ -90,6 +90,8 @@ export interface Metrics {
   budgetExhausted: Counter;
   /** MCP front door (DESIGN §18): JSON-RPC calls by provider, method, tool (bounded: see mcp/handler.ts) and result. */
   mcpCalls: Counter;
+  /** Webhook delivery attempts (DESIGN §20), by result: ok, error. */
+  webhookDeliveries: Counter;
   /** Counts what an audit event says happened (domain/audit.ts calls it for every event). */
   event(type: string, e: { provider_id?: string | null | undefined; data?: LogFields | undefined }): void;
   /** The exposition, process metrics included. */
@@ -110,6 +112,7 @@ export function createMetrics(version: string): Metrics {
     approvals: new Counter("ath_approvals_total", "Per-request approvals, by provider and what happened (requested, approved, denied, used).", ["provider", "result"]),
     budgetExhausted: new Counter("ath_budget_exhausted_total", "Calls that found their budget spent (denied 429, or held for a person).", ["provider"]),
     mcpCalls: new Counter("ath_mcp_calls_total", "MCP JSON-RPC calls through the front door, by provider, method, tool and result.", ["provider", "method", "tool", "result"]),
+    webhookDeliveries: new Counter("ath_webhook_deliveries_total", "Webhook delivery attempts, by result (ok, error).", ["result"]),
   };
   const provider = (e: { provider_id?: string | null | undefined }) => e.provider_id ?? "none";
   const EVENTS: Record<string, (e: { provider_id?: string | null | undefined; data?: LogFields | undefined }) => void> = {

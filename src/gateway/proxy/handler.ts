@@ -8,7 +8,8 @@ import type { Call } from "../context.ts";
 import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval } from "../domain/approvals.ts";
 import { applyBudgets, matchingBudgets } from "../domain/budgets.ts";
 import { conditionInput, decidePolicy, policyDenied } from "../domain/policy.ts";
-import { audit } from "../domain/audit.ts";
+import { audit, auditProxyCall } from "../domain/audit.ts";
+import { requestDigest } from "../rules/request-digest.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
 import { requireNotRevoked, requireUsableToken } from "../domain/tokens.ts";
@@ -132,6 +133,13 @@ export async function proxy(call: Call): Promise<Response> {
   if (res.status >= 400) {
     await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method, path: canonical.literal } });
   }
+  // Evidence (DESIGN §20): the call is audited once its status is known — never its bodies; queued, off the hot path.
+  auditProxyCall(gw, token, {
+    method: canonical.method,
+    path: canonical.literal,
+    status: res.status,
+    ...(rule ? { request_digest: requestDigest({ ...canonical, headers: boundHeaders(headers), body: read ?? new Uint8Array(0) }) } : {}),
+  });
   const answer = agentResponseHeaders(res.headers);
   if (budgetRemaining !== null) answer[BUDGET_REMAINING] = String(budgetRemaining);
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers: answer });

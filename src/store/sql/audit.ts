@@ -1,21 +1,103 @@
-/** The audit trail: append and read, newest first. */
+/**
+ * The audit trail: append and read, newest first — and the hash chain over it (DESIGN §20). Every append runs in one
+ * transaction that locks the chain's head row (PostgreSQL `FOR UPDATE`; SQLite's `BEGIN IMMEDIATE` already holds the
+ * only write lock), gives each event the next `seq`, the previous record's hash and its own, and moves the head: two
+ * instances appending at once take turns, so the chain never forks.
+ */
+import { chainRecord, hashRecord } from "../../protocol/audit-chain.ts";
+import type { Row } from "../rows.ts";
 import { toAudit } from "../rows.ts";
-import type { Store } from "../types.ts";
-import type { Driver } from "./driver.ts";
+import type { AuditCheckpoint, AuditEvent, AuditHead, Store } from "../types.ts";
+import { type Driver, one } from "./driver.ts";
 
 const AUDIT_LIMIT_DEFAULT = 100;
 const AUDIT_LIMIT_MAX = 1000;
+/** Records chained per statement when the backlog of pre-chain rows is chained. */
+const BACKLOG_BATCH = 500;
 
-export function auditQueries(db: Driver): Pick<Store, "appendAudit" | "listAudit"> {
+const COLUMNS = ["type", "at", "client_id", "agent_id", "provider_id", "user_id", "data", "seq", "prev_hash", "hash"] as const;
+
+export function auditQueries(db: Driver): Pick<
+  Store,
+  | "appendAudit" | "listAudit" | "chainAuditBacklog" | "auditHead" | "listAuditChain" | "addAuditCheckpoint" | "listAuditCheckpoints"
+  | "lastAuditCheckpoint" | "firstAuditSeq" | "auditSweepPoint"
+> {
+  const lock = db.kind === "postgres" ? " FOR UPDATE" : "";
+  const lockHead = (tx: Driver) => one(tx, `SELECT seq, hash FROM audit_head WHERE id = 1${lock}`, [], toHead).then((h) => h!);
+  const moveHead = (tx: Driver, h: AuditHead) => tx.run("UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1", [h.seq, h.hash]);
+
   return {
     async appendAudit(...events) {
       if (events.length === 0) return;
-      // One statement per batch (the gateway's audit queue writes them in batches).
-      await db.run(
-        `INSERT INTO audit (type, at, client_id, agent_id, provider_id, user_id, data) VALUES ${events.map(() => "(?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
-        events.flatMap((e) => [e.type, e.at, e.client_id ?? null, e.agent_id ?? null, e.provider_id ?? null, e.user_id ?? null,
-          e.data === undefined ? null : JSON.stringify(e.data)]),
+      await db.transaction(async (tx) => {
+        const head = await lockHead(tx);
+        const values: unknown[] = [];
+        for (const e of events) {
+          // What is stored is what is hashed: data goes through its JSON text (undefined members dropped, dates as strings).
+          const dataText = e.data === undefined || e.data === null ? null : JSON.stringify(e.data);
+          const link = chain(head, { ...e, data: dataText === null ? undefined : (JSON.parse(dataText) as Record<string, unknown>) });
+          values.push(e.type, e.at, e.client_id ?? null, e.agent_id ?? null, e.provider_id ?? null, e.user_id ?? null, dataText, ...link);
+        }
+        // One statement per batch (the gateway's audit queue writes them in batches).
+        await tx.run(`INSERT INTO audit (${COLUMNS.join(", ")}) VALUES ${events.map(() => `(${COLUMNS.map(() => "?").join(", ")})`).join(", ")}`, values);
+        await moveHead(tx, head);
+      });
+    },
+    async chainAuditBacklog() {
+      let total = 0;
+      for (;;) {
+        const n = await db.transaction(async (tx) => {
+          const head = await lockHead(tx);
+          const rows = await tx.all(`SELECT * FROM audit WHERE seq IS NULL ORDER BY id LIMIT ${BACKLOG_BATCH}`);
+          for (const r of rows) {
+            const [seq, prev, hash] = chain(head, toAudit(r));
+            await tx.run("UPDATE audit SET seq = ?, prev_hash = ?, hash = ? WHERE id = ?", [seq, prev, hash, r.id]);
+          }
+          if (rows.length > 0) await moveHead(tx, head);
+          return rows.length;
+        });
+        total += n;
+        if (n < BACKLOG_BATCH) return total;
+      }
+    },
+    async auditHead() {
+      return (await one(db, "SELECT seq, hash FROM audit_head WHERE id = 1", [], toHead))!;
+    },
+    async listAuditChain(o) {
+      const through = o.throughSeq === undefined ? "" : " AND seq <= ?";
+      const rows = await db.all(`SELECT * FROM audit WHERE seq > ?${through} ORDER BY seq LIMIT ?`, [
+        o.afterSeq, ...(o.throughSeq === undefined ? [] : [o.throughSeq]), o.limit,
+      ]);
+      return rows.map(toAudit);
+    },
+    async addAuditCheckpoint(c) {
+      return (
+        (await db.run("INSERT INTO audit_checkpoints (seq, hash, time, signature, kid) VALUES (?, ?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING", [
+          c.seq, c.hash, c.time, c.signature, c.kid,
+        ])) === 1
       );
+    },
+    async listAuditCheckpoints(o) {
+      const rows = await db.all("SELECT * FROM audit_checkpoints WHERE seq > ? AND seq <= ? ORDER BY seq", [o.afterSeq, o.throughSeq]);
+      return rows.map(toCheckpoint);
+    },
+    async lastAuditCheckpoint(o) {
+      const where: string[] = [];
+      const params: unknown[] = [];
+      if (o.beforeTime !== undefined) (where.push("time < ?"), params.push(o.beforeTime));
+      if (o.maxSeq !== undefined) (where.push("seq <= ?"), params.push(o.maxSeq));
+      const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
+      return one(db, `SELECT * FROM audit_checkpoints ${clause} ORDER BY seq DESC LIMIT 1`, params, toCheckpoint);
+    },
+    async firstAuditSeq() {
+      const [r] = await db.all("SELECT MIN(seq) AS s FROM audit");
+      return r?.s == null ? null : Number(r.s);
+    },
+    async auditSweepPoint(cutoff) {
+      const [r] = await db.all("SELECT MIN(seq) AS s FROM audit WHERE seq IS NOT NULL AND at > ?", [cutoff]);
+      const end = r?.s == null ? (await one(db, "SELECT seq, hash FROM audit_head WHERE id = 1", [], toHead))!.seq : Number(r.s) - 1;
+      if (end < 1) return null;
+      return one(db, "SELECT seq, hash FROM audit WHERE seq = ?", [end], toHead);
     },
     async listAudit(opts = {}) {
       const limit = Math.min(Math.max(Math.trunc(opts.limit ?? AUDIT_LIMIT_DEFAULT), 1), AUDIT_LIMIT_MAX);
@@ -30,6 +112,25 @@ export function auditQueries(db: Driver): Pick<Store, "appendAudit" | "listAudit
       const rows = await db.all(`SELECT * FROM audit ${clause} ORDER BY id DESC LIMIT ?`, [...where.map((w) => w.param), limit]);
       return rows.map(toAudit);
     },
-
   };
+}
+
+// internal
+
+/** The next link after `head` (which it moves): [seq, prev_hash, hash]. */
+function chain(head: AuditHead, e: AuditEvent): [number, string, string] {
+  const seq = head.seq + 1;
+  const prev = head.hash;
+  const hash = hashRecord(chainRecord({ ...e, seq, prev_hash: prev, data: e.data ?? null }));
+  head.seq = seq;
+  head.hash = hash;
+  return [seq, prev, hash];
+}
+
+function toHead(r: Row): AuditHead {
+  return { seq: Number(r.seq), hash: String(r.hash) };
+}
+
+function toCheckpoint(r: Row): AuditCheckpoint {
+  return { seq: Number(r.seq), hash: String(r.hash), time: Number(r.time), signature: String(r.signature), kid: String(r.kid) };
 }

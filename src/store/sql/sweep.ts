@@ -35,6 +35,22 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
     }
   }
 
+  /**
+   * Audit records up to the newest checkpoint at or below the sweep point, and the checkpoints below it: what remains
+   * starts right after a signed anchor, so it still verifies (DESIGN §20). Pre-chain rows (no seq) wait to be chained.
+   */
+  async function sweepAudit(cutoff: number): Promise<number> {
+    const [point] = await db.all("SELECT MIN(seq) AS s FROM audit WHERE seq IS NOT NULL AND at > ?", [cutoff]);
+    const [head] = await db.all("SELECT seq FROM audit_head WHERE id = 1");
+    const end = point?.s == null ? Number(head?.seq ?? 0) : Number(point.s) - 1;
+    const [anchor] = await db.all("SELECT MAX(seq) AS s FROM audit_checkpoints WHERE seq <= ?", [end]);
+    if (anchor?.s == null) return 0;
+    const through = Number(anchor.s);
+    const n = await inBatches("audit", "id", "SELECT id FROM audit WHERE seq <= ?", [through]);
+    await db.run("DELETE FROM audit_checkpoints WHERE seq < ?", [through]);
+    return n;
+  }
+
   return {
     async sweep(now, retainMs, auditRetainMs) {
       const cutoff = now - retainMs;
@@ -64,11 +80,12 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
            AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.client_id = agents.client_id)`,
         [cutoff],
       );
-      const audit = auditRetainMs === undefined ? 0 : await inBatches("audit", "id", "SELECT id FROM audit WHERE at <= ?", [now - auditRetainMs]);
+      const audit = auditRetainMs === undefined ? 0 : await sweepAudit(now - auditRetainMs);
       const rateLeases = await inBatches("rate_leases", "(rkey, window_start)", "SELECT rkey, window_start FROM rate_leases WHERE expires_at <= ?", [now]);
       // budget windows that ended more than `retainMs` ago (kept that long for `ath admin budgets`)
       const budgetUsage = await inBatches("budget_usage", "(bkey, window_start)", "SELECT bkey, window_start FROM budget_usage WHERE expires_at <= ?", [cutoff]);
-      return { sessions, jti, tokens, grants, agents, audit, rate_leases: rateLeases, budget_usage: budgetUsage };
+      const webhooks = await inBatches("webhook_outbox", "id", "SELECT id FROM webhook_outbox WHERE created_at <= ? AND state <> 'pending'", [cutoff]);
+      return { sessions, jti, tokens, grants, agents, audit, rate_leases: rateLeases, budget_usage: budgetUsage, webhooks };
     },
   };
 }

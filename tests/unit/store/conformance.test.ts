@@ -9,6 +9,7 @@ import {
   type Harness, PG_URL, T0, agentFixture, grantFixture, postgresHarness, sessionFixture, sqliteHarness, tokenFixture,
 } from "../../helpers/store-harness.ts";
 import { migrations } from "../../../src/store/migrations.ts";
+import { chainRecord, hashRecord, ZERO_HASH } from "../../../src/protocol/audit-chain.ts";
 
 const SCHEMA_VERSION = String(migrations("sqlite").length);
 
@@ -605,7 +606,10 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       expect(all.map((e) => e.type)).toEqual(["token.revoked", "token.issued", "agent.registered"]);
       expect(all[0]!.id!).toBeGreaterThan(all[1]!.id!);
       expect(all[1]!.id!).toBeGreaterThan(all[2]!.id!);
-      expect(all[2]).toEqual({ id: all[2]!.id, type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", provider_id: null, user_id: null, data: { status: "approved" } });
+      expect(all[2]).toEqual({
+        id: all[2]!.id, type: "agent.registered", at: T0, client_id: "c1", agent_id: "a1", provider_id: null, user_id: null, data: { status: "approved" },
+        seq: 1, prev_hash: ZERO_HASH, hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      });
       expect((await store.listAudit({ type: "token.issued" })).map((e) => e.at)).toEqual([T0 + 1]);
       expect((await store.listAudit({ limit: 2 })).map((e) => e.at)).toEqual([T0 + 2, T0 + 1]);
     });
@@ -646,7 +650,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.markSessionConsented(consented.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: pendingGrant.grant_id, expires_at: now + 1 });
 
       const before = { sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") };
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
       expect({ sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") })
         .toEqual({ sessions: before.sessions - 1, jti: before.jti - 1, tokens: before.tokens - 2, grants: before.grants - 2 });
       expect(await store.getGrant(dead.grant_id)).toBeNull();
@@ -655,7 +659,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       for (const t of kept) expect(await store.getToken(t.token_hash)).toEqual(t);
       expect(await store.getSession(live.session_id)).toEqual(live);
       expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
     });
 
     test("sweep deletes agents that never got an approved scope and hold no token, once past retention — not pending ones, not approved ones, not token holders", async () => {
@@ -696,13 +700,92 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       expect(await store.recordJti("agent-b", "same-jti", now + 60_000, now)).toBe(false); // still remembered
     });
 
-    test("sweep deletes audit events older than the audit retention, and only when one is given", async () => {
+    test("sweep deletes audit events older than the audit retention, only when one is given, and only up to a checkpoint", async () => {
       await store.appendAudit({ type: "token.revocation_ignored", at: T0 });
       await store.appendAudit({ type: "token.revocation_ignored", at: T0 + 10 });
       await store.appendAudit({ type: "token.issued", at: T0 + 20 });
       expect((await store.sweep(T0 + 100, 0)).audit).toBe(0);
+      // No signed anchor yet: nothing may go, or what remains could not be verified (DESIGN §20).
+      expect((await store.sweep(T0 + 100, 0, 85)).audit).toBe(0);
+      expect(await store.auditSweepPoint(T0 + 15)).toMatchObject({ seq: 2 });
+      const [, second] = await store.listAuditChain({ afterSeq: 0, limit: 10 });
+      await store.addAuditCheckpoint({ seq: 1, hash: "h1", time: T0 + 1, signature: "s", kid: "k" });
+      await store.addAuditCheckpoint({ seq: 2, hash: second!.hash!, time: T0 + 30, signature: "s", kid: "k" });
       expect((await store.sweep(T0 + 100, 0, 85)).audit).toBe(2);
       expect((await store.listAudit()).map((e) => e.at)).toEqual([T0 + 20]);
+      // The anchor stays, the checkpoints below it go.
+      expect((await store.listAuditCheckpoints({ afterSeq: 0, throughSeq: 10 })).map((c) => c.seq)).toEqual([2]);
+      expect(await store.firstAuditSeq()).toBe(3);
+    });
+
+    test("the audit chain: two instances appending at once never fork it; every link hashes", async () => {
+      // SQLite: two connections in one process would wait on each other's lock with the event loop blocked (its busy
+      // timeout is synchronous), so both writers share one connection there; separate processes take BEGIN IMMEDIATE
+      // turns. PostgreSQL: two pools, as two instances.
+      const other = h.schema ? await h.open() : store;
+      try {
+        const writers = [store, other].flatMap((s, w) =>
+          Array.from({ length: 10 }, (_, i) => s.appendAudit(
+            { type: "proxy.call", at: T0 + i, client_id: `c${w}`, data: { i, w, nested: { b: 1, a: [1, "x"] } } },
+            { type: "token.issued", at: T0 + i, user_id: `u${w}` },
+          )),
+        );
+        await Promise.all(writers);
+        const chain = await store.listAuditChain({ afterSeq: 0, limit: 100 });
+        expect(chain.map((e) => e.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+        let prev = ZERO_HASH;
+        for (const e of chain) {
+          expect(e.prev_hash).toBe(prev);
+          expect(e.hash).toBe(hashRecord(chainRecord({ ...e, seq: e.seq!, prev_hash: e.prev_hash! })));
+          prev = e.hash!;
+        }
+        expect(await other.auditHead()).toEqual({ seq: 40, hash: prev });
+        expect((await store.listAuditChain({ afterSeq: 38, throughSeq: 39, limit: 10 })).map((e) => e.seq)).toEqual([39]);
+      } finally {
+        if (other !== store) await other.close();
+      }
+    });
+
+    test("the webhook outbox: fan-out to subscribers, only the head of each endpoint leased, once across instances", async () => {
+      const hook = (id: string, events: string[]) => ({ webhook_id: id, url: `https://h.example/${id}`, events, secret_sealed: "sealed", created_at: T0 });
+      await store.createWebhook(hook("w1", ["token.issued", "agent.registered"]));
+      await store.createWebhook(hook("w2", ["token.revoked"]));
+      expect(await store.enqueueWebhookEvent({ event_id: "e1", type: "token.issued", body: "{}", created_at: T0 })).toBe(1);
+      expect(await store.enqueueWebhookEvent({ event_id: "e2", type: "agent.registered", body: "{}", created_at: T0 })).toBe(1);
+      expect(await store.enqueueWebhookEvent({ event_id: "e3", type: "token.revoked", body: "{}", created_at: T0 })).toBe(1);
+      expect(await store.enqueueWebhookEvent({ event_id: "e4", type: "agent.approved", body: "{}", created_at: T0 })).toBe(0);
+      const other = h.schema ? await h.open() : store;
+      try {
+        const [x, y] = await Promise.all([store.claimWebhookDeliveries("A", T0, 1_000), other.claimWebhookDeliveries("B", T0, 1_000)]);
+        const claimed = [...x, ...y].map((d) => d.event_id).sort();
+        expect(claimed).toEqual(["e1", "e3"]); // e2 waits behind e1 (same endpoint), each head leased once
+        const e1 = [...x, ...y].find((d) => d.event_id === "e1")!;
+        const holder = x.includes(e1) ? "A" : "B";
+        expect(await store.claimWebhookDeliveries("C", T0 + 500, 1_000)).toEqual([]); // leases still held
+        expect(await store.finishWebhookDelivery(e1.id, "C", { state: "delivered", attempts: 1, next_at: T0 })).toBe(false);
+        expect(await store.finishWebhookDelivery(e1.id, holder, { state: "delivered", attempts: 1, next_at: T0 })).toBe(true);
+        // e2 is the head now; e3's lease lapsed and it is claimable again
+        expect((await store.claimWebhookDeliveries("C", T0 + 1_001, 1_000)).map((d) => d.event_id)).toEqual(["e2", "e3"]);
+        expect(await store.countWebhookOutbox()).toEqual({ pending: 2, delivered: 1, failed: 0 });
+        // delivered rows go with the sweep once past retention; pending ones stay
+        expect((await store.sweep(T0 + 10, 5)).webhooks).toBe(1);
+        expect(await store.countWebhookOutbox()).toEqual({ pending: 2, delivered: 0, failed: 0 });
+        expect(await store.deleteWebhook("w1")).toBe(true);
+        expect(await store.countWebhookOutbox()).toEqual({ pending: 1, delivered: 0, failed: 0 });
+      } finally {
+        if (other !== store) await other.close();
+      }
+    });
+
+    test("audit checkpoints: one per seq (the first writer's), found by time and by seq", async () => {
+      expect(await store.addAuditCheckpoint({ seq: 5, hash: "a", time: T0 + 5, signature: "s1", kid: "k" })).toBe(true);
+      expect(await store.addAuditCheckpoint({ seq: 5, hash: "b", time: T0 + 6, signature: "s2", kid: "k" })).toBe(false);
+      await store.addAuditCheckpoint({ seq: 9, hash: "c", time: T0 + 9, signature: "s3", kid: "k" });
+      expect(await store.lastAuditCheckpoint({})).toMatchObject({ seq: 9 });
+      expect(await store.lastAuditCheckpoint({ beforeTime: T0 + 9 })).toMatchObject({ seq: 5, hash: "a", signature: "s1" });
+      expect(await store.lastAuditCheckpoint({ maxSeq: 4 })).toBeNull();
+      expect(await store.setMetaIfAbsent("audit_key", "first")).toBe("first");
+      expect(await store.setMetaIfAbsent("audit_key", "second")).toBe("first");
     });
   });
 }

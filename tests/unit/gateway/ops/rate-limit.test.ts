@@ -126,8 +126,9 @@ describe("on PostgreSQL a limit holds across gateways", () => {
   test("two gateways on one schema, called alternately and concurrently, admit at most the limit together", async () => {
     pg = postgresHarness(PG_URL);
     const rateLimits = { register: { limit: 40, windowMs: 3_600_000 } };
-    g = await inProcessGateway({ store: await pg.open(), rateLimits, trustProxy: true });
-    const h = await inProcessGateway({ store: await pg.open(), rateLimits, trustProxy: true });
+    const masterKey = crypto.getRandomValues(new Uint8Array(32));
+    g = await inProcessGateway({ store: await pg.open(), rateLimits, trustProxy: true, masterKey });
+    const h = await inProcessGateway({ store: await pg.open(), rateLimits, trustProxy: true, masterKey });
     try {
       h.clock.ms = g.clock.ms;
       const statuses = await Promise.all(
