@@ -65,6 +65,9 @@ export const DiscoveryDocument = z.object({
     .object({ register: uri, authorize: uri, token: uri, revoke: uri, proxy: uri })
     .partial()
     .optional(),
+  /** ath's extensions (DESIGN §17): refresh tokens, and DPoP proofs signed with the agent's ES256 key. */
+  grant_types_supported: z.array(z.string()).optional(),
+  dpop_signing_alg_values_supported: z.array(z.string()).optional(),
 });
 export type DiscoveryDocument = z.infer<typeof DiscoveryDocument>;
 
@@ -175,11 +178,31 @@ export const TokenExchangeRequest = z.object({
 });
 export type TokenExchangeRequest = z.infer<typeof TokenExchangeRequest>;
 
+/** ath's extension (DESIGN §17): a spent-on-use refresh token for a new access token; `scope` may only narrow. */
+export const RefreshTokenRequest = z.object({
+  grant_type: z.literal("refresh_token"),
+  client_id: id,
+  client_secret: z.string().min(1).max(512),
+  agent_attestation: z.string().min(1).max(8192),
+  refresh_token: z.string().min(1).max(512),
+  /** Space-separated (RFC 6749 §6), or an array. */
+  scope: z.union([z.string().max(8192), scopes]).optional(),
+});
+export type RefreshTokenRequest = z.infer<typeof RefreshTokenRequest>;
+
+/** Either grant of POST /ath/token. */
+export const TokenRequest = z.discriminatedUnion("grant_type", [TokenExchangeRequest, RefreshTokenRequest]);
+export type TokenRequest = z.infer<typeof TokenRequest>;
+
 
 export const TokenResponse = z.object({
   access_token: z.string().startsWith(PREFIX.token),
-  token_type: z.literal("Bearer"),
+  /** "DPoP" when the token is bound to the agent's key (RFC 9449, DESIGN §17). */
+  token_type: z.enum(["Bearer", "DPoP"]),
   expires_in: z.number().int(),
+  /** ath's extension (DESIGN §17); absent at gateways without it. */
+  refresh_token: z.string().startsWith(PREFIX.refreshToken).optional(),
+  refresh_expires_in: z.number().int().optional(),
   effective_scopes: z.array(z.string()),
   provider_id: z.string(),
   agent_id: z.string(),
@@ -206,7 +229,9 @@ export type IntrospectionRequest = z.infer<typeof IntrospectionRequest>;
 export const IntrospectionResponse = z.union([
   z.object({
     active: z.literal(true),
-    token_type: z.literal("Bearer"),
+    token_type: z.enum(["Bearer", "DPoP"]),
+    /** RFC 9449 §6.2: the thumbprint of the key a DPoP-bound token is bound to. */
+    cnf: z.object({ jkt: z.string() }).optional(),
     scope: z.string(),
     client_id: z.string(),
     sub: z.string(),

@@ -154,6 +154,7 @@ const WRITES: Record<string, (...args: never[]) => ChangeKey[]> = {
 /** Writes whose keys are known from what they return: the rows they changed. */
 const RESULT_WRITES: Record<string, (result: never) => ChangeKey[]> = {
   revokeTokensWhere: (revoked: TokenRecord[]) => revoked.map((t) => `t:${t.token_hash}` as ChangeKey),
+  revokeRefreshFamily: (revoked: TokenRecord[]) => revoked.map((t) => `t:${t.token_hash}` as ChangeKey),
 };
 
 /** Methods that change nothing cached. */
@@ -164,6 +165,8 @@ const NEUTRAL = new Set([
   "deleteConsoleSession", "createGrant",
   "getGrant", "appendAudit", "listAudit", "leaseRateCapacity", "transaction", "changes", "close",
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
+  // refresh tokens (DESIGN §17): never cached — every use spends its row in the database
+  "createRefreshToken", "getRefreshToken", "spendRefreshToken",
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
 ]);
 

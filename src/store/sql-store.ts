@@ -13,6 +13,7 @@ import type { Driver } from "./sql/driver.ts";
 import { grantQueries } from "./sql/grants.ts";
 import { metaQueries } from "./sql/meta.ts";
 import { providerQueries } from "./sql/providers.ts";
+import { refreshQueries } from "./sql/refresh.ts";
 import { rateLimitQueries } from "./sql/rate-limits.ts";
 import { sessionQueries } from "./sql/sessions.ts";
 import { sweepQueries } from "./sql/sweep.ts";
@@ -30,6 +31,7 @@ export function sqlStore(driver: Driver, inTransaction = false): Store {
     ...agentQueries(db),
     ...sessionQueries(db),
     ...tokenQueries(db),
+    ...refreshQueries(db),
     ...grantQueries(db),
     ...auditQueries(db),
     ...consoleQueries(db),

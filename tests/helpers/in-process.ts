@@ -59,6 +59,10 @@ export interface InProcessOptions {
   trustProxy?: boolean;
   metricsToken?: string;
   metricsPublic?: boolean;
+  /** Refresh families (DESIGN §17): life from the consent and idle limit, seconds; DPoP required everywhere. */
+  refreshTtlSeconds?: number;
+  refreshIdleSeconds?: number;
+  requireDpop?: boolean;
 }
 
 export interface InProcess {
@@ -118,6 +122,9 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
       ...(o.trustProxy ? { trustProxy: true } : {}),
       ...(o.metricsToken ? { metricsToken: o.metricsToken } : {}),
       ...(o.metricsPublic ? { metricsPublic: true } : {}),
+      ...(o.refreshTtlSeconds ? { refreshTtlSeconds: o.refreshTtlSeconds } : {}),
+      ...(o.refreshIdleSeconds ? { refreshIdleSeconds: o.refreshIdleSeconds } : {}),
+      ...(o.requireDpop ? { requireDpop: true } : {}),
     },
     {
       store: o.store ?? openSqliteStore(":memory:"),

@@ -3,7 +3,7 @@
  * revocation.
  */
 import { AthError, PREFIX } from "../../protocol/index.ts";
-import type { AgentRecord, TokenFilter, TokenRecord } from "../../store/types.ts";
+import type { AgentRecord, RefreshTokenRecord, TokenFilter, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { hashSecret } from "../crypto/secrets.ts";
 import { requireApproved } from "./agents.ts";
@@ -66,10 +66,22 @@ export async function revokeTokens(gw: Gateway, filter: TokenFilter, by: "client
   return revoked;
 }
 
-/** One token by its record (the owner's `/ath/revoke`): revoked even when expired, as that endpoint always did. */
+/**
+ * One token by its record (the owner's `/ath/revoke`): revoked even when expired, as that endpoint always did — and
+ * with it its whole refresh family (DESIGN §17), every other access token of the family included.
+ */
 export async function revokeToken(gw: Gateway, token: TokenRecord, by: "client" | "admin"): Promise<void> {
   const revoked = await gw.store.revokeToken(token.token_hash, gw.now());
-  await afterRevocation(gw, revoked ? [revoked] : [], by);
+  const family = token.family_id ? await gw.store.revokeRefreshFamily(token.family_id, gw.now()) : [];
+  await afterRevocation(gw, [...(revoked ? [revoked] : []), ...family.filter((t) => t.token_hash !== token.token_hash)], by);
+}
+
+/** A refresh token's family, by the refresh token's record (`/ath/revoke` of a refresh token). */
+export async function revokeRefreshFamily(gw: Gateway, rt: RefreshTokenRecord, by: "client" | "admin"): Promise<void> {
+  const revoked = await gw.store.revokeRefreshFamily(rt.family_id, gw.now());
+  await afterRevocation(gw, revoked, by);
+  if (rt.grant_id) await dropGrant(gw, rt.grant_id);
+  await audit(gw, "refresh.revoked", { client_id: rt.client_id, agent_id: rt.agent_id, provider_id: rt.provider_id, user_id: rt.user_id, data: { by, tokens_revoked: revoked.length } });
 }
 
 /**

@@ -27,6 +27,7 @@ export async function discovery({ gw }: Call): Promise<Response> {
       revoke: base + PATHS.revoke,
       proxy: base + PATHS.proxy,
     },
+    grant_types_supported: ["authorization_code", "refresh_token"],
   };
   return json(doc, 200, { "cache-control": "public, max-age=60" });
 }
