@@ -17,7 +17,7 @@ import { hashSecret, mintSecret } from "../crypto/secrets.ts";
 import { approvalFor, requireApproved } from "./agents.ts";
 import { audit } from "./audit.ts";
 import { dropGrant } from "./grants.ts";
-import { afterRevocation } from "./tokens.ts";
+import { afterRevocation, requireProofWhereNeeded } from "./tokens.ts";
 
 /** Who the new tokens are for and what they allow. */
 export interface Grantee {
@@ -133,6 +133,7 @@ export async function rotateRefreshToken(gw: Gateway, r: RefreshRequest): Promis
       const why = rt.family_expires_at <= gw.now() ? "its family reached --refresh-ttl" : "it was not used within --refresh-idle";
       throw refused("expired", `This refresh token expired (${why}): run \`ath authorize\` again`);
     }
+    requireProofWhereNeeded(gw, r.jkt, (await tx.getProvider(rt.provider_id))?.config);
     if (rt.jkt !== null && r.jkt === null) {
       throw new AthError("INVALID_REQUEST", "This refresh token is DPoP-bound: send a DPoP proof signed by the agent's key", { reason: "dpop_required" });
     }

@@ -9,6 +9,9 @@ import { hashSecret } from "../crypto/secrets.ts";
 import { requireApproved } from "./agents.ts";
 import { audit } from "./audit.ts";
 import { dropGrant } from "./grants.ts";
+import { bearerToken } from "../http/request.ts";
+import { dpopHeader, dpopToken, DpopProofError, verifyDpopProof } from "../identity/dpop.ts";
+import type { ProviderConfig } from "../../protocol/index.ts";
 
 /** The token a presented secret stands for, or null. */
 export function findToken(gw: Gateway, presented: string): Promise<TokenRecord | null> {
@@ -54,6 +57,57 @@ export async function requireUsableToken(gw: Gateway, presented: string | null):
   return { token, agent };
 }
 
+/** Whether tokens for this provider must be DPoP-bound: `--require-dpop`, or the provider's `require_dpop` (DESIGN §17). */
+export function dpopRequired(gw: Gateway, config: ProviderConfig | undefined): boolean {
+  return gw.opts.requireDpop === true || config?.require_dpop === true;
+}
+
+/** 400 `dpop_required` at the token endpoint when tokens for this provider must be DPoP-bound and no proof came. */
+export function requireProofWhereNeeded(gw: Gateway, jkt: string | null, config: ProviderConfig | undefined): void {
+  if (jkt === null && dpopRequired(gw, config)) {
+    throw new AthError("INVALID_REQUEST", "Tokens here are DPoP-bound: send a DPoP proof signed by the agent's key", { reason: "dpop_required" });
+  }
+}
+
+/**
+ * The proxy's authentication step (and the native API's): the token of `Authorization: Bearer …` or `Authorization:
+ * DPoP …`, live and its agent approved (requireUsableToken); then its binding (RFC 9449, DESIGN §17). A DPoP-bound token
+ * needs the DPoP scheme and a proof of this request by the bound key; a bearer token is refused where DPoP is required.
+ * Returns the token, its agent and the presented secret.
+ */
+export async function requireCallerToken(
+  gw: Gateway,
+  req: Request,
+  providerId: string,
+): Promise<{ token: TokenRecord; agent: AgentRecord; presented: string | null }> {
+  const viaDpop = dpopToken(req);
+  const presented = viaDpop ?? bearerToken(req);
+  const { token, agent } = await requireUsableToken(gw, presented);
+  if (viaDpop !== null) {
+    let jkt: string;
+    try {
+      const url = gw.opts.baseUrl + new URL(req.url).pathname;
+      jkt = await verifyDpopProof(gw, dpopHeader(req), { method: req.method, url, accessToken: viaDpop, replayScope: token.token_hash });
+    } catch (err) {
+      if (err instanceof DpopProofError) throw invalidProof(err.message);
+      throw err;
+    }
+    if (token.jkt && jkt !== token.jkt) throw invalidProof("the DPoP proof is signed by another key than the one this token is bound to");
+    return { token, agent, presented };
+  }
+  if (token.jkt) {
+    throw new AthError("TOKEN_INVALID", "This token is DPoP-bound: send it as `Authorization: DPoP <token>` with a DPoP proof", undefined, {
+      headers: { "www-authenticate": 'DPoP algs="ES256", error="invalid_token"' },
+    });
+  }
+  if (dpopRequired(gw, (await gw.store.getProvider(providerId))?.config)) {
+    throw new AthError("TOKEN_INVALID", "Bearer tokens are refused here: DPoP-bound tokens only (RFC 9449)", { reason: "dpop_required" }, {
+      headers: { "www-authenticate": 'DPoP algs="ES256"' },
+    });
+  }
+  return { token, agent, presented };
+}
+
 /**
  * Revocation, the one way (`/ath/revoke`, the admin API, removing an agent): every live token matching `filter` is
  * revoked at once, then each one's upstream grant is dropped and revoked at the provider (RFC 7009; a provider's
@@ -95,4 +149,10 @@ export async function afterRevocation(gw: Gateway, revoked: TokenRecord[], by: "
     await audit(gw, "token.revoked", { client_id: t.client_id, agent_id: t.agent_id, provider_id: t.provider_id, user_id: t.user_id, data: { by, token_id: t.token_id } });
   }
   for (const grantId of grants) await dropGrant(gw, grantId);
+}
+
+function invalidProof(why: string): AthError {
+  return new AthError("TOKEN_INVALID", `Invalid DPoP proof: ${why}`, { reason: "invalid_dpop_proof" }, {
+    headers: { "www-authenticate": 'DPoP algs="ES256", error="invalid_dpop_proof"' },
+  });
 }

@@ -15,6 +15,8 @@ import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
 import { mintTokens, newFamily, rotateRefreshToken, tokenResponse } from "../domain/refresh.ts";
 import { parseScopeString } from "../rules/scopes.ts";
 import type { AgentRecord } from "../../store/types.ts";
+import { requireProofWhereNeeded } from "../domain/tokens.ts";
+import { dpopHeader, DpopProofError, registeredThumbprint, verifyDpopProof } from "../identity/dpop.ts";
 
 export async function token(call: Call): Promise<Response> {
   const { gw } = call;
@@ -23,12 +25,34 @@ export async function token(call: Call): Promise<Response> {
   await call.identify({ client_id: agent.client_id });
   requireApproved(gw, agent);
   await attest(gw, body.agent_attestation, agent, gw.opts.baseUrl + PATHS.token);
-  const jkt: string | null = null;
+  const jkt = await proofAtTokenEndpoint(call, agent);
   if (body.grant_type === "refresh_token") return refresh(call, agent, body, jkt);
   return exchangeCode(call, agent, body, jkt);
 }
 
 // internal
+
+/**
+ * The DPoP proof sent with a token request (DESIGN §17): none → null; a valid one by the agent's registered key → its
+ * thumbprint, to which the new tokens are bound; a bad one → 400 `invalid_dpop_proof`; another key's → 400
+ * `dpop_key_mismatch`. Nothing is issued after either.
+ */
+async function proofAtTokenEndpoint(call: Call, agent: AgentRecord): Promise<string | null> {
+  const { gw, req } = call;
+  let jkt: string;
+  try {
+    const proof = dpopHeader(req);
+    if (proof === null) return null;
+    jkt = await verifyDpopProof(gw, proof, { method: "POST", url: gw.opts.baseUrl + PATHS.token, replayScope: `client:${agent.client_id}` });
+  } catch (err) {
+    if (err instanceof DpopProofError) throw new AthError("INVALID_REQUEST", `Invalid DPoP proof: ${err.message}`, { reason: "invalid_dpop_proof" });
+    throw err;
+  }
+  if (jkt !== (await registeredThumbprint(gw, agent.agent_id))) {
+    throw new AthError("INVALID_REQUEST", "The DPoP proof must be signed by the agent's registered key", { reason: "dpop_key_mismatch" });
+  }
+  return jkt;
+}
 
 async function refresh(call: Call, agent: AgentRecord, body: RefreshTokenRequest, jkt: string | null): Promise<Response> {
   const scopes = body.scope === undefined ? undefined : Array.isArray(body.scope) ? body.scope : parseScopeString(body.scope);
@@ -44,6 +68,7 @@ async function exchangeCode(call: Call, agent: AgentRecord, body: TokenExchangeR
   const session = await gw.store.getSession(body.ath_session_id);
   if (!session || session.client_id !== agent.client_id || session.status === "used") throw new AthError("SESSION_NOT_FOUND");
   if (session.status === "denied") throw new AthError("USER_DENIED");
+  requireProofWhereNeeded(gw, jkt, (await gw.store.getProvider(session.provider_id))?.config);
   if (session.expires_at <= gw.now()) throw new AthError("SESSION_EXPIRED");
   if (session.status === "pending" || !session.code_hash) {
     throw new AthError("INVALID_GRANT", "The user has not approved this request yet", { reason: "authorization_pending" });
