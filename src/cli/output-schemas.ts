@@ -21,9 +21,12 @@ const registration = z.object({
 
 const token = z.object({
   access_token: z.string().describe("masked unless --show-secrets"),
-  token_type: z.literal("Bearer"),
+  token_type: z.enum(["Bearer", "DPoP"]),
   expires_in: z.number(),
   expires_at: z.string(),
+  refresh_token: z.string().optional().describe("masked unless --show-secrets"),
+  refresh_expires_in: z.number().optional(),
+  refresh_expires_at: z.string().optional(),
   effective_scopes: z.array(z.string()),
   provider_id: z.string(),
   agent_id: z.string(),

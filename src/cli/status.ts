@@ -89,7 +89,7 @@ function render(ctx: Context, doc: Status & { registrations: Partial<RefreshOutc
       ...r.approved_providers.map((p) => ["approved", `${p.provider_id}\t${p.approved_scopes.join(",")}`]),
       ...r.tokens.map((t) => [
         "token",
-        `${t.provider_id}\t${t.access_token}\t${t.effective_scopes.join(",")}\t${t.expires_at}\t${t.expired ? "expired" : relative(t.seconds_left * 1000)}`,
+        `${t.provider_id}\t${t.access_token}\t${t.effective_scopes.join(",")}\t${t.expires_at}\t${t.expired ? "expired" : relative(t.seconds_left * 1000)}${t.refresh_expires_at ? `\trefresh until ${t.refresh_expires_at}` : ""}`,
       ]),
       ...r.pending.map((p) => ["pending", `${p.provider_id}\t${p.ath_session_id}\t${p.created_at}`]),
     ]);
