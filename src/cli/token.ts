@@ -23,7 +23,8 @@ export async function run(opts: TokenOptions, deps: Deps): Promise<void> {
     if (opts.code !== "") throw usageError("token takes --code or --refresh, not both");
     const ctx = await context(opts, deps);
     const { refreshSaved } = await import("../agent/flows/refresh.ts");
-    const r = await refreshSaved(ctx.agent, ctx.target().base, opts.provider);
+    // asked for when this process started: a refresh another process made since then is the one asked for
+    const r = await refreshSaved(ctx.agent, ctx.target().base, opts.provider, Math.floor(performance.timeOrigin));
     return renderRefreshed(ctx.out, r.token, r.refreshed, opts.showSecrets, deps.now());
   }
   if (opts.code === "") throw usageError("token needs --code <code> (from the redirect after the user approved), or --refresh");

@@ -43,7 +43,7 @@ export interface Refreshed {
  * always with `force` (`ath token --refresh`). No token → exit 3 NO_TOKEN; an expired one without a refresh token →
  * exit 3 TOKEN_EXPIRED; a dead family → exit 4.
  */
-export async function usableToken(agent: Agent, base: string, provider: string, o: { force?: boolean } = {}): Promise<Refreshed> {
+export async function usableToken(agent: Agent, base: string, provider: string, o: { force?: boolean; since?: number } = {}): Promise<Refreshed> {
   const identity = await agent.identity();
   const seen = requireSaved(await requireRegistration(agent.home, base, identity.agentId), base, provider);
   if (!o.force && fresh(seen, agent.now())) return { token: seen, refreshed: false };
@@ -55,8 +55,12 @@ export async function usableToken(agent: Agent, base: string, provider: string, 
     const reg = c.gateways[base]?.agents[identity.agentId];
     if (reg === undefined) return { token: requireSaved(undefined, base, provider), refreshed: false };
     const current = requireSaved(reg, base, provider);
-    // Another process refreshed while this one waited for the lock: use what it saved.
-    if (current.access_token !== seen.access_token && fresh(current, agent.now())) return { token: current, refreshed: false };
+    // Another process refreshed while this one waited for the lock: use what it saved (a gateway with a short
+    // --token-ttl gives tokens that are always "expiring soon": unexpired is enough here, or every waiter would refresh).
+    const unexpired = Date.parse(current.expires_at) > agent.now();
+    if (current.access_token !== seen.access_token && unexpired) return { token: current, refreshed: false };
+    // …or refreshed it since this refresh was asked for (two `ath token --refresh` started together: one refresh).
+    if (o.since !== undefined && Date.parse(current.obtained_at) >= o.since && unexpired) return { token: current, refreshed: false };
     if (current.refresh_token === undefined) throw noRefresh(base, provider);
     let response: TokenResponse;
     try {
@@ -120,9 +124,9 @@ function noRefresh(base: string, provider: string): ClientError {
 
 /**
  * `ath token --refresh [--provider]`: refreshes the saved token of `provider` — by default the only saved one at the
- * target (several → exit 2 naming them) — whatever its time left.
+ * target (several → exit 2 naming them) — whatever its time left, unless another process refreshed it since `since`.
  */
-export async function refreshSaved(agent: Agent, base: string, provider?: string): Promise<Refreshed> {
+export async function refreshSaved(agent: Agent, base: string, provider?: string, since?: number): Promise<Refreshed> {
   const identity = await agent.identity();
   const reg = await requireRegistration(agent.home, base, identity.agentId);
   const providers = Object.keys(reg.tokens);
@@ -131,5 +135,5 @@ export async function refreshSaved(agent: Agent, base: string, provider?: string
     if (providers.length === 0) throw notConfigured("NO_TOKEN", `no token saved at ${base}: run \`ath authorize -g ${base} --provider <id>\``, { gateway: base });
     throw usageError(`several tokens are saved at ${base} (${providers.join(", ")}): pass --provider`);
   }
-  return usableToken(agent, base, which, { force: true });
+  return usableToken(agent, base, which, { force: true, ...(since === undefined ? {} : { since }) });
 }
