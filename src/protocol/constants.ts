@@ -10,7 +10,9 @@ export const PATHS = {
   ready: "/ready",
   metrics: "/metrics",
   register: "/ath/agents/register",
-  agentStatus: "/ath/agents/status", // ath's extension: an agent reads its own registration (HTTP Basic)
+  agentStatus: "/ath/agents/status",
+  /** ath's extension (DESIGN §17): PATCH grows an agent's providers and scopes through the approval policy. */
+  agentRegistration: "/ath/agents/registration", // ath's extension: an agent reads its own registration (HTTP Basic)
   authorize: "/ath/authorize",
   consent: "/ath/consent", // + /{handle}
   callback: "/ath/callback",

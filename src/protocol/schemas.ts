@@ -149,6 +149,24 @@ export const AgentStatusResponse = z.object({
 });
 export type AgentStatusResponse = z.infer<typeof AgentStatusResponse>;
 
+/** Scopes waiting for an admin (DESIGN §17: additions under manual approval). */
+export const PendingProvider = z.object({ provider_id: z.string(), scopes: z.array(z.string()) });
+export type PendingProvider = z.infer<typeof PendingProvider>;
+
+/** PATCH /ath/agents/registration (ath's extension, DESIGN §17): providers and scopes to add, as at registration. */
+export const RegistrationUpdateRequest = z.object({
+  agent_attestation: z.string().min(1).max(8192),
+  requested_providers: z.array(ProviderScopeRequest).min(1).max(50),
+});
+export type RegistrationUpdateRequest = z.infer<typeof RegistrationUpdateRequest>;
+
+/** Its answer: the registration as it is now, what was added, and what waits for an admin. */
+export const RegistrationUpdateResponse = AgentStatusResponse.extend({
+  pending_providers: z.array(PendingProvider),
+  added: z.array(PendingProvider),
+});
+export type RegistrationUpdateResponse = z.infer<typeof RegistrationUpdateResponse>;
+
 // Phase B ---------------------------------------------------------------------------------------
 
 export const AuthorizationRequest = z.object({

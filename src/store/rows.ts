@@ -84,6 +84,7 @@ export function toAgent(r: Row): AgentRecord {
     created_at: num(r.created_at),
     // absent unless an admin set some: records compare equal to what was created
     ...(r.approval_rules == null ? {} : { approval_rules: json<ApprovalRule[]>(r.approval_rules) }),
+    ...(r.pending_approvals == null ? {} : { pending_approvals: json<{ provider_id: string; scopes: string[] }[]>(r.pending_approvals) }),
   };
 }
 

@@ -32,6 +32,8 @@ export interface AgentRecord {
   created_at: number;
   /** The agent's own approval rules (DESIGN §15), added to its providers'; set by an admin. */
   approval_rules?: ApprovalRule[] | null;
+  /** Scopes the agent asked to add that wait for an admin (DESIGN §17); absent when none. */
+  pending_approvals?: { provider_id: string; scopes: string[] }[] | null;
 }
 
 export type SessionStatus = "pending" | "consented" | "denied" | "used";
@@ -251,7 +253,7 @@ export interface Store {
    * change and a decision that depends on the status (issuing a token) happen one after the other, never interleaved.
    */
   lockAgent(clientId: string): Promise<AgentRecord | null>;
-  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires" | "approval_rules">>): Promise<boolean>;
+  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires" | "approval_rules" | "pending_approvals">>): Promise<boolean>;
   listAgents(): Promise<AgentRecord[]>;
   /** Deletes the agent with its sessions and tokens; false when there was none. */
   deleteAgent(clientId: string): Promise<boolean>;

@@ -26,13 +26,16 @@ export function agentQueries(
       const changed = await db.run(
         `UPDATE agents SET status = COALESCE(?, status), approvals = COALESCE(?, approvals),
            approval_expires = COALESCE(?, approval_expires),
-           approval_rules = CASE WHEN ? = 1 THEN ? ELSE approval_rules END WHERE client_id = ?`,
+           approval_rules = CASE WHEN ? = 1 THEN ? ELSE approval_rules END,
+           pending_approvals = CASE WHEN ? = 1 THEN ? ELSE pending_approvals END WHERE client_id = ?`,
         [
           patch.status ?? null,
           patch.approvals ? JSON.stringify(patch.approvals) : null,
           patch.approval_expires ?? null,
           patch.approval_rules === undefined ? 0 : 1,
           patch.approval_rules ? JSON.stringify(patch.approval_rules) : null,
+          patch.pending_approvals === undefined ? 0 : 1,
+          patch.pending_approvals?.length ? JSON.stringify(patch.pending_approvals) : null,
           clientId,
         ],
       );
