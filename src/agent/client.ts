@@ -12,6 +12,8 @@ import {
   TokenResponse,
   type AgentRegistrationRequest,
   type AuthorizationRequest,
+  RegistrationUpdateResponse,
+  type RegistrationUpdateRequest,
   type RefreshTokenRequest,
   type TokenExchangeRequest,
 } from "../protocol/schemas.ts";
@@ -38,6 +40,12 @@ export function registerAgent(base: string, body: AgentRegistrationRequest, http
 export function fetchAgentStatus(base: string, client: { client_id: string; client_secret: string }, http: HttpOptions) {
   const basic = btoa(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`);
   return requestJson(AgentStatusResponse, { method: "GET", url: base + PATHS.agentStatus, headers: { authorization: `Basic ${basic}` } }, http);
+}
+
+/** PATCH /ath/agents/registration (ath's extension, DESIGN §17): asks for more providers and scopes. */
+export function updateRegistration(base: string, client: { client_id: string; client_secret: string }, body: RegistrationUpdateRequest, http: HttpOptions) {
+  const basic = btoa(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`);
+  return requestJson(RegistrationUpdateResponse, { method: "PATCH", url: base + PATHS.agentRegistration, json: body, headers: { authorization: `Basic ${basic}` } }, http);
 }
 
 export function startAuthorization(base: string, body: AuthorizationRequest, http: HttpOptions) {

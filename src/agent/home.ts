@@ -60,6 +60,8 @@ export const Registration = z.object({
   agent_status: z.union([AgentStatus, z.literal("suspended")]),
   approved_providers: z.array(ProviderApproval),
   approval_expires: z.string(),
+  /** Scopes asked for since registration that wait for the gateway's admin (DESIGN §17). */
+  pending_providers: z.optional(z.array(z.object({ provider_id: z.string(), scopes: z.array(z.string()) }))),
   registered_at: z.string(),
   /** The identity's loopback port, registered as http://127.0.0.1:<port>/callback (see agent/loopback.ts). */
   loopback_port: z.optional(z.number()),

@@ -12,11 +12,14 @@ const registration = z.object({
   agent_id: z.string(),
   client_id: z.string(),
   client_secret: z.string().describe("masked unless --show-secrets"),
-  agent_status: z.enum(["approved", "pending", "denied"]),
+  agent_status: z.enum(["approved", "pending", "denied", "suspended"]),
   approved_providers: z.array(ProviderApproval),
   approval_expires: z.string(),
   already_registered: z.literal(true).optional().describe("the agent was registered before: nothing was sent again"),
-  scopes_changed: z.literal(false).optional(),
+  scopes_changed: z.boolean().optional().describe("already registered: whether this run added approved scopes"),
+  added: z.array(z.object({ provider_id: z.string(), scopes: z.array(z.string()) })).optional(),
+  pending_providers: z.array(z.object({ provider_id: z.string(), scopes: z.array(z.string()) })).optional().describe("scopes waiting for the gateway's admin"),
+  refreshed: z.boolean().optional().describe("already registered: the registration was read again from the gateway"),
 });
 
 const token = z.object({
