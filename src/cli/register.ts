@@ -44,7 +44,8 @@ function render(ctx: Context, r: Registered, show: boolean): void {
       return out.info(`already registered at ${r.gateway} as ${r.agent_id} (client ${reg.client_id}); this gateway cannot add scopes to a registration — make a new identity with \`ath identity new\` to ask for others`);
     }
     out.info(`already registered at ${r.gateway} as ${r.agent_id} (client ${reg.client_id})${added.length || pending.length ? "" : "; nothing new asked for"}`);
-    if (added.length) out.success(`added ${sets(added)}`);
+    // what changed is the answer here, not a confirmation: printed on a pipe too
+    if (added.length) out.info(`added ${sets(added)}`);
     if (pending.length) out.info(`waiting for the gateway's admin: ${sets(pending)} (the operator runs \`ath admin agents approve ${reg.client_id}\`)`);
     out.table([
       ["agent_status", reg.agent_status],

@@ -49,7 +49,9 @@ export function renderToken(out: Output, r: Exchanged, show: boolean, now: numbe
   out.table([
     ["provider", res.provider_id],
     ["access_token", reveal(res.access_token, show)],
+    ["token_type", res.token_type],
     ["expires_at", out.time(r.saved.expires_at, now)],
+    ...(r.saved.refresh_expires_at ? [["refresh_expires_at", out.time(r.saved.refresh_expires_at, now)]] : []),
     ["effective_scopes", res.effective_scopes.join(",")],
     ["agent_approved", si.agent_approved.join(",")],
     ["user_consented", si.user_consented.join(",")],
