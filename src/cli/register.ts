@@ -38,8 +38,12 @@ function render(ctx: Context, r: Registered, show: boolean): void {
     // DESIGN §17: what this run changed, and the registration as the gateway holds it now (never a stale status).
     const added = r.added ?? [];
     const pending = r.pending_providers ?? [];
-    if (out.json) return out.doc({ already_registered: true, scopes_changed: added.length > 0, added, pending_providers: pending, refreshed: r.refreshed === true, gateway: r.gateway, agent_id: r.agent_id, ...summary });
+    if (out.json) return out.doc({ already_registered: true, scopes_changed: added.length > 0, added, pending_providers: pending, refreshed: r.refreshed === true, ...(r.blocked ? { blocked: true } : {}), gateway: r.gateway, agent_id: r.agent_id, ...summary });
     const sets = (s: { provider_id: string; scopes: string[] }[]) => s.map((p) => `${p.provider_id}:${p.scopes.join(",")}`).join(" ");
+    if (r.blocked) {
+      out.info(`already registered at ${r.gateway} as ${r.agent_id} (client ${reg.client_id}), and ${reg.agent_status} there: no scopes can be added — ask the gateway's operator, or make a new identity with \`ath identity new\``);
+      return out.table([["agent_status", reg.agent_status]]);
+    }
     if (r.refreshed !== true) {
       return out.info(`already registered at ${r.gateway} as ${r.agent_id} (client ${reg.client_id}); this gateway cannot add scopes to a registration — make a new identity with \`ath identity new\` to ask for others`);
     }

@@ -36,6 +36,8 @@ export interface Registered {
   pending_providers?: ScopeSet[];
   /** Already registered: whether the saved registration was read again from the gateway (false: it has no such extension). */
   refreshed?: boolean;
+  /** Already registered, suspended or denied by the admin: nothing can be added (nothing was asked). */
+  blocked?: boolean;
 }
 
 export interface ScopeSet {
@@ -131,7 +133,9 @@ async function grow(base: string, id: Identity, saved: Registration, requested: 
       .filter((p) => p.scopes.length > 0),
   };
   let added: ScopeSet[] = [];
-  if (wanted.length > 0) {
+  // Suspended, or denied by the admin: the gateway would refuse any addition; say so instead of failing.
+  const blocked = live.agent_status === "suspended" || (live.agent_status === "denied" && live.approved_providers.some((p) => p.approved_scopes.length > 0));
+  if (wanted.length > 0 && !blocked) {
     const res = await updateRegistration(base, saved, { agent_attestation: await attest(id, audience(base, "register")), requested_providers: wanted }, agent.http);
     now = { agent_status: res.agent_status, approved_providers: res.approved_providers, approval_expires: res.approval_expires, pending_providers: res.pending_providers };
     added = res.added;
@@ -146,7 +150,7 @@ async function grow(base: string, id: Identity, saved: Registration, requested: 
     agent.now,
   );
   const registration = summary({ ...saved, ...now });
-  return { gateway: base, agent_id: id.agentId, already_registered: true, registration, refreshed: true, added, pending_providers: now.pending_providers ?? [] };
+  return { gateway: base, agent_id: id.agentId, already_registered: true, registration, refreshed: true, added, pending_providers: now.pending_providers ?? [], ...(blocked && wanted.length > 0 ? { blocked: true } : {}) };
 }
 
 function summary(r: Registered["registration"]): Registered["registration"] {
