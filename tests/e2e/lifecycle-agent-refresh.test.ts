@@ -2,13 +2,15 @@
  * An agent's life past its first token, through the compiled `ath` against a real `ath serve`, oidc-provider and the
  * sample API (DESIGN §17): with `--token-ttl 2`, `ath proxy` keeps working for 20 s of calls without a person (the CLI
  * refreshes by itself, with DPoP proofs by its key); two `ath token --refresh` started together make exactly one
- * refresh at the gateway (counted in its audit log); `ath status` names both expiries; and on a gateway with
+ * refresh at the gateway (counted in its audit log); `ath status` names both expiries; `ath mcp`'s ath_request
+ * refreshes the same way (the official SDK's client drives dist/ath mcp); and on a gateway with
  * `--refresh-idle 3 --refresh-ttl 8` the family ends — unused for 3 s, and 8 s after the consent however used — with
  * exit 4 naming the `ath authorize` to run.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { consent } from "../helpers/agent.ts";
 import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { startHost } from "../helpers/mcp-host.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 
@@ -93,6 +95,26 @@ describe("The CLI refreshes by itself (--token-ttl 2)", () => {
     await Bun.sleep(300);
     expect(await audited(short, "token.refreshed")).toBe(before + 1);
     expect((await proxy(home, short)).code).toBe(0);
+  }, 60_000);
+});
+
+describe("`ath mcp` refreshes by itself too (--token-ttl 2)", () => {
+  test("ath_request keeps answering 200 across several token lifetimes, the home's token refreshed and saved", async () => {
+    const home = await authorizedHome(short);
+    const before = await audited(short, "token.refreshed");
+    const h = await startHost({ home, args: ["-g", short.baseUrl] });
+    try {
+      for (let i = 0; i < 4; i++) {
+        await Bun.sleep(2_500); // past the token's whole life
+        const r = await h.call("ath_request", { provider: "mail", method: "GET", path: "/v1/messages" });
+        expect(r.isError).toBeUndefined();
+        expect(r.structuredContent?.status).toBe(200);
+      }
+    } finally {
+      await h.close();
+    }
+    await Bun.sleep(300);
+    expect(await audited(short, "token.refreshed")).toBeGreaterThanOrEqual(before + 4);
   }, 60_000);
 });
 
