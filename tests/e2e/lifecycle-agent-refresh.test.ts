@@ -98,6 +98,21 @@ describe("The CLI refreshes by itself (--token-ttl 2)", () => {
   }, 60_000);
 });
 
+describe("`ath status --refresh` refreshes too", () => {
+  test("an expired token is refreshed and shown live; without --refresh nothing is asked", async () => {
+    const home = await authorizedHome(short);
+    await Bun.sleep(2_500);
+    const offline = await ath(home, ["status", "-g", short.baseUrl, "--format", "json"]);
+    expect(offline.json().registrations[0].tokens[0].expired).toBe(true);
+    const before = await audited(short, "token.refreshed");
+    const live = await ath(home, ["status", "-g", short.baseUrl, "--refresh", "--format", "json"]);
+    expect(live.code).toBe(0);
+    expect(live.json().registrations[0].tokens[0].expired).toBe(false);
+    await Bun.sleep(300);
+    expect(await audited(short, "token.refreshed")).toBe(before + 1);
+  }, 60_000);
+});
+
 describe("`ath mcp` refreshes by itself too (--token-ttl 2)", () => {
   test("ath_request keeps answering 200 across several token lifetimes, the home's token refreshed and saved", async () => {
     const home = await authorizedHome(short);

@@ -137,3 +137,23 @@ export async function refreshSaved(agent: Agent, base: string, provider?: string
   }
   return usableToken(agent, base, which, { force: true, ...(since === undefined ? {} : { since }) });
 }
+
+/**
+ * `ath status --refresh`: every saved token of this identity at `base` that expires within REFRESH_MARGIN_MS (and
+ * has a refresh token) is refreshed, as a proxied call would; returns what failed, by provider (the rest refreshed).
+ */
+export async function refreshDue(agent: Agent, base: string): Promise<Record<string, { code: string; message: string }>> {
+  const identity = await agent.identity();
+  const reg = await requireRegistration(agent.home, base, identity.agentId);
+  const failed: Record<string, { code: string; message: string }> = {};
+  for (const [provider, t] of Object.entries(reg.tokens)) {
+    if (t.refresh_token === undefined || fresh(t, agent.now())) continue;
+    try {
+      await usableToken(agent, base, provider);
+    } catch (e) {
+      const err = e as { code?: unknown; message?: string };
+      failed[provider] = { code: String(err.code ?? "ERROR"), message: err.message ?? String(e) };
+    }
+  }
+  return failed;
+}
