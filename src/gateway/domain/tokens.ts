@@ -9,8 +9,7 @@ import { hashSecret } from "../crypto/secrets.ts";
 import { requireApproved } from "./agents.ts";
 import { audit } from "./audit.ts";
 import { dropGrant } from "./grants.ts";
-import { bearerToken } from "../http/request.ts";
-import { dpopHeader, dpopToken, DpopProofError, verifyDpopProof } from "../identity/dpop.ts";
+import { DpopProofError, verifyDpopProof } from "../identity/dpop.ts";
 import type { ProviderConfig } from "../../protocol/index.ts";
 
 /** The token a presented secret stands for, or null. */
@@ -69,31 +68,35 @@ export function requireProofWhereNeeded(gw: Gateway, jkt: string | null, config:
   }
 }
 
+/** What a caller of the proxy presents (http/request.ts `callerCredentials` reads it off the request). */
+export interface CallerCredentials {
+  token: string | null;
+  scheme: "bearer" | "dpop";
+  /** The DPoP header, if any. */
+  proof: string | null;
+  method: string;
+  /** The public URL of the request without its query: what the proof's `htu` must be. */
+  url: string;
+}
+
 /**
  * The proxy's authentication step (and the native API's): the token of `Authorization: Bearer …` or `Authorization:
  * DPoP …`, live and its agent approved (requireUsableToken); then its binding (RFC 9449, DESIGN §17). A DPoP-bound token
  * needs the DPoP scheme and a proof of this request by the bound key; a bearer token is refused where DPoP is required.
- * Returns the token, its agent and the presented secret.
+ * Returns the token and its agent.
  */
-export async function requireCallerToken(
-  gw: Gateway,
-  req: Request,
-  providerId: string,
-): Promise<{ token: TokenRecord; agent: AgentRecord; presented: string | null }> {
-  const viaDpop = dpopToken(req);
-  const presented = viaDpop ?? bearerToken(req);
-  const { token, agent } = await requireUsableToken(gw, presented);
-  if (viaDpop !== null) {
+export async function requireCallerToken(gw: Gateway, c: CallerCredentials, providerId: string): Promise<{ token: TokenRecord; agent: AgentRecord }> {
+  const { token, agent } = await requireUsableToken(gw, c.token);
+  if (c.scheme === "dpop") {
     let jkt: string;
     try {
-      const url = gw.opts.baseUrl + new URL(req.url).pathname;
-      jkt = await verifyDpopProof(gw, dpopHeader(req), { method: req.method, url, accessToken: viaDpop, replayScope: token.token_hash });
+      jkt = await verifyDpopProof(c.proof, { method: c.method, url: c.url, accessToken: c.token!, replayScope: token.token_hash }, proofDeps(gw));
     } catch (err) {
       if (err instanceof DpopProofError) throw invalidProof(err.message);
       throw err;
     }
     if (token.jkt && jkt !== token.jkt) throw invalidProof("the DPoP proof is signed by another key than the one this token is bound to");
-    return { token, agent, presented };
+    return { token, agent };
   }
   if (token.jkt) {
     throw new AthError("TOKEN_INVALID", "This token is DPoP-bound: send it as `Authorization: DPoP <token>` with a DPoP proof", undefined, {
@@ -105,7 +108,12 @@ export async function requireCallerToken(
       headers: { "www-authenticate": 'DPoP algs="ES256"' },
     });
   }
-  return { token, agent, presented };
+  return { token, agent };
+}
+
+/** The clock and the store's replay record, for DPoP proofs (identity/dpop.ts is given them). */
+export function proofDeps(gw: Gateway) {
+  return { now: gw.now(), recordJti: (scope: string, jti: string, expiresAt: number, now: number) => gw.store.recordJti(scope, jti, expiresAt, now) };
 }
 
 /**

@@ -15,8 +15,9 @@ import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
 import { mintTokens, newFamily, rotateRefreshToken, tokenResponse } from "../domain/refresh.ts";
 import { parseScopeString } from "../rules/scopes.ts";
 import type { AgentRecord } from "../../store/types.ts";
-import { requireProofWhereNeeded } from "../domain/tokens.ts";
-import { dpopHeader, DpopProofError, registeredThumbprint, verifyDpopProof } from "../identity/dpop.ts";
+import { proofDeps, requireProofWhereNeeded } from "../domain/tokens.ts";
+import { DpopProofError, registeredThumbprint, verifyDpopProof } from "../identity/dpop.ts";
+import { dpopHeader } from "../http/request.ts";
 
 export async function token(call: Call): Promise<Response> {
   const { gw } = call;
@@ -43,12 +44,12 @@ async function proofAtTokenEndpoint(call: Call, agent: AgentRecord): Promise<str
   try {
     const proof = dpopHeader(req);
     if (proof === null) return null;
-    jkt = await verifyDpopProof(gw, proof, { method: "POST", url: gw.opts.baseUrl + PATHS.token, replayScope: `client:${agent.client_id}` });
+    jkt = await verifyDpopProof(proof, { method: "POST", url: gw.opts.baseUrl + PATHS.token, replayScope: `client:${agent.client_id}` }, proofDeps(gw));
   } catch (err) {
     if (err instanceof DpopProofError) throw new AthError("INVALID_REQUEST", `Invalid DPoP proof: ${err.message}`, { reason: "invalid_dpop_proof" });
     throw err;
   }
-  if (jkt !== (await registeredThumbprint(gw, agent.agent_id))) {
+  if (jkt !== (await registeredThumbprint(gw.keys, agent.agent_id))) {
     throw new AthError("INVALID_REQUEST", "The DPoP proof must be signed by the agent's registered key", { reason: "dpop_key_mismatch" });
   }
   return jkt;

@@ -5,11 +5,12 @@
  * endpoint), and — when a token goes with it — `ath`, the base64url SHA-256 of that token. No nonces.
  *
  * Which key may sign is the caller's rule: at the token endpoint, the agent's registered key (`registeredThumbprint`);
- * at the proxy, the key the token is bound to (`cnf.jkt`).
+ * at the proxy, the key the token is bound to (`cnf.jkt`). Replays are recorded through the `recordJti` it is given
+ * (the store's, so across instances), as attestations' are.
  */
 import { base64url, calculateJwkThumbprint, compactVerify, decodeProtectedHeader, errors, exportJWK, importJWK, type JWK } from "jose";
 import { LIMITS } from "../../protocol/index.ts";
-import type { Gateway } from "../context.ts";
+import type { KeyResolver } from "./agent-keys.ts";
 
 /** What a proof must match. */
 export interface ProofCheck {
@@ -27,8 +28,14 @@ export class DpopProofError extends Error {
   override readonly name = "DpopProofError";
 }
 
+/** What verification needs from outside: the clock, and the replay record (false when (scope, jti) was seen). */
+export interface ProofDeps {
+  now: number;
+  recordJti(scope: string, jti: string, expiresAt: number, now: number): Promise<boolean>;
+}
+
 /** Verifies `proof`; returns the RFC 7638 thumbprint of the key that signed it. */
-export async function verifyDpopProof(gw: Gateway, proof: string | null, c: ProofCheck): Promise<string> {
+export async function verifyDpopProof(proof: string | null, c: ProofCheck, deps: ProofDeps): Promise<string> {
   if (proof === null || proof === "") throw new DpopProofError("no DPoP proof (the DPoP header)");
   if (proof.length > MAX_PROOF_CHARS || proof.split(".").length !== 3) throw new DpopProofError("the DPoP proof is not a compact JWS");
   let header: ReturnType<typeof decodeProtectedHeader>;
@@ -54,7 +61,7 @@ export async function verifyDpopProof(gw: Gateway, proof: string | null, c: Proo
   if (typeof jti !== "string" || jti.length < 8 || jti.length > 256 || jti.includes("\0")) throw new DpopProofError("the DPoP proof needs a jti (8–256 characters)");
   if (htm !== c.method) throw new DpopProofError(`the DPoP proof's htm must be ${c.method}`);
   if (typeof htu !== "string" || withoutQuery(htu) !== withoutQuery(c.url)) throw new DpopProofError(`the DPoP proof's htu must be ${withoutQuery(c.url)}`);
-  const now = gw.now();
+  const { now } = deps;
   if (typeof iat !== "number" || Math.abs(iat * 1000 - now) > LIMITS.dpopSkewSeconds * 1000) {
     throw new DpopProofError(`the DPoP proof's iat must be within ${LIMITS.dpopSkewSeconds} s of now`);
   }
@@ -64,30 +71,15 @@ export async function verifyDpopProof(gw: Gateway, proof: string | null, c: Proo
   }
   const jkt = await calculateJwkThumbprint(jwk, "sha256");
   // Replays: the (scope, jti) pair is recorded past the proof's window, in the store (so across instances).
-  const fresh = await gw.store.recordJti(`dpop:${c.replayScope}`, jti, now + 2 * LIMITS.dpopSkewSeconds * 1000, now);
+  const fresh = await deps.recordJti(`dpop:${c.replayScope}`, jti, now + 2 * LIMITS.dpopSkewSeconds * 1000, now);
   if (!fresh) throw new DpopProofError("this DPoP proof's jti was already used");
   return jkt;
 }
 
 /** The RFC 7638 thumbprint of the agent's registered key (the only key whose proofs bind its tokens). */
-export async function registeredThumbprint(gw: Gateway, agentId: string): Promise<string> {
-  const { kty, crv, x, y } = await exportJWK(await gw.keys.get(agentId));
+export async function registeredThumbprint(keys: KeyResolver, agentId: string): Promise<string> {
+  const { kty, crv, x, y } = await exportJWK(await keys.get(agentId));
   return calculateJwkThumbprint({ kty, crv, x, y } as JWK, "sha256");
-}
-
-/** `Authorization: DPoP <token>` → the token; null for any other scheme (RFC 9449 §7.1: the scheme is case-insensitive). */
-export function dpopToken(req: Request): string | null {
-  const header = req.headers.get("authorization");
-  if (header === null || header.slice(0, 4).toLowerCase() !== "dpop" || !/^\s$/.test(header.charAt(4))) return null;
-  const token = header.slice(5).trim();
-  return token === "" || /\s/.test(token) ? null : token;
-}
-
-/** The one DPoP header of a request (two are refused: RFC 9449 §4.3). */
-export function dpopHeader(req: Request): string | null {
-  const value = req.headers.get("dpop");
-  if (value !== null && value.includes(",")) throw new DpopProofError("send exactly one DPoP header");
-  return value;
 }
 
 // internal

@@ -10,6 +10,7 @@ import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
 import { requireCallerToken, requireNotRevoked } from "../domain/tokens.ts";
 import { readBounded } from "../http/body.ts";
+import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { prepareBody, send, type PreparedBody } from "./relay.ts";
@@ -32,7 +33,8 @@ export async function proxy(call: Call): Promise<Response> {
   // /api/{path} in native mode is /ath/proxy/{app_id}/{path}.
   const providerId = call.params.provider_id ?? gw.opts.appId!;
   const rawPath = call.params["*"]!;
-  const { token, agent, presented } = await requireCallerToken(gw, req, providerId);
+  const caller = callerCredentials(req, gw.opts.baseUrl);
+  const { token, agent } = await requireCallerToken(gw, caller, providerId);
   if (token.provider_id !== providerId) {
     throw new AthError("PROVIDER_MISMATCH", `This token is for '${token.provider_id}', not '${providerId}'`, { token_provider_id: token.provider_id });
   }
@@ -83,7 +85,7 @@ export async function proxy(call: Call): Promise<Response> {
   } catch (err) {
     // A revocation drops the token, then its grant: a request that read the token just before its revocation reached
     // this instance finds the grant gone. Ask about the token again, so the answer names what happened (TOKEN_REVOKED).
-    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, presented!);
+    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, caller.token!);
     throw err;
   }
   let res = await send(gw, providerId, req.method, target, headers, body, access);
