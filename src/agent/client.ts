@@ -12,8 +12,13 @@ import {
   TokenResponse,
   type AgentRegistrationRequest,
   type AuthorizationRequest,
+  RegistrationUpdateResponse,
+  type RegistrationUpdateRequest,
+  type RefreshTokenRequest,
   type TokenExchangeRequest,
 } from "../protocol/schemas.ts";
+import { signDpopProof } from "./dpop.ts";
+import type { AgentKey } from "./keys.ts";
 import { z } from "zod";
 import { requestJson, send, type HttpOptions } from "./http.ts";
 
@@ -37,13 +42,22 @@ export function fetchAgentStatus(base: string, client: { client_id: string; clie
   return requestJson(AgentStatusResponse, { method: "GET", url: base + PATHS.agentStatus, headers: { authorization: `Basic ${basic}` } }, http);
 }
 
+/** PATCH /ath/agents/registration (ath's extension, DESIGN §17): asks for more providers and scopes. */
+export function updateRegistration(base: string, client: { client_id: string; client_secret: string }, body: RegistrationUpdateRequest, http: HttpOptions) {
+  const basic = btoa(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`);
+  return requestJson(RegistrationUpdateResponse, { method: "PATCH", url: base + PATHS.agentRegistration, json: body, headers: { authorization: `Basic ${basic}` } }, http);
+}
+
 export function startAuthorization(base: string, body: AuthorizationRequest, http: HttpOptions) {
   return requestJson(AuthorizationResponse, { method: "POST", url: base + PATHS.authorize, json: body }, http);
 }
 
 /** POST /ath/token as JSON: every known ATH server parses JSON (the official SDK's gateway does not parse forms); `ath serve` takes both (DESIGN §8). */
-export function exchangeCode(base: string, body: TokenExchangeRequest, http: HttpOptions) {
-  return requestJson(TokenResponse, { method: "POST", url: base + PATHS.token, json: body }, http);
+export async function exchangeCode(base: string, body: TokenExchangeRequest | RefreshTokenRequest, http: HttpOptions, key?: AgentKey) {
+  const url = base + PATHS.token;
+  // DESIGN §17: a DPoP proof by the agent's key with every token request (no `ath`); gateways without DPoP ignore it.
+  const headers = key === undefined ? undefined : { dpop: await signDpopProof(key, { method: "POST", url }) };
+  return requestJson(TokenResponse, { method: "POST", url, json: body, ...(headers ? { headers } : {}) }, http);
 }
 
 /** POST /ath/revoke as JSON (as /ath/token: DESIGN §8); the gateway answers 200 `{}` whatever happened. */
@@ -67,17 +81,24 @@ export function proxyUrl(target: { base: string; apiBase?: string }, provider: s
   return `${target.base}${PATHS.proxy}/${encodeURIComponent(provider)}/${rel}`;
 }
 
-/** Sends a proxied request; the answer (any status) is returned for the caller to relay. */
-export function callProxy(
+/**
+ * Sends a proxied request; the answer (any status) is returned for the caller to relay. A DPoP-bound token (RFC 9449)
+ * goes as `Authorization: DPoP` with a fresh proof of this request by `dpopKey`; a bearer token as `Bearer`.
+ */
+export async function callProxy(
   url: string,
-  o: { method: string; token: string; agentId: string; headers: Record<string, string>; body?: string },
+  o: { method: string; token: string; tokenType?: string; dpopKey?: AgentKey; agentId: string; headers: Record<string, string>; body?: string },
   http: HttpOptions,
 ): Promise<Response> {
+  const bound = o.tokenType?.toLowerCase() === "dpop" && o.dpopKey !== undefined;
+  const auth: Record<string, string> = bound
+    ? { authorization: `DPoP ${o.token}`, dpop: await signDpopProof(o.dpopKey!, { method: o.method, url, accessToken: o.token }) }
+    : { authorization: `Bearer ${o.token}` };
   return send(
     {
       method: o.method,
       url,
-      headers: { ...o.headers, authorization: `Bearer ${o.token}`, "x-ath-agent-id": o.agentId },
+      headers: { ...o.headers, ...auth, "x-ath-agent-id": o.agentId },
       ...(o.body === undefined ? {} : { body: o.body }),
     },
     http,

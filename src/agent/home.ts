@@ -29,6 +29,9 @@ export const SavedToken = z.object({
   scope_intersection: z.optional(ScopeIntersection),
   obtained_at: z.string(),
   expires_at: z.string(),
+  /** ath's refresh token (DESIGN §17) and when its family ends (idle or absolute), if the gateway gave one. */
+  refresh_token: z.optional(z.string()),
+  refresh_expires_at: z.optional(z.string()),
 });
 export type SavedToken = z.infer<typeof SavedToken>;
 
@@ -57,6 +60,8 @@ export const Registration = z.object({
   agent_status: z.union([AgentStatus, z.literal("suspended")]),
   approved_providers: z.array(ProviderApproval),
   approval_expires: z.string(),
+  /** Scopes asked for since registration that wait for the gateway's admin (DESIGN §17). */
+  pending_providers: z.optional(z.array(z.object({ provider_id: z.string(), scopes: z.array(z.string()) }))),
   registered_at: z.string(),
   /** The identity's loopback port, registered as http://127.0.0.1:<port>/callback (see agent/loopback.ts). */
   loopback_port: z.optional(z.number()),
@@ -143,6 +148,17 @@ export function updateCredentials(home: Home, mutate: (c: CredentialsFile) => vo
         for (const [h, x] of Object.entries(reg.exchanged)) if (!(at - Date.parse(x.exchanged_at) < EXCHANGED_TTL_MS)) delete reg.exchanged[h];
       }
     }
+  });
+}
+
+/**
+ * Runs `fn` holding the credentials lock, with the file's content; `save` writes that content (mutated) back. For a
+ * read-decide-call-write that must happen once across processes (the token refresh, DESIGN §17).
+ */
+export function withCredentials<T>(home: Home, fn: (c: CredentialsFile, save: () => Promise<void>) => Promise<T>): Promise<T> {
+  return withLock(home.credentials, async () => {
+    const c = parseFile(CredentialsFile, home.credentials, await readIfExists(home.credentials));
+    return fn(c, () => writeFileAtomic(home.credentials, `${JSON.stringify(c, null, 2)}\n`));
   });
 }
 

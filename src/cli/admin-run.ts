@@ -81,12 +81,15 @@ export async function agentsList(a: Args, raw: string[]): Promise<void> {
   let agents = answer.agents as Record<string, unknown>[];
   if (status !== undefined) agents = agents.filter((x) => x.agent_status === status);
   if (c.out.json) return c.out.doc({ ...answer, agents });
-  // pending first: they are what an operator acts on
-  agents = [...agents].sort((x, y) => Number(y.agent_status === "pending") - Number(x.agent_status === "pending"));
+  // pending first (agents, or additions they asked for): they are what an operator acts on
+  const waiting = (x: Record<string, unknown>) => x.agent_status === "pending" || ((x.pending_providers as unknown[] | undefined)?.length ?? 0) > 0;
+  agents = [...agents].sort((x, y) => Number(waiting(y)) - Number(waiting(x)));
+  const pendingOf = (x: Record<string, unknown>) =>
+    ((x.pending_providers as { provider_id: string; scopes: string[] }[] | undefined) ?? []).map((p) => `${p.provider_id}:${p.scopes.join(",")}`).join(" ") || "-";
   const rows = agents.map((x) => [
-    str(x.client_id), str(x.agent_status), str(x.agent_id), str((x.developer as { name?: string } | undefined)?.name), str(x.purpose), str(x.created_at),
+    str(x.client_id), str(x.agent_status), str(x.agent_id), str((x.developer as { name?: string } | undefined)?.name), str(x.purpose), str(x.created_at), pendingOf(x),
   ]);
-  table(c.out, ["CLIENT_ID", "STATUS", "AGENT_ID", "DEVELOPER", "PURPOSE", "CREATED"], rows);
+  table(c.out, ["CLIENT_ID", "STATUS", "AGENT_ID", "DEVELOPER", "PURPOSE", "CREATED", "PENDING"], rows);
 }
 
 export async function agentsGet(a: Args, raw: string[]): Promise<void> {

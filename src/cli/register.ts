@@ -35,13 +35,27 @@ function render(ctx: Context, r: Registered, show: boolean): void {
     approval_expires: reg.approval_expires,
   };
   if (r.already_registered) {
-    // The gateway kept the first registration: the scopes asked for now were not sent again, and an agent must not
-    // read exit 0 as "my new scopes were granted".
-    if (out.json) return out.doc({ already_registered: true, scopes_changed: false, gateway: r.gateway, agent_id: r.agent_id, ...summary });
-    return out.info(
-      `already registered at ${r.gateway} as ${r.agent_id} (client ${reg.client_id}); requested scopes were not changed — ` +
-        "to ask for other scopes, make a new identity with `ath identity new` and register it",
-    );
+    // DESIGN §17: what this run changed, and the registration as the gateway holds it now (never a stale status).
+    const added = r.added ?? [];
+    const pending = r.pending_providers ?? [];
+    if (out.json) return out.doc({ already_registered: true, scopes_changed: added.length > 0, added, pending_providers: pending, refreshed: r.refreshed === true, ...(r.blocked ? { blocked: true } : {}), gateway: r.gateway, agent_id: r.agent_id, ...summary });
+    const sets = (s: { provider_id: string; scopes: string[] }[]) => s.map((p) => `${p.provider_id}:${p.scopes.join(",")}`).join(" ");
+    if (r.blocked) {
+      out.info(`already registered at ${r.gateway} as ${r.agent_id} (client ${reg.client_id}), and ${reg.agent_status} there: no scopes can be added — ask the gateway's operator, or make a new identity with \`ath identity new\``);
+      return out.table([["agent_status", reg.agent_status]]);
+    }
+    if (r.refreshed !== true) {
+      return out.info(`already registered at ${r.gateway} as ${r.agent_id} (client ${reg.client_id}); this gateway cannot add scopes to a registration — make a new identity with \`ath identity new\` to ask for others`);
+    }
+    out.info(`already registered at ${r.gateway} as ${r.agent_id} (client ${reg.client_id})${added.length || pending.length ? "" : "; nothing new asked for"}`);
+    // what changed is the answer here, not a confirmation: printed on a pipe too
+    if (added.length) out.info(`added ${sets(added)}`);
+    if (pending.length) out.info(`waiting for the gateway's admin: ${sets(pending)} (the operator runs \`ath admin agents approve ${reg.client_id}\`)`);
+    out.table([
+      ["agent_status", reg.agent_status],
+      ...reg.approved_providers.map((p) => [p.provider_id, `approved=${p.approved_scopes.join(",")}`, `denied=${p.denied_scopes.join(",")}`]),
+    ]);
+    return;
   }
   if (out.json) return out.doc({ gateway: r.gateway, agent_id: r.agent_id, ...summary });
   const status = reg.agent_status === "approved" ? out.paint.green(reg.agent_status) : out.paint.yellow(reg.agent_status);

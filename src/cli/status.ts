@@ -1,7 +1,7 @@
 /**
  * `ath status`: configuration, agent identity, registrations, approvals, tokens with time left and pending
  * sessions — read from the home directory only, no network, unless `--refresh` asks each gateway for the live status
- * of its registrations (and saves it). Secrets are masked (also in json) unless `--show-secrets`.
+ * of its registrations (and saves it), and refreshes this identity's tokens that expire within a minute. Secrets are masked (also in json) unless `--show-secrets`.
  */
 import { status, type Status } from "../agent/flows/status.ts";
 import { commonOptions, context, type CommonOptions, type Context } from "./common.ts";
@@ -53,6 +53,14 @@ async function refresh(ctx: Context, shown: Set<string>, outcomes: Map<string, R
       }),
     ),
   );
+  // DESIGN §17: tokens of this identity that expire within a minute are refreshed too (as a proxied call would).
+  const { refreshDue } = await import("../agent/flows/refresh.ts");
+  const me = await agent.identity().then((i) => i.agentId, () => undefined);
+  for (const l of live) {
+    if (!l || l.agentId !== me || l.status.agent_status !== "approved") continue;
+    const failed = await refreshDue(agent, l.gateway).catch(() => ({}));
+    for (const [provider, err] of Object.entries(failed)) ctx.out.info(`token for ${provider} at ${l.gateway} not refreshed: ${oneLine(err.message)}`);
+  }
   await updateCredentials(agent.home, (c) => {
     for (const l of live) {
       const reg = l && c.gateways[l.gateway]?.agents[l.agentId];
@@ -89,7 +97,7 @@ function render(ctx: Context, doc: Status & { registrations: Partial<RefreshOutc
       ...r.approved_providers.map((p) => ["approved", `${p.provider_id}\t${p.approved_scopes.join(",")}`]),
       ...r.tokens.map((t) => [
         "token",
-        `${t.provider_id}\t${t.access_token}\t${t.effective_scopes.join(",")}\t${t.expires_at}\t${t.expired ? "expired" : relative(t.seconds_left * 1000)}`,
+        `${t.provider_id}\t${t.access_token}\t${t.effective_scopes.join(",")}\t${t.expires_at}\t${t.expired ? "expired" : relative(t.seconds_left * 1000)}${t.refresh_expires_at ? `\trefresh until ${t.refresh_expires_at}` : ""}`,
       ]),
       ...r.pending.map((p) => ["pending", `${p.provider_id}\t${p.ath_session_id}\t${p.created_at}`]),
     ]);

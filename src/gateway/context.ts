@@ -24,6 +24,12 @@ export interface GatewayOptions {
   approval: ApprovalMode;
   sessionTtlSeconds: number;
   tokenTtlSeconds: number;
+  /** A refresh family's life from the consent (DESIGN §17); default LIMITS.refreshTtlDefaultSeconds. */
+  refreshTtlSeconds?: number;
+  /** A refresh family dies this long unused; default LIMITS.refreshIdleDefaultSeconds. */
+  refreshIdleSeconds?: number;
+  /** `--require-dpop`: bearer tokens are refused everywhere (DESIGN §17). */
+  requireDpop?: boolean;
   /** Reject proxy requests to providers that declare no scope_rules. */
   strictScopes: boolean;
   /** How long the proxy waits for upstream response headers. */

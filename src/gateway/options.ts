@@ -23,6 +23,9 @@ export const SERVE_FLAGS = {
   approval: { type: "enum", env: "ATH_APPROVAL", options: ["auto", "manual"] as string[], description: "Agent approval policy (env ATH_APPROVAL)" },
   "session-ttl": { type: "string", description: "Consent session lifetime, seconds (max 600)", valueHint: "s" },
   "token-ttl": { type: "string", description: "ATH token lifetime, seconds (default 3600)", valueHint: "s" },
+  "refresh-ttl": { type: "string", description: "Refresh family lifetime from the consent, seconds (default 2592000 = 30 d; max 366 d)", valueHint: "s" },
+  "refresh-idle": { type: "string", description: "A refresh family dies unused this long, seconds (default 604800 = 7 d; ≤ --refresh-ttl)", valueHint: "s" },
+  "require-dpop": { type: "boolean", description: "Refuse bearer tokens: every token must be DPoP-bound to the agent's key (RFC 9449)" },
   "upstream-timeout": { type: "string", description: "Provider API timeout, seconds (default 30)", valueHint: "s" },
   "upstream-concurrency": { type: "string", env: "ATH_UPSTREAM_CONCURRENCY", description: "Proxied requests in flight per provider; beyond, 502 at once (env ATH_UPSTREAM_CONCURRENCY; default 256)", valueHint: "n" },
   "max-connections-per-ip": { type: "string", env: "ATH_MAX_CONNECTIONS_PER_IP", description: "Requests in flight per client IP; beyond, 429 at once (env ATH_MAX_CONNECTIONS_PER_IP; default 256)", valueHint: "n" },
@@ -166,6 +169,9 @@ const ServeOptions = z
     approval: enumOf("approval", "ATH_APPROVAL", ["auto", "manual"], "auto"),
     "session-ttl": integer("session-ttl", 1, LIMITS.sessionTtlMaxSeconds, LIMITS.sessionTtlMaxSeconds),
     "token-ttl": integer("token-ttl", 1, 366 * 24 * 3600, LIMITS.tokenTtlDefaultSeconds),
+    "refresh-ttl": integer("refresh-ttl", 1, LIMITS.refreshMaxSeconds, LIMITS.refreshTtlDefaultSeconds),
+    "refresh-idle": z.string().optional(),
+    "require-dpop": flag,
     "upstream-timeout": integer("upstream-timeout", 1, 600, 30),
     "upstream-concurrency": integer("upstream-concurrency", 1, 10_000, 256),
     "max-connections-per-ip": integer("max-connections-per-ip", 1, 100_000, 256),
@@ -208,6 +214,10 @@ const ServeOptions = z
     if (base !== undefined && !/^https?:\/\/[^/]+/.test(base)) ctx.addIssue({ code: "custom", message: `--base-url must be an http(s) URL, got "${base}"` });
     const otlp = o["otlp-endpoint"];
     if (otlp !== undefined && !/^https?:\/\/[^/]+/.test(otlp)) ctx.addIssue({ code: "custom", message: `--otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT) must be an http(s) URL, got "${otlp}"` });
+    const idle = o["refresh-idle"];
+    if (idle !== undefined && (!/^\d+$/.test(idle) || Number(idle) < 1 || Number(idle) > o["refresh-ttl"])) {
+      ctx.addIssue({ code: "custom", message: `--refresh-idle must be an integer from 1 to --refresh-ttl (${o["refresh-ttl"]}), got "${idle}"` });
+    }
     if (Boolean(o["tls-cert"]) !== Boolean(o["tls-key"])) ctx.addIssue({ code: "custom", message: "--tls-cert and --tls-key go together" });
     if (!o["tls-cert"] && !LOOPBACK_HOSTS.includes(o.host) && !o.insecure && !o["trust-proxy"]) {
       ctx.addIssue({
@@ -233,6 +243,10 @@ const ServeOptions = z
     approval: o.approval,
     sessionTtlSeconds: o["session-ttl"],
     tokenTtlSeconds: o["token-ttl"],
+    refreshTtlSeconds: o["refresh-ttl"],
+    /** Default 7 d, but never past the family's whole life. */
+    refreshIdleSeconds: o["refresh-idle"] !== undefined ? Number(o["refresh-idle"]) : Math.min(LIMITS.refreshIdleDefaultSeconds, o["refresh-ttl"]),
+    requireDpop: o["require-dpop"],
     upstreamTimeoutMs: o["upstream-timeout"] * 1000,
     /** Proxied requests waiting on one provider's API at once (DESIGN §14). */
     upstreamConcurrency: o["upstream-concurrency"],

@@ -21,6 +21,7 @@ import { introspect } from "./endpoints/introspect.ts";
 import { metrics, ready } from "./endpoints/ops.ts";
 import { appDiscovery } from "./endpoints/native.ts";
 import { agentStatus } from "./endpoints/agent-status.ts";
+import { updateRegistration } from "./endpoints/registration.ts";
 import { showApproval, startSignin, submitApproval } from "./endpoints/approvals.ts";
 import { register } from "./endpoints/register.ts";
 import { revoke } from "./endpoints/revoke.ts";
@@ -68,6 +69,7 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("token", "POST", PATHS.token, "api", token, { limit: "auth" }),
     row("revoke", "POST", PATHS.revoke, "api", revoke),
     row("introspect", "POST", PATHS.introspect, "api", introspect, { auth: "introspection" }),
+    row("registration.update", "PATCH", PATHS.agentRegistration, "api", updateRegistration, { limit: "auth" }),
 
     // Per-request approvals (DESIGN §15): the agent polls (JSON with its bearer), a person decides (the page)
     row("approval", "GET", `${PATHS.approvals}/{approval_id}`, "page", showApproval, { limit: "proxy" }),

@@ -10,7 +10,9 @@ export const PATHS = {
   ready: "/ready",
   metrics: "/metrics",
   register: "/ath/agents/register",
-  agentStatus: "/ath/agents/status", // ath's extension: an agent reads its own registration (HTTP Basic)
+  agentStatus: "/ath/agents/status",
+  /** ath's extension (DESIGN §17): PATCH grows an agent's providers and scopes through the approval policy. */
+  agentRegistration: "/ath/agents/registration", // ath's extension: an agent reads its own registration (HTTP Basic)
   authorize: "/ath/authorize",
   consent: "/ath/consent", // + /{handle}
   callback: "/ath/callback",
@@ -49,6 +51,8 @@ export const PREFIX = {
   clientSecret: "ath_secret_",
   session: "ath_sess_",
   token: "ath_tk_",
+  /** A refresh token (DESIGN §17): spent by its one use, stored hashed. */
+  refreshToken: "ath_rt_",
   /** A token's public id (DESIGN §9): not a secret, never a bearer. */
   tokenId: "ath_tkid_",
   code: "ath_code_",
@@ -85,6 +89,16 @@ export const LIMITS = {
   /** Sessions live at most 10 minutes. */
   sessionTtlMaxSeconds: 600,
   tokenTtlDefaultSeconds: 3600,
+  /** A refresh family lives this long from the consent (`--refresh-ttl`, DESIGN §17)… */
+  refreshTtlDefaultSeconds: 30 * 24 * 3600,
+  /** …and dies after this long without a use (`--refresh-idle`). */
+  refreshIdleDefaultSeconds: 7 * 24 * 3600,
+  /** Both at most this long. */
+  refreshMaxSeconds: 366 * 24 * 3600,
+  /** A spent refresh token presented again by its client this soon after its rotation is a race, not a theft. */
+  refreshRaceWindowMs: 2000,
+  /** DPoP proofs (RFC 9449): `iat` within this many seconds of now. */
+  dpopSkewSeconds: 60,
   approvalTtlDefaultSeconds: 365 * 24 * 3600,
   stateMinLength: 16,
   stateMaxLength: 512,

@@ -139,6 +139,8 @@ export const StatusDocument = z.object({
           expires_at: z.string(),
           seconds_left: z.number(),
           expired: z.boolean(),
+          /** When its refresh family ends (DESIGN §17); null without a refresh token. */
+          refresh_expires_at: z.string().nullable(),
         }),
       ),
       pending: z.array(z.object({ ath_session_id: z.string(), provider_id: z.string(), scopes: z.array(z.string()), created_at: z.string() })),

@@ -135,6 +135,8 @@ export const ProviderConfig = z
     token_endpoint_auth_method: z.enum(["client_secret_post", "client_secret_basic"]).default("client_secret_post"),
     extra_authorize_params: z.record(z.string(), z.string()).optional(),
     consent_screen: z.boolean().default(true),
+    /** Tokens for this provider must be DPoP-bound to the agent's key (RFC 9449, DESIGN §17): bearer tokens are refused. */
+    require_dpop: z.boolean().optional(),
     approval: z.enum(["auto", "manual"]).optional(),
     /** Scopes that always wait for an admin, whatever the approval policy. */
     review_scopes: z.array(z.string()).optional(),

@@ -65,6 +65,9 @@ export const DiscoveryDocument = z.object({
     .object({ register: uri, authorize: uri, token: uri, revoke: uri, proxy: uri })
     .partial()
     .optional(),
+  /** ath's extensions (DESIGN §17): refresh tokens, and DPoP proofs signed with the agent's ES256 key. */
+  grant_types_supported: z.array(z.string()).optional(),
+  dpop_signing_alg_values_supported: z.array(z.string()).optional(),
 });
 export type DiscoveryDocument = z.infer<typeof DiscoveryDocument>;
 
@@ -146,6 +149,24 @@ export const AgentStatusResponse = z.object({
 });
 export type AgentStatusResponse = z.infer<typeof AgentStatusResponse>;
 
+/** Scopes waiting for an admin (DESIGN §17: additions under manual approval). */
+export const PendingProvider = z.object({ provider_id: z.string(), scopes: z.array(z.string()) });
+export type PendingProvider = z.infer<typeof PendingProvider>;
+
+/** PATCH /ath/agents/registration (ath's extension, DESIGN §17): providers and scopes to add, as at registration. */
+export const RegistrationUpdateRequest = z.object({
+  agent_attestation: z.string().min(1).max(8192),
+  requested_providers: z.array(ProviderScopeRequest).min(1).max(50),
+});
+export type RegistrationUpdateRequest = z.infer<typeof RegistrationUpdateRequest>;
+
+/** Its answer: the registration as it is now, what was added, and what waits for an admin. */
+export const RegistrationUpdateResponse = AgentStatusResponse.extend({
+  pending_providers: z.array(PendingProvider),
+  added: z.array(PendingProvider),
+});
+export type RegistrationUpdateResponse = z.infer<typeof RegistrationUpdateResponse>;
+
 // Phase B ---------------------------------------------------------------------------------------
 
 export const AuthorizationRequest = z.object({
@@ -175,11 +196,31 @@ export const TokenExchangeRequest = z.object({
 });
 export type TokenExchangeRequest = z.infer<typeof TokenExchangeRequest>;
 
+/** ath's extension (DESIGN §17): a spent-on-use refresh token for a new access token; `scope` may only narrow. */
+export const RefreshTokenRequest = z.object({
+  grant_type: z.literal("refresh_token"),
+  client_id: id,
+  client_secret: z.string().min(1).max(512),
+  agent_attestation: z.string().min(1).max(8192),
+  refresh_token: z.string().min(1).max(512),
+  /** Space-separated (RFC 6749 §6), or an array. */
+  scope: z.union([z.string().max(8192), scopes]).optional(),
+});
+export type RefreshTokenRequest = z.infer<typeof RefreshTokenRequest>;
+
+/** Either grant of POST /ath/token. */
+export const TokenRequest = z.discriminatedUnion("grant_type", [TokenExchangeRequest, RefreshTokenRequest]);
+export type TokenRequest = z.infer<typeof TokenRequest>;
+
 
 export const TokenResponse = z.object({
   access_token: z.string().startsWith(PREFIX.token),
-  token_type: z.literal("Bearer"),
+  /** "DPoP" when the token is bound to the agent's key (RFC 9449, DESIGN §17). */
+  token_type: z.enum(["Bearer", "DPoP"]),
   expires_in: z.number().int(),
+  /** ath's extension (DESIGN §17); absent at gateways without it. */
+  refresh_token: z.string().startsWith(PREFIX.refreshToken).optional(),
+  refresh_expires_in: z.number().int().optional(),
   effective_scopes: z.array(z.string()),
   provider_id: z.string(),
   agent_id: z.string(),
@@ -206,7 +247,9 @@ export type IntrospectionRequest = z.infer<typeof IntrospectionRequest>;
 export const IntrospectionResponse = z.union([
   z.object({
     active: z.literal(true),
-    token_type: z.literal("Bearer"),
+    token_type: z.enum(["Bearer", "DPoP"]),
+    /** RFC 9449 §6.2: the thumbprint of the key a DPoP-bound token is bound to. */
+    cnf: z.object({ jkt: z.string() }).optional(),
     scope: z.string(),
     client_id: z.string(),
     sub: z.string(),

@@ -154,6 +154,7 @@ const WRITES: Record<string, (...args: never[]) => ChangeKey[]> = {
 /** Writes whose keys are known from what they return: the rows they changed. */
 const RESULT_WRITES: Record<string, (result: never) => ChangeKey[]> = {
   revokeTokensWhere: (revoked: TokenRecord[]) => revoked.map((t) => `t:${t.token_hash}` as ChangeKey),
+  revokeRefreshFamily: (revoked: TokenRecord[]) => revoked.map((t) => `t:${t.token_hash}` as ChangeKey),
 };
 
 /** Methods that change nothing cached. */
@@ -170,6 +171,8 @@ const NEUTRAL = new Set([
   "createWebhook", "listWebhooks", "getWebhook", "deleteWebhook", "enqueueWebhookEvent", "claimWebhookDeliveries", "finishWebhookDelivery",
   "countWebhookOutbox", "leaseRateCapacity", "transaction", "changes", "close",
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
+  // refresh tokens (DESIGN §17): never cached — every use spends its row in the database
+  "createRefreshToken", "getRefreshToken", "spendRefreshToken",
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
   // budgets (DESIGN §16): never cached — every count is one conditional statement in the database
   "countBudget", "uncountBudget", "listBudgetUsage",

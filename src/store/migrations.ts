@@ -285,5 +285,31 @@ CREATE TABLE webhook_outbox (
 );
 CREATE INDEX webhook_outbox_pending ON webhook_outbox (state, webhook_id, id);
 CREATE INDEX webhook_outbox_created ON webhook_outbox (created_at);`,
+    // 8: refresh tokens in families, and DPoP binding (DESIGN §17); pending additions to an agent's providers
+    `CREATE TABLE refresh_tokens (
+  refresh_hash TEXT PRIMARY KEY,
+  family_id TEXT NOT NULL,
+  client_id TEXT NOT NULL REFERENCES agents (client_id) ON DELETE CASCADE,
+  agent_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  provider_id TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  grant_id TEXT,
+  jkt TEXT,
+  family_expires_at ${int} NOT NULL,
+  expires_at ${int} NOT NULL,
+  created_at ${int} NOT NULL,
+  spent_at ${int},
+  revoked_at ${int}
+);
+CREATE INDEX refresh_family ON refresh_tokens (family_id);
+CREATE INDEX refresh_client ON refresh_tokens (client_id, provider_id);
+CREATE INDEX refresh_grant ON refresh_tokens (grant_id);
+CREATE INDEX refresh_family_expires ON refresh_tokens (family_expires_at);
+CREATE INDEX refresh_revoked ON refresh_tokens (revoked_at);
+ALTER TABLE tokens ADD COLUMN family_id TEXT;
+ALTER TABLE tokens ADD COLUMN jkt TEXT;
+CREATE INDEX tokens_family ON tokens (family_id);
+ALTER TABLE agents ADD COLUMN pending_approvals TEXT;`,
   ];
 }

@@ -3,7 +3,7 @@
  * returns BIGINT as a string), and the column lists used by the INSERT statements live next to the mappers.
  */
 import type { ApprovalRule, BudgetRule, PolicyRule } from "../protocol/index.ts";
-import type { AgentRecord, ApprovalRecord, AuditEvent, GrantRecord, ProviderRecord, SessionRecord, TokenRecord } from "./types.ts";
+import type { AgentRecord, ApprovalRecord, AuditEvent, GrantRecord, ProviderRecord, RefreshTokenRecord, SessionRecord, TokenRecord } from "./types.ts";
 
 export type Row = Record<string, unknown>;
 
@@ -20,8 +20,32 @@ export const SESSION_COLUMNS = [
 
 export const TOKEN_COLUMNS = [
   "token_hash", "token_id", "client_id", "agent_id", "user_id", "provider_id", "scopes", "grant_id", "created_at", "expires_at",
-  "revoked_at",
+  "revoked_at", "family_id", "jkt",
 ] as const satisfies readonly (keyof TokenRecord)[];
+
+export const REFRESH_COLUMNS = [
+  "refresh_hash", "family_id", "client_id", "agent_id", "user_id", "provider_id", "scopes", "grant_id", "jkt",
+  "family_expires_at", "expires_at", "created_at", "spent_at", "revoked_at",
+] as const satisfies readonly (keyof RefreshTokenRecord)[];
+
+export function toRefreshToken(r: Row): RefreshTokenRecord {
+  return {
+    refresh_hash: str(r.refresh_hash),
+    family_id: str(r.family_id),
+    client_id: str(r.client_id),
+    agent_id: str(r.agent_id),
+    user_id: str(r.user_id),
+    provider_id: str(r.provider_id),
+    scopes: json(r.scopes),
+    grant_id: strOrNull(r.grant_id),
+    jkt: strOrNull(r.jkt),
+    family_expires_at: num(r.family_expires_at),
+    expires_at: num(r.expires_at),
+    created_at: num(r.created_at),
+    spent_at: numOrNull(r.spent_at),
+    revoked_at: numOrNull(r.revoked_at),
+  };
+}
 
 export const GRANT_COLUMNS = [
   "grant_id", "provider_id", "user_id", "agent_id", "access_token_sealed", "refresh_token_sealed", "expires_at",
@@ -62,6 +86,7 @@ export function toAgent(r: Row): AgentRecord {
     ...(r.approval_rules == null ? {} : { approval_rules: json<ApprovalRule[]>(r.approval_rules) }),
     ...(r.policy == null ? {} : { policy: json<PolicyRule[]>(r.policy) }),
     ...(r.budgets == null ? {} : { budgets: json<BudgetRule[]>(r.budgets) }),
+    ...(r.pending_approvals == null ? {} : { pending_approvals: json<{ provider_id: string; scopes: string[] }[]>(r.pending_approvals) }),
   };
 }
 
@@ -135,6 +160,9 @@ export function toToken(r: Row): TokenRecord {
     created_at: num(r.created_at),
     expires_at: num(r.expires_at),
     revoked_at: numOrNull(r.revoked_at),
+    // absent unless set: records minted without refresh or DPoP compare equal to what was created
+    ...(r.family_id == null ? {} : { family_id: str(r.family_id) }),
+    ...(r.jkt == null ? {} : { jkt: str(r.jkt) }),
   };
 }
 

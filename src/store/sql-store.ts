@@ -15,6 +15,7 @@ import { grantQueries } from "./sql/grants.ts";
 import { mcpQueries } from "./sql/mcp.ts";
 import { metaQueries } from "./sql/meta.ts";
 import { providerQueries } from "./sql/providers.ts";
+import { refreshQueries } from "./sql/refresh.ts";
 import { rateLimitQueries } from "./sql/rate-limits.ts";
 import { sessionQueries } from "./sql/sessions.ts";
 import { sweepQueries } from "./sql/sweep.ts";
@@ -33,6 +34,7 @@ export function sqlStore(driver: Driver, inTransaction = false): Store {
     ...agentQueries(db),
     ...sessionQueries(db),
     ...tokenQueries(db),
+    ...refreshQueries(db),
     ...grantQueries(db),
     ...auditQueries(db),
     ...consoleQueries(db),

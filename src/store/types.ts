@@ -37,6 +37,8 @@ export interface AgentRecord {
   policy?: PolicyRule[] | null;
   /** The agent's own budgets (DESIGN §16), added to its providers'; set by an admin. */
   budgets?: BudgetRule[] | null;
+  /** Scopes the agent asked to add that wait for an admin (DESIGN §17); absent when none. */
+  pending_approvals?: { provider_id: string; scopes: string[] }[] | null;
 }
 
 export type SessionStatus = "pending" | "consented" | "denied" | "used";
@@ -80,6 +82,36 @@ export interface TokenRecord {
   grant_id: string | null;
   created_at: number;
   expires_at: number;
+  revoked_at: number | null;
+  /** The refresh family the token descends from (DESIGN §17); absent for tokens minted before refresh existed. */
+  family_id?: string | null;
+  /** RFC 9449: the JWK thumbprint of the key a DPoP-bound token is bound to; absent for a bearer token. */
+  jkt?: string | null;
+}
+
+/**
+ * One refresh token (DESIGN §17). A family is every access and refresh token descended from one consent: each use
+ * spends the presented refresh token and mints its successor in the same family, and a family dies whole.
+ */
+export interface RefreshTokenRecord {
+  refresh_hash: string;
+  family_id: string;
+  client_id: string;
+  agent_id: string;
+  user_id: string;
+  provider_id: string;
+  /** The most a refresh with this token may ask for (narrowed families stay narrowed). */
+  scopes: string[];
+  grant_id: string | null;
+  /** Set when the family is DPoP-bound: refreshes need a proof by this key. */
+  jkt: string | null;
+  /** `--refresh-ttl` from the consent: no member outlives it. */
+  family_expires_at: number;
+  /** The earlier of `family_expires_at` and `--refresh-idle` from this token's minting. */
+  expires_at: number;
+  created_at: number;
+  /** Set by the one use; presenting it again is reuse (or, within 2 s, a race). */
+  spent_at: number | null;
   revoked_at: number | null;
 }
 
@@ -253,6 +285,8 @@ export interface SweepResult {
   sessions: number;
   jti: number;
   tokens: number;
+  /** Refresh tokens whose family ended (or was revoked) over `retainMs` ago. */
+  refresh_tokens?: number;
   grants: number;
   /** Agents that never got an approved scope and hold no token, registered over `retainMs` ago. */
   agents: number;
@@ -290,7 +324,7 @@ export interface Store extends McpStore {
    * change and a decision that depends on the status (issuing a token) happen one after the other, never interleaved.
    */
   lockAgent(clientId: string): Promise<AgentRecord | null>;
-  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires" | "approval_rules" | "policy" | "budgets">>): Promise<boolean>;
+  updateAgent(clientId: string, patch: Partial<Pick<AgentRecord, "status" | "approvals" | "approval_expires" | "approval_rules" | "policy" | "budgets" | "pending_approvals">>): Promise<boolean>;
   listAgents(): Promise<AgentRecord[]>;
   /** Deletes the agent with its sessions and tokens; false when there was none. */
   deleteAgent(clientId: string): Promise<boolean>;
@@ -331,8 +365,22 @@ export interface Store extends McpStore {
    * at most `limit`.
    */
   listTokens(filter: TokenFilter, o: { state?: TokenState; now: number; after?: TokenPageAfter; limit: number }): Promise<TokenRecord[]>;
-  /** Revokes every live token matching `filter` (at least one field); returns them as revoked. */
+  /**
+   * Revokes every live token matching `filter` (at least one field), and the refresh families of the tokens matched
+   * (with their other access tokens); returns the access tokens revoked.
+   */
   revokeTokensWhere(filter: TokenFilter, now: number): Promise<TokenRecord[]>;
+
+  // refresh tokens (DESIGN §17)
+  createRefreshToken(r: RefreshTokenRecord): Promise<void>;
+  getRefreshToken(refreshHash: string): Promise<RefreshTokenRecord | null>;
+  /**
+   * Spends an unspent, unrevoked refresh token, atomically (`UPDATE … WHERE spent_at IS NULL … RETURNING`): exactly one
+   * of concurrent presentations gets the record back, across instances; the others get null.
+   */
+  spendRefreshToken(refreshHash: string, now: number): Promise<RefreshTokenRecord | null>;
+  /** Revokes every refresh token of the family and every live access token in it; returns those access tokens. */
+  revokeRefreshFamily(familyId: string, now: number): Promise<TokenRecord[]>;
 
   /** How many tokens are active, revoked and expired at `now` (the admin console's overview). */
   countTokens(now: number): Promise<{ active: number; revoked: number; expired: number }>;

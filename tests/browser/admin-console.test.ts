@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { authorize, call, consent, exchange, register, type ClientCredentials } from "../helpers/agent.ts";
-import { makeAgent, type TestAgent } from "../helpers/attestations.ts";
+import { attest, makeAgent, type TestAgent } from "../helpers/attestations.ts";
 import { Browser as HttpBrowser, formWithButton } from "../helpers/browser.ts";
 import { freshPage, launchChromium, recordDialogs, screenshots, VIEWPORTS } from "../helpers/chromium.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
@@ -109,6 +109,26 @@ describe("agents", () => {
     expect((await api(`/ath/admin/agents/${pending.client.client_id}`)).json.agent_status).toBe("approved");
     // pending first, still
     expect((await page.locator("td[data-label=Status]").allTextContents())[0]).toBe("pending");
+  });
+
+  test("scopes an approved agent asks to add (DESIGN §17) show on its row; Approve additions grants them, and the API agrees", async () => {
+    const basic = btoa(`${pending.client.client_id}:${pending.client.client_secret}`);
+    const grown = await call(`${gw.baseUrl}/ath/agents/registration`, {
+      method: "PATCH",
+      json: { agent_attestation: await attest(pending.agent, gw.baseUrl), requested_providers: [{ provider_id: "demo", scopes: ["notes:write"] }] },
+      headers: { authorization: `Basic ${basic}` },
+    });
+    expect(grown.json.pending_providers).toEqual([{ provider_id: "demo", scopes: ["notes:write"] }]);
+    await page.goto(`${gw.baseUrl}/admin/agents`);
+    const r = row(pending.client.client_id);
+    expect(await r.locator(".pending-additions").textContent()).toBe("asks to add: demo: notes:write");
+    await screenshots(page, "admin-agents-additions");
+    await press(r.getByRole("button", { name: "Approve additions" }));
+    expect(await page.getByRole("status").textContent()).toBe("Agent approved.");
+    expect(await row(pending.client.client_id).locator(".pending-additions").count()).toBe(0);
+    const after = (await api(`/ath/admin/agents/${pending.client.client_id}`)).json;
+    expect(after.pending_providers).toEqual([]);
+    expect((after.approved_providers as { provider_id: string; approved_scopes: string[] }[])[0]!.approved_scopes).toEqual(["notes:read", "notes:write"]);
   });
 
   test("a POST with a wrong or missing CSRF token is refused and changes nothing", async () => {

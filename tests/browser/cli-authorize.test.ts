@@ -67,7 +67,7 @@ for (const t of TARGETS) {
       expect(last.text).toContain("Authorization complete");
       expect({ exit: done.exitCode, stderr: done.stderr }).toEqual({ exit: 0, stderr: expect.not.stringContaining("error") });
       const summary = JSON.parse(done.stdout) as Record<string, unknown>;
-      expect(summary).toMatchObject({ provider_id: t.provider, token_type: "Bearer", effective_scopes: t.scopes });
+      expect(summary).toMatchObject({ provider_id: t.provider, token_type: "DPoP", effective_scopes: t.scopes });
       expect(String(summary.access_token)).toStartWith("ath_tk_");
       // the summary masks the token unless --show-secrets
       expect(String(summary.access_token)).not.toMatch(/^ath_tk_[A-Za-z0-9_-]{40,}$/);

@@ -1,7 +1,7 @@
 /**
- * Expiry and sweeping (issue 5, DESIGN §6, §8) through a real `ath serve --token-ttl 2 --session-ttl 3
+ * Expiry and sweeping (issue 5, DESIGN §6, §8) through a real `ath serve --token-ttl 2 --refresh-ttl 3 --session-ttl 3
  * --sweep-interval 1 --sweep-retention 3`: an expired ATH token is 401 TOKEN_EXPIRED, and the sweeper empties the
- * sessions, jti, tokens and grants tables (counted in the SQLite file, opened read-only) once their rows lapse —
+ * sessions, jti, tokens, refresh_tokens and grants tables (counted in the SQLite file, opened read-only) once their rows lapse —
  * dead grants included — so nothing grows without bound. Attestations here live 3 s so their jti rows lapse too.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -16,7 +16,7 @@ let w: World;
 let db: string;
 
 beforeAll(async () => {
-  w = await startWorld({ extraArgs: ["--token-ttl", "2", "--session-ttl", "3", "--sweep-interval", "1", "--sweep-retention", "3"] });
+  w = await startWorld({ extraArgs: ["--token-ttl", "2", "--refresh-ttl", "3", "--session-ttl", "3", "--sweep-interval", "1", "--sweep-retention", "3"] });
   db = join(w.gw.dataDir, "ath.db");
 }, 30_000);
 afterAll(() => w?.stop());
@@ -86,7 +86,7 @@ describe("Sweeper", () => {
     expect(full.grants).toBeGreaterThanOrEqual(3);
     console.info(`[lifecycle] rows before sweeping: ${LIFECYCLE_TABLES.map((t) => `${t}=${full[t]}`).join(" ")}`);
 
-    await eventually("the sweeper to empty sessions, jti, tokens and grants", () => {
+    await eventually("the sweeper to empty sessions, jti, tokens, refresh tokens and grants", () => {
       const now = countRows(db);
       return LIFECYCLE_TABLES.every((t) => now[t] === 0);
     });

@@ -61,6 +61,10 @@ export interface InProcessOptions {
   metricsPublic?: boolean;
   /** The sealing key; instances sharing one store share it (the audit key is sealed under it). Default: random. */
   masterKey?: Uint8Array<ArrayBuffer>;
+  /** Refresh families (DESIGN §17): life from the consent and idle limit, seconds; DPoP required everywhere. */
+  refreshTtlSeconds?: number;
+  refreshIdleSeconds?: number;
+  requireDpop?: boolean;
 }
 
 export interface InProcess {
@@ -120,6 +124,9 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
       ...(o.trustProxy ? { trustProxy: true } : {}),
       ...(o.metricsToken ? { metricsToken: o.metricsToken } : {}),
       ...(o.metricsPublic ? { metricsPublic: true } : {}),
+      ...(o.refreshTtlSeconds ? { refreshTtlSeconds: o.refreshTtlSeconds } : {}),
+      ...(o.refreshIdleSeconds ? { refreshIdleSeconds: o.refreshIdleSeconds } : {}),
+      ...(o.requireDpop ? { requireDpop: true } : {}),
     },
     {
       store: o.store ?? openSqliteStore(":memory:"),

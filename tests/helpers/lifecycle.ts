@@ -144,7 +144,7 @@ export function providerRefreshes(auth: UpstreamAuth): { granted: number; refuse
   return { granted: auth.count("grant.success:refresh_token"), refused: auth.count("grant.error:refresh_token") };
 }
 
-export const LIFECYCLE_TABLES = ["sessions", "jti", "tokens", "grants"] as const;
+export const LIFECYCLE_TABLES = ["sessions", "jti", "tokens", "refresh_tokens", "grants"] as const;
 
 /** Row counts of the gateway's SQLite file, opened read-only next to the running gateway. */
 export function countRows(dbPath: string): Record<(typeof LIFECYCLE_TABLES)[number], number> & { audit: (type: string) => number } {

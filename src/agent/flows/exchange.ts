@@ -10,6 +10,7 @@ import { isPendingLive, updateCredentials, type Registration, type SavedToken } 
 import { attest, type Identity } from "../identity.ts";
 import { forgetPending, requireRegistration } from "../tokens.ts";
 import type { Agent, Target } from "./agent.ts";
+import { savedTokenOf } from "./refresh.ts";
 
 export interface ExchangeInput {
   target: Target;
@@ -61,6 +62,7 @@ export async function exchangeSession(i: {
         ath_session_id: i.sessionId,
       },
       agent.http,
+      identity.key,
     );
   } catch (e) {
     // A wrong code or authorization_pending may be retried with the same session; a dead session may not.
@@ -68,16 +70,7 @@ export async function exchangeSession(i: {
     throw e;
   }
   const now = agent.now();
-  const saved: SavedToken = {
-    access_token: response.access_token,
-    token_type: response.token_type,
-    provider_id: response.provider_id,
-    agent_id: response.agent_id,
-    effective_scopes: response.effective_scopes,
-    scope_intersection: response.scope_intersection,
-    obtained_at: new Date(now).toISOString(),
-    expires_at: new Date(now + response.expires_in * 1000).toISOString(),
-  };
+  const saved = savedTokenOf(response, now);
   await updateCredentials(
     agent.home,
     (c) => {
@@ -124,7 +117,7 @@ function responseOf(t: SavedToken, now: number): TokenResponse {
   const effective = t.effective_scopes;
   return {
     access_token: t.access_token,
-    token_type: "Bearer",
+    token_type: t.token_type === "DPoP" ? "DPoP" : "Bearer",
     expires_in: Math.max(0, Math.floor((Date.parse(t.expires_at) - now) / 1000)),
     effective_scopes: effective,
     provider_id: t.provider_id,

@@ -7,7 +7,7 @@ import type { AgentRegistrationRequest, AgentRegistrationResponse, ProviderScope
 import { audience, discoverGateway, discoverService, registerAgent } from "../client.ts";
 import { ClientError, usageError } from "../errors.ts";
 import { findRegistration, readCredentials, updateCredentials, type Registration } from "../home.ts";
-import { attest } from "../identity.ts";
+import { attest, type Identity } from "../identity.ts";
 import { loopbackPortFor } from "../loopback.ts";
 import type { Agent, Target } from "./agent.ts";
 
@@ -28,9 +28,21 @@ export interface RegisterInput {
 export interface Registered {
   gateway: string;
   agent_id: string;
-  /** True when the gateway kept an earlier registration: `registration` is the saved one, no scope was changed. */
+  /** True when the gateway knew the agent already: `registration` is the saved one, refreshed from the gateway. */
   already_registered: boolean;
-  registration: Pick<Registration, "client_id" | "client_secret" | "agent_status" | "approved_providers" | "approval_expires">;
+  registration: Pick<Registration, "client_id" | "client_secret" | "agent_status" | "approved_providers" | "approval_expires" | "pending_providers">;
+  /** Already registered: what this run added (approved now), and what waits for the admin (DESIGN §17). */
+  added?: ScopeSet[];
+  pending_providers?: ScopeSet[];
+  /** Already registered: whether the saved registration was read again from the gateway (false: it has no such extension). */
+  refreshed?: boolean;
+  /** Already registered, suspended or denied by the admin: nothing can be added (nothing was asked). */
+  blocked?: boolean;
+}
+
+export interface ScopeSet {
+  provider_id: string;
+  scopes: string[];
 }
 
 /** Registered on every registration so `authorize --wait` can use any loopback port (RFC 8252 §7.3). */
@@ -76,7 +88,7 @@ export async function register(input: RegisterInput, agent: Agent): Promise<Regi
         { ...(e.status === undefined ? {} : { status: e.status }) },
       );
     }
-    return { gateway: base, agent_id: id.agentId, already_registered: true, registration: summary(saved) };
+    return grow(base, id, saved, body.requested_providers, agent);
   }
   await updateCredentials(
     agent.home,
@@ -91,9 +103,59 @@ export async function register(input: RegisterInput, agent: Agent): Promise<Regi
 
 // internal
 
+/**
+ * Already registered (DESIGN §17): the registration read again from the gateway (GET /ath/agents/status), so no stale
+ * agent_status is shown; scopes asked for now that are neither approved nor waiting are asked for with PATCH
+ * /ath/agents/registration. Both saved. A gateway without these extensions: the saved registration, unchanged.
+ */
+async function grow(base: string, id: Identity, saved: Registration, requested: ProviderScopeRequest[], agent: Agent): Promise<Registered> {
+  const { fetchAgentStatus, updateRegistration } = await import("../client.ts");
+  const unchanged: Registered = { gateway: base, agent_id: id.agentId, already_registered: true, registration: summary(saved), refreshed: false, added: [], pending_providers: saved.pending_providers ?? [] };
+  let live: Awaited<ReturnType<typeof fetchAgentStatus>>;
+  try {
+    live = await fetchAgentStatus(base, saved, agent.http);
+  } catch (e) {
+    if (e instanceof ClientError && (e.status === 404 || e.status === 405)) return unchanged;
+    throw e;
+  }
+  const pendingBefore = saved.pending_providers ?? [];
+  const has = (providerId: string, scope: string) =>
+    live.approved_providers.some((p) => p.provider_id === providerId && p.approved_scopes.includes(scope)) ||
+    pendingBefore.some((p) => p.provider_id === providerId && p.scopes.includes(scope));
+  const wanted = requested.map((r) => ({ provider_id: r.provider_id, scopes: r.scopes.filter((s) => !has(r.provider_id, s)) })).filter((r) => r.scopes.length > 0);
+  let now: Pick<Registration, "agent_status" | "approved_providers" | "approval_expires" | "pending_providers"> = {
+    agent_status: live.agent_status,
+    approved_providers: live.approved_providers,
+    approval_expires: live.approval_expires,
+    // What waits for the admin is known from the last PATCH; once the admin approved, it is approved.
+    pending_providers: pendingBefore
+      .map((p) => ({ provider_id: p.provider_id, scopes: p.scopes.filter((s) => !live.approved_providers.some((a) => a.provider_id === p.provider_id && a.approved_scopes.includes(s))) }))
+      .filter((p) => p.scopes.length > 0),
+  };
+  let added: ScopeSet[] = [];
+  // Suspended, or denied by the admin: the gateway would refuse any addition; say so instead of failing.
+  const blocked = live.agent_status === "suspended" || (live.agent_status === "denied" && live.approved_providers.some((p) => p.approved_scopes.length > 0));
+  if (wanted.length > 0 && !blocked) {
+    const res = await updateRegistration(base, saved, { agent_attestation: await attest(id, audience(base, "register")), requested_providers: wanted }, agent.http);
+    now = { agent_status: res.agent_status, approved_providers: res.approved_providers, approval_expires: res.approval_expires, pending_providers: res.pending_providers };
+    added = res.added;
+  }
+  await updateCredentials(
+    agent.home,
+    (c) => {
+      const reg = c.gateways[base]?.agents[id.agentId];
+      if (reg === undefined || reg.client_id !== saved.client_id) return;
+      Object.assign(reg, now);
+    },
+    agent.now,
+  );
+  const registration = summary({ ...saved, ...now });
+  return { gateway: base, agent_id: id.agentId, already_registered: true, registration, refreshed: true, added, pending_providers: now.pending_providers ?? [], ...(blocked && wanted.length > 0 ? { blocked: true } : {}) };
+}
+
 function summary(r: Registered["registration"]): Registered["registration"] {
   const { client_id, client_secret, agent_status, approved_providers, approval_expires } = r;
-  return { client_id, client_secret, agent_status, approved_providers, approval_expires };
+  return { client_id, client_secret, agent_status, approved_providers, approval_expires, ...(r.pending_providers?.length ? { pending_providers: r.pending_providers } : {}) };
 }
 
 /** The request's providers and scopes; in native mode with none named, the service's own app. */

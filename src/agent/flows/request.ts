@@ -8,8 +8,8 @@ import { ATHError } from "../../protocol/lean.ts";
 import { callProxy, discoverService, proxyUrl } from "../client.ts";
 import { usageError } from "../errors.ts";
 import { readBody } from "../http.ts";
-import { requireRegistration, requireToken } from "../tokens.ts";
 import type { Agent, Target } from "./agent.ts";
+import { usableToken } from "./refresh.ts";
 
 /** The headers a request sets itself from the saved token and the identity: callers cannot give or merge into them. */
 export const OWN_HEADERS: ReadonlySet<string> = new Set(["authorization", HEADERS.agentId]);
@@ -55,12 +55,13 @@ export async function request(input: RequestInput, agent: Agent): Promise<Reques
   if (provider === undefined) throw usageError("usage: ath proxy <provider> <method> <path>");
   for (const name of Object.keys(input.headers)) if (OWN_HEADERS.has(name.toLowerCase())) throw new TypeError(`header ${name} is set by the request itself`);
   const identity = await agent.identity();
-  const token = requireToken(await requireRegistration(agent.home, base, identity.agentId), base, provider, agent.now());
+  // Refreshed first when it expires within a minute (DESIGN §17).
+  const { token } = await usableToken(agent, base, provider);
   const url = proxyUrl({ base, ...(native === undefined ? {} : { apiBase: native.api_base }) }, provider, input.path);
   const { method } = input;
   const res = await callProxy(
     url,
-    { method, token: token.access_token, agentId: identity.agentId, headers: input.headers, ...(input.body === undefined ? {} : { body: input.body }) },
+    { method, token: token.access_token, tokenType: token.token_type, dpopKey: identity.key, agentId: identity.agentId, headers: input.headers, ...(input.body === undefined ? {} : { body: input.body }) },
     agent.http,
   );
   const read = input.onChunk === undefined ? { keep: input.keep ?? Number.POSITIVE_INFINITY } : { keep: KEEP_BYTES, onChunk: input.onChunk };

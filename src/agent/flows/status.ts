@@ -39,7 +39,7 @@ export async function status(input: StatusInput, agent: Agent): Promise<Status> 
         approved_providers: r.approved_providers,
         tokens: Object.values(r.tokens).map((tk) => {
           const left = Math.floor((Date.parse(tk.expires_at) - now) / 1000);
-          return { provider_id: tk.provider_id, access_token: reveal(tk.access_token, show), effective_scopes: tk.effective_scopes, expires_at: tk.expires_at, seconds_left: Math.max(0, left), expired: left <= 0 };
+          return { provider_id: tk.provider_id, access_token: reveal(tk.access_token, show), effective_scopes: tk.effective_scopes, expires_at: tk.expires_at, seconds_left: Math.max(0, left), expired: left <= 0, refresh_expires_at: tk.refresh_expires_at ?? null };
         }),
         pending: Object.entries(r.pending).map(([id, p]) => ({ ath_session_id: id, provider_id: p.provider_id, scopes: p.scopes, created_at: p.created_at })),
       })),

@@ -9,6 +9,7 @@ import { requireConditions } from "../rules/conditions.ts";
 import type { AgentRecord } from "../../store/types.ts";
 import { audit } from "../domain/audit.ts";
 import { afterRevocation } from "../domain/tokens.ts";
+import { approvePending } from "../rules/policy.ts";
 import type { Call, Gateway } from "../context.ts";
 import { readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
@@ -23,9 +24,11 @@ const AgentPatch = z
     approval_rules: ApprovalRules.optional(),
     policy: PolicyRules.optional(),
     budgets: BudgetRules.optional(),
+    /** DESIGN §17: replaces the approved scopes; tokens (and refresh families) holding a removed scope are revoked. */
+    approved_providers: z.array(z.strictObject({ provider_id: z.string().min(1).max(256), scopes: z.array(z.string().min(1).max(512)).max(100) })).max(50).optional(),
   })
-  .refine((p) => p.status !== undefined || p.approval_rules !== undefined || p.policy !== undefined || p.budgets !== undefined, {
-    message: "give status, approval_rules, policy or budgets",
+  .refine((p) => p.status !== undefined || p.approval_rules !== undefined || p.policy !== undefined || p.budgets !== undefined || p.approved_providers !== undefined, {
+    message: "give status, approval_rules, policy, budgets or approved_providers (or several)",
   });
 
 export async function list({ gw }: Call): Promise<Response> {
@@ -37,11 +40,15 @@ export async function get({ gw, params }: Call): Promise<Response> {
 }
 
 export async function patch(call: Call): Promise<Response> {
-  const { status, approval_rules, policy, budgets } = await readJson(call, AgentPatch);
+  const { status, approval_rules, policy, budgets, approved_providers } = await readJson(call, AgentPatch);
   const clientId = call.params.client_id!;
   requireConditions(policy, "policy");
   if (approval_rules !== undefined) await setApprovalRules(call.gw, clientId, approval_rules);
   if (policy !== undefined || budgets !== undefined) await setPolicy(call.gw, clientId, { policy, budgets });
+  if (approved_providers !== undefined) {
+    const replaced = await replaceApprovedScopes(call.gw, clientId, approved_providers);
+    if (status === undefined) return json(replaced);
+  }
   return json(status !== undefined ? await setAgentStatus(call.gw, clientId, status) : view(await find(call.gw, clientId)));
 }
 
@@ -70,9 +77,14 @@ export async function setPolicy(gw: Gateway, clientId: string, p: { policy?: z.o
  */
 export async function setAgentStatus(gw: Gateway, clientId: string, status: "approved" | "denied" | "suspended") {
   const { agent, revoked } = await gw.store.transaction(async (tx) => {
-    const agent = await tx.lockAgent(clientId);
-    if (!agent) throw notFound(clientId);
-    await tx.updateAgent(clientId, { status });
+    const found = await tx.lockAgent(clientId);
+    if (!found) throw notFound(clientId);
+    let agent = found;
+    // Approving approves the additions the agent asked for since (DESIGN §17) too.
+    if (status === "approved" && found.pending_approvals?.length) {
+      agent = { ...found, approvals: approvePending(found.approvals, found.pending_approvals), pending_approvals: null };
+      await tx.updateAgent(clientId, { status, approvals: agent.approvals, pending_approvals: null });
+    } else await tx.updateAgent(clientId, { status });
     const revoked = status === "approved" ? [] : await tx.revokeTokensWhere({ client_id: clientId }, gw.now());
     return { agent, revoked };
   });
@@ -103,6 +115,33 @@ export async function removeAgent(gw: Gateway, clientId: string) {
   return { client_id: clientId, deleted: true, tokens_revoked: revoked.length };
 }
 
+/**
+ * Replaces the agent's approved scopes (DESIGN §17): providers left out keep nothing. In one transaction with the
+ * agent row locked, every live token holding a scope no longer approved is revoked with its refresh family.
+ */
+export async function replaceApprovedScopes(gw: Gateway, clientId: string, wanted: { provider_id: string; scopes: string[] }[]) {
+  const { agent, revoked } = await gw.store.transaction(async (tx) => {
+    const agent = await tx.lockAgent(clientId);
+    if (!agent) throw notFound(clientId);
+    const approvals = wanted.map((w) => {
+      const before = agent.approvals.find((a) => a.provider_id === w.provider_id);
+      const denied = (before?.denied_scopes ?? []).filter((s) => !w.scopes.includes(s));
+      return { provider_id: w.provider_id, approved_scopes: [...new Set(w.scopes)], denied_scopes: denied, ...(denied.length && before?.denial_reason ? { denial_reason: before.denial_reason } : {}) };
+    });
+    const allowed = (providerId: string) => new Set(approvals.find((a) => a.provider_id === providerId)?.approved_scopes ?? []);
+    const live = await tx.listTokens({ client_id: clientId }, { state: "active", now: gw.now(), limit: 10_000 });
+    const revoked = [];
+    for (const t of live.filter((t) => t.scopes.some((s) => !allowed(t.provider_id).has(s)))) {
+      revoked.push(...(await tx.revokeTokensWhere({ token_id: t.token_id }, gw.now())));
+    }
+    await tx.updateAgent(clientId, { approvals });
+    return { agent: { ...agent, approvals }, revoked };
+  });
+  await afterRevocation(gw, revoked, "admin");
+  await audit(gw, "agent.scopes_replaced", { client_id: clientId, agent_id: agent.agent_id, data: { by: "admin", approved_providers: wanted, tokens_revoked: revoked.length } });
+  return { ...view(agent), tokens_revoked: revoked.length };
+}
+
 // internal
 
 async function find(gw: Gateway, clientId: string): Promise<AgentRecord> {
@@ -130,5 +169,6 @@ export function view(a: AgentRecord) {
     approval_rules: a.approval_rules ?? [],
     policy: a.policy ?? [],
     budgets: a.budgets ?? [],
+    pending_providers: a.pending_approvals ?? [],
   };
 }

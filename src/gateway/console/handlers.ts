@@ -70,8 +70,9 @@ export async function overview(call: Call): Promise<Response> {
 export async function agents(call: Call): Promise<Response> {
   return page(call, async (user) => {
     const all = (await call.gw.store.listAgents()).map(agentView);
-    // pending first, then newest first
-    all.sort((a, b) => Number(b.agent_status === "pending") - Number(a.agent_status === "pending") || b.created_at.localeCompare(a.created_at));
+    // pending (or asking to add scopes, DESIGN §17) first, then newest first
+    const waiting = (a: (typeof all)[number]) => a.agent_status === "pending" || (a.pending_providers?.length ?? 0) > 0;
+    all.sort((a, b) => Number(waiting(b)) - Number(waiting(a)) || b.created_at.localeCompare(a.created_at));
     return pages.agentsPage(shell(call, user, "agents"), all);
   });
 }

@@ -66,20 +66,24 @@ export interface AgentRow {
   purpose: string | null;
   agent_status: string;
   created_at: string;
+  /** Scopes the agent asked to add that wait for an admin (DESIGN §17). */
+  pending_providers?: { provider_id: string; scopes: string[] }[];
 }
 
 export function agentsPage(s: Shell, agents: AgentRow[]): string {
   const rows = agents.map((a) => {
     const action = (value: string, label: string, cls = "") =>
       `<button type="submit" name="action" value="${value}" class="small${cls}">${label}</button>`;
+    const pending = a.pending_providers ?? [];
     const buttons = [
       a.agent_status !== "approved" ? action("approve", "Approve", " primary") : "",
+      a.agent_status === "approved" && pending.length > 0 ? action("approve", "Approve additions", " primary") : "",
       a.agent_status === "pending" ? action("deny", "Deny", " danger") : "",
       a.agent_status === "approved" ? action("suspend", "Suspend", " danger") : "",
       action("remove", "Remove", " danger"),
     ].join("");
     return `<tr>
-<td data-label="Status"><span class="badge ${e(a.agent_status)}">${e(a.agent_status)}</span></td>
+<td data-label="Status"><span class="badge ${e(a.agent_status)}">${e(a.agent_status)}</span>${pending.length ? `<br><span class="hint pending-additions">asks to add: ${pending.map((p) => `${e(p.provider_id)}: ${e(p.scopes.join(", "))}`).join("; ")}</span>` : ""}</td>
 <td data-label="Agent"><span class="mono">${e(a.agent_id)}</span><br><span class="hint mono">${e(a.client_id)}</span></td>
 <td data-label="Developer">${e(a.developer.name)} <span class="hint">(${e(a.developer.id)})</span></td>
 <td data-label="Purpose">${a.purpose ? e(a.purpose) : '<span class="hint">none given</span>'}</td>

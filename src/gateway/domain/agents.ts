@@ -29,7 +29,14 @@ export function isApproved(gw: Gateway, agent: AgentRecord): boolean {
 /** Pending, denied, suspended or expired approval → 403 AGENT_UNAPPROVED. */
 export function requireApproved(gw: Gateway, agent: AgentRecord): void {
   if (agent.status !== "approved") {
-    throw new AthError("AGENT_UNAPPROVED", `The agent's registration is ${agent.status}`, { agent_status: agent.status });
+    // DESIGN §17: say what unblocks it — an operator's approval (pending), or nothing the agent can do itself.
+    const next = `ath admin agents approve ${agent.client_id}`;
+    const how = agent.status === "pending" ? `: an operator of this gateway approves it with \`${next}\`` : "";
+    throw new AthError("AGENT_UNAPPROVED", `The agent's registration is ${agent.status}${how}`, {
+      agent_status: agent.status,
+      client_id: agent.client_id,
+      ...(agent.status === "pending" ? { operator_command: next } : {}),
+    });
   }
   if (agent.approval_expires <= gw.now()) {
     throw new AthError("AGENT_UNAPPROVED", "The agent's approval has expired; register again", {

@@ -3,12 +3,14 @@
  * revocation.
  */
 import { AthError, PREFIX } from "../../protocol/index.ts";
-import type { AgentRecord, TokenFilter, TokenRecord } from "../../store/types.ts";
+import type { AgentRecord, RefreshTokenRecord, TokenFilter, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { hashSecret } from "../crypto/secrets.ts";
 import { requireApproved } from "./agents.ts";
 import { audit } from "./audit.ts";
 import { dropGrant } from "./grants.ts";
+import { DpopProofError, verifyDpopProof } from "../identity/dpop.ts";
+import type { ProviderConfig } from "../../protocol/index.ts";
 
 /** The token a presented secret stands for, or null. */
 export function findToken(gw: Gateway, presented: string): Promise<TokenRecord | null> {
@@ -54,6 +56,66 @@ export async function requireUsableToken(gw: Gateway, presented: string | null):
   return { token, agent };
 }
 
+/** Whether tokens for this provider must be DPoP-bound: `--require-dpop`, or the provider's `require_dpop` (DESIGN §17). */
+export function dpopRequired(gw: Gateway, config: ProviderConfig | undefined): boolean {
+  return gw.opts.requireDpop === true || config?.require_dpop === true;
+}
+
+/** 400 `dpop_required` at the token endpoint when tokens for this provider must be DPoP-bound and no proof came. */
+export function requireProofWhereNeeded(gw: Gateway, jkt: string | null, config: ProviderConfig | undefined): void {
+  if (jkt === null && dpopRequired(gw, config)) {
+    throw new AthError("INVALID_REQUEST", "Tokens here are DPoP-bound: send a DPoP proof signed by the agent's key", { reason: "dpop_required" });
+  }
+}
+
+/** What a caller of the proxy presents (http/request.ts `callerCredentials` reads it off the request). */
+export interface CallerCredentials {
+  token: string | null;
+  scheme: "bearer" | "dpop";
+  /** The DPoP header, if any. */
+  proof: string | null;
+  method: string;
+  /** The public URL of the request without its query: what the proof's `htu` must be. */
+  url: string;
+}
+
+/**
+ * The proxy's authentication step (and the native API's): the token of `Authorization: Bearer …` or `Authorization:
+ * DPoP …`, live and its agent approved (requireUsableToken); then its binding (RFC 9449, DESIGN §17). A DPoP-bound token
+ * needs the DPoP scheme and a proof of this request by the bound key; a bearer token is refused where DPoP is required.
+ * Returns the token and its agent.
+ */
+export async function requireCallerToken(gw: Gateway, c: CallerCredentials, providerId: string): Promise<{ token: TokenRecord; agent: AgentRecord }> {
+  const { token, agent } = await requireUsableToken(gw, c.token);
+  if (c.scheme === "dpop") {
+    let jkt: string;
+    try {
+      jkt = await verifyDpopProof(c.proof, { method: c.method, url: c.url, accessToken: c.token!, replayScope: token.token_hash }, proofDeps(gw));
+    } catch (err) {
+      if (err instanceof DpopProofError) throw invalidProof(err.message);
+      throw err;
+    }
+    if (token.jkt && jkt !== token.jkt) throw invalidProof("the DPoP proof is signed by another key than the one this token is bound to");
+    return { token, agent };
+  }
+  if (token.jkt) {
+    throw new AthError("TOKEN_INVALID", "This token is DPoP-bound: send it as `Authorization: DPoP <token>` with a DPoP proof", undefined, {
+      headers: { "www-authenticate": 'DPoP algs="ES256", error="invalid_token"' },
+    });
+  }
+  if (dpopRequired(gw, (await gw.store.getProvider(providerId))?.config)) {
+    throw new AthError("TOKEN_INVALID", "Bearer tokens are refused here: DPoP-bound tokens only (RFC 9449)", { reason: "dpop_required" }, {
+      headers: { "www-authenticate": 'DPoP algs="ES256"' },
+    });
+  }
+  return { token, agent };
+}
+
+/** The clock and the store's replay record, for DPoP proofs (identity/dpop.ts is given them). */
+export function proofDeps(gw: Gateway) {
+  return { now: gw.now(), recordJti: (scope: string, jti: string, expiresAt: number, now: number) => gw.store.recordJti(scope, jti, expiresAt, now) };
+}
+
 /**
  * Revocation, the one way (`/ath/revoke`, the admin API, removing an agent): every live token matching `filter` is
  * revoked at once, then each one's upstream grant is dropped and revoked at the provider (RFC 7009; a provider's
@@ -66,10 +128,22 @@ export async function revokeTokens(gw: Gateway, filter: TokenFilter, by: "client
   return revoked;
 }
 
-/** One token by its record (the owner's `/ath/revoke`): revoked even when expired, as that endpoint always did. */
+/**
+ * One token by its record (the owner's `/ath/revoke`): revoked even when expired, as that endpoint always did — and
+ * with it its whole refresh family (DESIGN §17), every other access token of the family included.
+ */
 export async function revokeToken(gw: Gateway, token: TokenRecord, by: "client" | "admin"): Promise<void> {
   const revoked = await gw.store.revokeToken(token.token_hash, gw.now());
-  await afterRevocation(gw, revoked ? [revoked] : [], by);
+  const family = token.family_id ? await gw.store.revokeRefreshFamily(token.family_id, gw.now()) : [];
+  await afterRevocation(gw, [...(revoked ? [revoked] : []), ...family.filter((t) => t.token_hash !== token.token_hash)], by);
+}
+
+/** A refresh token's family, by the refresh token's record (`/ath/revoke` of a refresh token). */
+export async function revokeRefreshFamily(gw: Gateway, rt: RefreshTokenRecord, by: "client" | "admin"): Promise<void> {
+  const revoked = await gw.store.revokeRefreshFamily(rt.family_id, gw.now());
+  await afterRevocation(gw, revoked, by);
+  if (rt.grant_id) await dropGrant(gw, rt.grant_id);
+  await audit(gw, "refresh.revoked", { client_id: rt.client_id, agent_id: rt.agent_id, provider_id: rt.provider_id, user_id: rt.user_id, data: { by, tokens_revoked: revoked.length } });
 }
 
 /**
@@ -83,4 +157,10 @@ export async function afterRevocation(gw: Gateway, revoked: TokenRecord[], by: "
     await audit(gw, "token.revoked", { client_id: t.client_id, agent_id: t.agent_id, provider_id: t.provider_id, user_id: t.user_id, data: { by, token_id: t.token_id } });
   }
   for (const grantId of grants) await dropGrant(gw, grantId);
+}
+
+function invalidProof(why: string): AthError {
+  return new AthError("TOKEN_INVALID", `Invalid DPoP proof: ${why}`, { reason: "invalid_dpop_proof" }, {
+    headers: { "www-authenticate": 'DPoP algs="ES256", error="invalid_dpop_proof"' },
+  });
 }

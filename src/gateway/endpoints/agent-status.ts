@@ -25,7 +25,7 @@ export async function agentStatus(call: Call): Promise<Response> {
 }
 
 /** `Basic base64(id:secret)` (RFC 7617; the id and secret form-urlencoded first, RFC 6749 §2.3.1), or null. */
-function basicCredentials(header: string | null): { id: string; secret: string } | null {
+export function basicCredentials(header: string | null): { id: string; secret: string } | null {
   if (header === null || header.slice(0, 6).toLowerCase() !== "basic ") return null;
   let decoded: string;
   try {

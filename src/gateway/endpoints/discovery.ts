@@ -27,6 +27,8 @@ export async function discovery({ gw }: Call): Promise<Response> {
       revoke: base + PATHS.revoke,
       proxy: base + PATHS.proxy,
     },
+    grant_types_supported: ["authorization_code", "refresh_token"],
+    dpop_signing_alg_values_supported: ["ES256"],
   };
   return json(doc, 200, { "cache-control": "public, max-age=60" });
 }

@@ -25,7 +25,8 @@ export async function introspect(call: Call): Promise<Response> {
   if (grant === null || grant.status !== "live") return json({ active: false } satisfies IntrospectionResponse);
   const res: IntrospectionResponse = {
     active: true,
-    token_type: "Bearer",
+    token_type: token.jkt ? "DPoP" : "Bearer",
+    ...(token.jkt ? { cnf: { jkt: token.jkt } } : {}),
     scope: token.scopes.join(" "),
     client_id: token.client_id,
     sub: token.user_id,

@@ -5,12 +5,13 @@
  * admin token. The audit log records why a *known* token was not revoked; a request naming no known token leaves no
  * row (anyone can send them, and the log must not grow with them).
  */
-import { AthError, TokenRevocationRequest } from "../../protocol/index.ts";
+import { AthError, PREFIX, TokenRevocationRequest } from "../../protocol/index.ts";
+import { hashSecret } from "../crypto/secrets.ts";
 import { isAdmin } from "../admin/auth.ts";
 import { authenticateClient } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
 import type { Call } from "../context.ts";
-import { findToken, revokeToken } from "../domain/tokens.ts";
+import { findToken, revokeRefreshFamily, revokeToken } from "../domain/tokens.ts";
 import { isLimitError, readObject } from "../http/request.ts";
 import { json } from "../http/response.ts";
 
@@ -38,7 +39,8 @@ async function tryRevoke(call: Call): Promise<{ reason: string; clientId: string
   const parsed = TokenRevocationRequest.safeParse(raw);
   if (!parsed.success) return null;
   const body = parsed.data;
-  const token = await findToken(gw, body.token);
+  // A refresh token (DESIGN §17) names its family; an access token, itself and its family.
+  const token = body.token.startsWith(PREFIX.refreshToken) ? await gw.store.getRefreshToken(hashSecret(body.token)) : await findToken(gw, body.token);
   if (!token) return null;
   const admin = isAdmin(gw, req);
   if (!admin) {
@@ -53,6 +55,7 @@ async function tryRevoke(call: Call): Promise<{ reason: string; clientId: string
     }
     if (token.client_id !== agentClientId) return ignored("token owned by another client");
   }
-  await revokeToken(gw, token, admin ? "admin" : "client");
+  if ("refresh_hash" in token) await revokeRefreshFamily(gw, token, admin ? "admin" : "client");
+  else await revokeToken(gw, token, admin ? "admin" : "client");
   return null;
 }

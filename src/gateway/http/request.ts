@@ -77,6 +77,34 @@ export function bearerToken(req: Request): string | null {
   return token === "" || /\s/.test(token) ? null : token;
 }
 
+/** `Authorization: DPoP <token>` → the token; null for any other scheme (RFC 9449 §7.1: the scheme is case-insensitive). */
+export function dpopToken(req: Request): string | null {
+  const header = req.headers.get("authorization");
+  if (header === null || header.slice(0, 4).toLowerCase() !== "dpop" || !/^\s$/.test(header.charAt(4))) return null;
+  const token = header.slice(5).trim();
+  return token === "" || /\s/.test(token) ? null : token;
+}
+
+/** The DPoP proof of a request (RFC 9449 §4.1), or null. Two headers arrive joined and fail verification as one. */
+export function dpopHeader(req: Request): string | null {
+  return req.headers.get("dpop");
+}
+
+/**
+ * What a caller of the proxy presents (DESIGN §17): its token (`Bearer` or `DPoP` scheme), the DPoP proof, and the
+ * request the proof must be of — the public URL (`baseUrl` + path, no query) and the method.
+ */
+export function callerCredentials(req: Request, baseUrl: string) {
+  const dpop = dpopToken(req);
+  return {
+    token: dpop ?? bearerToken(req),
+    scheme: dpop !== null ? ("dpop" as const) : ("bearer" as const),
+    proof: dpopHeader(req),
+    method: req.method,
+    url: baseUrl + new URL(req.url).pathname,
+  };
+}
+
 // internal
 
 /** DESIGN §10: objects and arrays nest at most 32 deep in a protocol body. */

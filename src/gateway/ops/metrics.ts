@@ -108,6 +108,7 @@ export function createMetrics(version: string): Metrics {
     tokensRevoked: new Counter("ath_tokens_revoked_total", "ATH tokens revoked (by their client at /ath/revoke, or by an admin).", ["provider"]),
     upstreamRefresh: new Counter("ath_upstream_refresh_total", "Upstream token refreshes, by result (ok, refused, failed).", ["provider", "result"]),
     agentsRegistered: new Counter("ath_agents_registered_total", "Agents registered, by the status they got.", ["status"]),
+    refresh: new Counter("ath_token_refresh_total", "Refresh-token grants (DESIGN §17), by result (rotated, reuse_detected).", ["provider", "result"]),
     rateLimited: new Counter("ath_rate_limited_total", "Requests refused with 429, by limit.", ["limit"]),
     approvals: new Counter("ath_approvals_total", "Per-request approvals, by provider and what happened (requested, approved, denied, used).", ["provider", "result"]),
     budgetExhausted: new Counter("ath_budget_exhausted_total", "Calls that found their budget spent (denied 429, or held for a person).", ["provider"]),
@@ -118,6 +119,8 @@ export function createMetrics(version: string): Metrics {
   const EVENTS: Record<string, (e: { provider_id?: string | null | undefined; data?: LogFields | undefined }) => void> = {
     "token.issued": (e) => m.tokensIssued.inc([provider(e)]),
     "token.revoked": (e) => m.tokensRevoked.inc([provider(e)]),
+    "token.refreshed": (e) => m.refresh.inc([provider(e), "rotated"]),
+    "refresh.reuse_detected": (e) => m.refresh.inc([provider(e), "reuse_detected"]),
     "upstream.refreshed": (e) => m.upstreamRefresh.inc([provider(e), "ok"]),
     "upstream.refresh_refused": (e) => m.upstreamRefresh.inc([provider(e), "refused"]),
     "upstream.refresh_failed": (e) => m.upstreamRefresh.inc([provider(e), "failed"]),

@@ -12,9 +12,9 @@ import { audit, auditProxyCall } from "../domain/audit.ts";
 import { requestDigest } from "../rules/request-digest.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
-import { requireNotRevoked, requireUsableToken } from "../domain/tokens.ts";
+import { requireCallerToken, requireNotRevoked } from "../domain/tokens.ts";
 import { readBounded } from "../http/body.ts";
-import { bearerToken } from "../http/request.ts";
+import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { prepareBody, send, type PreparedBody } from "./relay.ts";
@@ -41,7 +41,8 @@ export async function proxy(call: Call): Promise<Response> {
   // /api/{path} in native mode is /ath/proxy/{app_id}/{path}.
   const providerId = call.params.provider_id ?? gw.opts.appId!;
   const rawPath = call.params["*"]!;
-  const { token, agent } = await requireUsableToken(gw, bearerToken(req));
+  const caller = callerCredentials(req, gw.opts.baseUrl);
+  const { token, agent } = await requireCallerToken(gw, caller, providerId);
   if (token.provider_id !== providerId) {
     throw new AthError("PROVIDER_MISMATCH", `This token is for '${token.provider_id}', not '${providerId}'`, { token_provider_id: token.provider_id });
   }
@@ -110,7 +111,7 @@ export async function proxy(call: Call): Promise<Response> {
   } catch (err) {
     // A revocation drops the token, then its grant: a request that read the token just before its revocation reached
     // this instance finds the grant gone. Ask about the token again, so the answer names what happened (TOKEN_REVOKED).
-    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, bearerToken(req)!);
+    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, caller.token!);
     throw err;
   }
   let res = await send(gw, providerId, req.method, target, headers, body, access);

@@ -7,7 +7,7 @@ import { HEADERS } from "../../protocol/constants.ts";
 /** RFC 9110 §7.6.1: hop-by-hop fields are meaningful for one connection only and never forwarded. */
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"];
 /** Credentials and routing of the agent↔gateway hop; the upstream must never see them. */
-const AGENT_HOP = ["host", "authorization", "cookie", "content-length"];
+const AGENT_HOP = ["host", "authorization", "dpop", "cookie", "content-length"];
 /**
  * Who the client is and how it reached the gateway, as an upstream might trust it (DESIGN §14): forwarding fields and
  * client-address fields. Besides these names, every `X-Forwarded-*` (…-For, -Host, -Proto, -Prefix, -Uri, -Path,

@@ -45,3 +45,51 @@ export function decideApprovals(
   const status: AgentStatus = !anyApproved ? "denied" : manual ? "pending" : "approved";
   return { approvals, status };
 }
+
+/** Scopes per provider, as the pending additions of an agent (DESIGN §17). */
+export interface ScopeSet {
+  provider_id: string;
+  scopes: string[];
+}
+
+/**
+ * DESIGN §17, growing an agent: `decided` (decideApprovals of the additions) merged into `current`. Scopes already
+ * approved stay; newly approved ones are added — or, when `hold` (manual approval for an agent already approved), put
+ * in `pending` for an admin instead; denied ones are listed as denied (with the reason) unless approved already.
+ * `added` names what became approved now.
+ */
+export function growApprovals(
+  current: readonly ProviderApproval[],
+  decided: readonly ProviderApproval[],
+  pendingBefore: readonly ScopeSet[],
+  hold: boolean,
+): { approvals: ProviderApproval[]; pending: ScopeSet[]; added: ScopeSet[] } {
+  const approvals = current.map((a) => ({ ...a, approved_scopes: [...a.approved_scopes], denied_scopes: [...a.denied_scopes] }));
+  const pending = new Map(pendingBefore.map((p) => [p.provider_id, new Set(p.scopes)]));
+  const added: ScopeSet[] = [];
+  for (const d of decided) {
+    let entry = approvals.find((a) => a.provider_id === d.provider_id);
+    if (!entry) {
+      entry = { provider_id: d.provider_id, approved_scopes: [], denied_scopes: [] };
+      approvals.push(entry);
+    }
+    const fresh = d.approved_scopes.filter((s) => !entry.approved_scopes.includes(s));
+    if (hold) {
+      if (fresh.length) pending.set(d.provider_id, new Set([...(pending.get(d.provider_id) ?? []), ...fresh]));
+    } else if (fresh.length) {
+      entry.approved_scopes.push(...fresh);
+      added.push({ provider_id: d.provider_id, scopes: fresh });
+    }
+    const denied = d.denied_scopes.filter((s) => !entry.approved_scopes.includes(s) && !entry.denied_scopes.includes(s));
+    entry.denied_scopes = entry.denied_scopes.filter((s) => !entry.approved_scopes.includes(s)).concat(denied);
+    if (d.denial_reason && denied.length) entry.denial_reason = d.denial_reason;
+    if (entry.denied_scopes.length === 0) delete entry.denial_reason;
+  }
+  return { approvals, pending: [...pending].map(([provider_id, s]) => ({ provider_id, scopes: [...s] })), added };
+}
+
+/** The pending additions approved: merged into the approvals (an admin approving the agent, DESIGN §17). */
+export function approvePending(current: readonly ProviderApproval[], pending: readonly ScopeSet[]): ProviderApproval[] {
+  const decided = pending.map((p) => ({ provider_id: p.provider_id, approved_scopes: p.scopes, denied_scopes: [] }));
+  return growApprovals(current, decided, [], false).approvals;
+}

@@ -28,7 +28,8 @@ export function agentQueries(
            approval_expires = COALESCE(?, approval_expires),
            approval_rules = CASE WHEN ? = 1 THEN ? ELSE approval_rules END,
            policy = CASE WHEN ? = 1 THEN ? ELSE policy END,
-           budgets = CASE WHEN ? = 1 THEN ? ELSE budgets END WHERE client_id = ?`,
+           budgets = CASE WHEN ? = 1 THEN ? ELSE budgets END,
+           pending_approvals = CASE WHEN ? = 1 THEN ? ELSE pending_approvals END WHERE client_id = ?`,
         [
           patch.status ?? null,
           patch.approvals ? JSON.stringify(patch.approvals) : null,
@@ -39,6 +40,8 @@ export function agentQueries(
           patch.policy ? JSON.stringify(patch.policy) : null,
           patch.budgets === undefined ? 0 : 1,
           patch.budgets ? JSON.stringify(patch.budgets) : null,
+          patch.pending_approvals === undefined ? 0 : 1,
+          patch.pending_approvals?.length ? JSON.stringify(patch.pending_approvals) : null,
           clientId,
         ],
       );

@@ -59,6 +59,10 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
       const tokens =
         (await inBatches("tokens", "token_hash", "SELECT token_hash FROM tokens WHERE expires_at <= ?", [cutoff])) +
         (await inBatches("tokens", "token_hash", "SELECT token_hash FROM tokens WHERE revoked_at <= ?", [cutoff]));
+      // A refresh family is kept whole while it lives (a spent member presented again is reuse), then `retainMs`.
+      const refresh =
+        (await inBatches("refresh_tokens", "refresh_hash", "SELECT refresh_hash FROM refresh_tokens WHERE family_expires_at <= ?", [cutoff])) +
+        (await inBatches("refresh_tokens", "refresh_hash", "SELECT refresh_hash FROM refresh_tokens WHERE revoked_at <= ?", [cutoff]));
       // Kept for `retainMs` so the proxy can still say *why* (upstream_grant_revoked), and so a grant created
       // a moment before its session is marked consented is not taken for an orphan.
       const grants =
@@ -68,8 +72,9 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
           "grant_id",
           `SELECT grant_id FROM grants WHERE created_at <= ?
              AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = grants.grant_id)
+             AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = grants.grant_id AND r.revoked_at IS NULL AND r.family_expires_at > ?)
              AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.grant_id = grants.grant_id)`,
-          [cutoff],
+          [cutoff, now],
         ));
       // Registration is open to anyone: an agent that was never given a scope and holds no token is only weight.
       // (The store writes `approvals` with JSON.stringify, so an approved scope always reads `"approved_scopes":["`.)
@@ -85,7 +90,7 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
       // budget windows that ended more than `retainMs` ago (kept that long for `ath admin budgets`)
       const budgetUsage = await inBatches("budget_usage", "(bkey, window_start)", "SELECT bkey, window_start FROM budget_usage WHERE expires_at <= ?", [cutoff]);
       const webhooks = await inBatches("webhook_outbox", "id", "SELECT id FROM webhook_outbox WHERE created_at <= ? AND state <> 'pending'", [cutoff]);
-      return { sessions, jti, tokens, grants, agents, audit, rate_leases: rateLeases, budget_usage: budgetUsage, webhooks };
+      return { sessions, jti, tokens, refresh_tokens: refresh, grants, agents, audit, rate_leases: rateLeases, budget_usage: budgetUsage, webhooks };
     },
   };
 }

@@ -52,8 +52,23 @@ export function tokenQueries(db: Driver): Pick<Store, "createToken" | "getToken"
     async revokeTokensWhere(filter, now) {
       const where = matching(filter);
       if (where.length === 0) throw new Error("revokeTokensWhere needs at least one field");
-      where.push(STATE.active(now));
-      const rows = await db.all(`UPDATE tokens SET revoked_at = ? ${whereClause(where)} RETURNING *`, [now, ...where.flatMap((w) => w.params)]);
+      // The refresh families of what matches die with it (DESIGN §17) — found by the family's own columns (its access
+      // tokens may be swept long before it ends) or, for one token_id, through that token.
+      const families = familyMatching(filter);
+      const dead = await db.all(
+        `UPDATE refresh_tokens SET revoked_at = ? ${whereClause(families)} AND revoked_at IS NULL RETURNING family_id`,
+        [now, ...families.flatMap((w) => w.params)],
+      );
+      const familyIds = [...new Set(dead.map((r) => String(r.family_id)))];
+      const matched: Condition =
+        familyIds.length === 0
+          ? { sql: where.map((w) => `(${w.sql})`).join(" AND "), params: where.flatMap((w) => w.params) }
+          : {
+              sql: `(${where.map((w) => `(${w.sql})`).join(" AND ")}) OR family_id IN (${familyIds.map(() => "?").join(", ")})`,
+              params: [...where.flatMap((w) => w.params), ...familyIds],
+            };
+      const conditions = [matched, STATE.active(now)];
+      const rows = await db.all(`UPDATE tokens SET revoked_at = ? ${whereClause(conditions)} RETURNING *`, [now, ...conditions.flatMap((w) => w.params)]);
       return rows.map(toToken);
     },
   };
@@ -70,6 +85,13 @@ const FILTER_COLUMNS = ["token_id", "client_id", "agent_id", "user_id", "provide
 
 function matching(filter: TokenFilter): Condition[] {
   return FILTER_COLUMNS.filter((c) => filter[c] !== undefined).map((c) => ({ sql: `${c} = ?`, params: [filter[c]] }));
+}
+
+/** The refresh tokens `filter` names: by their own columns, and for `token_id` through that access token's family. */
+function familyMatching(filter: TokenFilter): Condition[] {
+  const own = FILTER_COLUMNS.filter((c) => c !== "token_id" && filter[c] !== undefined).map((c) => ({ sql: `${c} = ?`, params: [filter[c]] }));
+  if (filter.token_id !== undefined) own.push({ sql: "family_id IN (SELECT family_id FROM tokens WHERE token_id = ? AND family_id IS NOT NULL)", params: [filter.token_id] });
+  return own;
 }
 
 const STATE: Record<TokenState, (now: number) => Condition> = {

@@ -45,8 +45,9 @@ describe("register (Phase A)", () => {
     const again = await ath(["register", "-g", GW, "--provider", "github", "--scopes", "repo"]);
     expect(again.code).toBe(0);
     expect(again.stderr).toContain("already registered");
-    // exit 0, but the agent must not believe the scopes it asked for now were granted
-    expect(again.stderr).toContain("requested scopes were not changed — to ask for other scopes, make a new identity with `ath identity new`");
+    // exit 0, but the agent must not believe the scopes it asked for now were granted: this (scripted) gateway has no
+    // PATCH /ath/agents/registration (DESIGN §17), so the CLI says it cannot add scopes there
+    expect(again.stderr).toContain("this gateway cannot add scopes to a registration — make a new identity with `ath identity new`");
     const json = await ath(["register", "-g", GW, "--provider", "gitlab", "--format", "json"]);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({

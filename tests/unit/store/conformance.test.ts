@@ -4,7 +4,7 @@
  * Set ATH_TEST_POSTGRES_URL to point elsewhere, or to "" to leave PostgreSQL out.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import type { ApprovalRecord, Store } from "../../../src/store/types.ts";
+import type { ApprovalRecord, RefreshTokenRecord, Store } from "../../../src/store/types.ts";
 import {
   type Harness, PG_URL, T0, agentFixture, grantFixture, postgresHarness, sessionFixture, sqliteHarness, tokenFixture,
 } from "../../helpers/store-harness.ts";
@@ -355,6 +355,65 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       expect(await at({ beforeId: newest!.id! })).toEqual([10, 0]);
     });
 
+    describe("refresh families (DESIGN §17)", () => {
+      const refreshFixture = (a: ReturnType<typeof agentFixture>, family_id: string, over: Partial<RefreshTokenRecord> = {}): RefreshTokenRecord => ({
+        refresh_hash: `rt-${crypto.randomUUID()}`, family_id, client_id: a.client_id, agent_id: a.agent_id, user_id: "user-1",
+        provider_id: "github", scopes: ["repo"], grant_id: "g-1", jkt: null, family_expires_at: T0 + 86_400_000,
+        expires_at: T0 + 3_600_000, created_at: T0, spent_at: null, revoked_at: null, ...over,
+      });
+
+      test("a refresh token round-trips, and of 12 racing spends over two instances exactly one gets it", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const rt = refreshFixture(a, "fam-1", { jkt: "thumb" });
+        await store.createRefreshToken(rt);
+        expect(await store.getRefreshToken(rt.refresh_hash)).toEqual(rt);
+        expect(await store.getRefreshToken("unknown")).toBeNull();
+        const other = await h.open();
+        try {
+          const spends = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? other : store).spendRefreshToken(rt.refresh_hash, T0 + 5)));
+          expect(spends.filter((s) => s !== null)).toEqual([{ ...rt, spent_at: T0 + 5 }]);
+        } finally {
+          await other.close();
+        }
+        expect((await store.getRefreshToken(rt.refresh_hash))?.spent_at).toBe(T0 + 5);
+      });
+
+      test("revokeRefreshFamily revokes the family's refresh tokens and live access tokens, nothing of another family", async () => {
+        const a = agentFixture();
+        await store.createAgent(a);
+        const [r1, r2, other] = [refreshFixture(a, "fam-a"), refreshFixture(a, "fam-a"), refreshFixture(a, "fam-b")];
+        for (const r of [r1, r2, other]) await store.createRefreshToken(r);
+        const [t1, t2, tb] = [tokenFixture(a, { family_id: "fam-a" }), tokenFixture(a, { family_id: "fam-a" }), tokenFixture(a, { family_id: "fam-b" })];
+        for (const t of [t1, t2, tb]) await store.createToken(t);
+        const revoked = await store.revokeRefreshFamily("fam-a", T0 + 10);
+        expect(revoked.map((t) => t.token_hash).sort()).toEqual([t1.token_hash, t2.token_hash].sort());
+        expect((await store.getRefreshToken(r2.refresh_hash))?.revoked_at).toBe(T0 + 10);
+        expect(await store.spendRefreshToken(r1.refresh_hash, T0 + 11)).toBeNull();
+        expect((await store.getRefreshToken(other.refresh_hash))?.revoked_at).toBeNull();
+        expect((await store.getToken(tb.token_hash))?.revoked_at).toBeNull();
+      });
+
+      test("revokeTokensWhere kills the families of what it matches (by client, or through one token_id) with their other access tokens", async () => {
+        const a = agentFixture();
+        const b = agentFixture();
+        await store.createAgent(a);
+        await store.createAgent(b);
+        const ra = refreshFixture(a, "fam-a");
+        const rb = refreshFixture(b, "fam-b");
+        await store.createRefreshToken(ra);
+        await store.createRefreshToken(rb);
+        const [old, current, bt] = [tokenFixture(a, { family_id: "fam-a" }), tokenFixture(a, { family_id: "fam-a" }), tokenFixture(b, { family_id: "fam-b" })];
+        for (const t of [old, current, bt]) await store.createToken(t);
+        const byId = await store.revokeTokensWhere({ token_id: old.token_id }, T0 + 10);
+        expect(byId.map((t) => t.token_hash).sort()).toEqual([old.token_hash, current.token_hash].sort());
+        expect((await store.getRefreshToken(ra.refresh_hash))?.revoked_at).toBe(T0 + 10);
+        expect((await store.getRefreshToken(rb.refresh_hash))?.revoked_at).toBeNull();
+        await store.revokeTokensWhere({ client_id: b.client_id }, T0 + 20);
+        expect((await store.getRefreshToken(rb.refresh_hash))?.revoked_at).toBe(T0 + 20);
+      });
+    });
+
     describe("grants and single-flight refresh", () => {
       const refreshed = { access_token_sealed: "sealed-access-1", refresh_token_sealed: "sealed-refresh-1", expires_at: T0 + 7_200_000, scope: ["repo", "user"] };
 
@@ -650,7 +709,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.markSessionConsented(consented.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: pendingGrant.grant_id, expires_at: now + 1 });
 
       const before = { sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") };
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, grants: 2, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, refresh_tokens: 0, grants: 2, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
       expect({ sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") })
         .toEqual({ sessions: before.sessions - 1, jti: before.jti - 1, tokens: before.tokens - 2, grants: before.grants - 2 });
       expect(await store.getGrant(dead.grant_id)).toBeNull();
@@ -659,7 +718,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       for (const t of kept) expect(await store.getToken(t.token_hash)).toEqual(t);
       expect(await store.getSession(live.session_id)).toEqual(live);
       expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, refresh_tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
     });
 
     test("sweep deletes agents that never got an approved scope and hold no token, once past retention — not pending ones, not approved ones, not token holders", async () => {

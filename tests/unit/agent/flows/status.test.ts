@@ -25,7 +25,7 @@ describe("status", () => {
     const masked = await status({ target: { mode: "gateway" }, showSecrets: false }, agent);
     const [reg] = masked.registrations;
     expect(reg).toMatchObject({ gateway: GW, agent_id: masked.identity.agent_id, client_secret: "ath_secret_s3cr…", pending: [] });
-    expect(reg!.tokens).toEqual([{ provider_id: "github", access_token: "ath_tk_toke…", effective_scopes: ["repo", "read:user"], expires_at: expect.any(String), seconds_left: expect.any(Number), expired: false }]);
+    expect(reg!.tokens).toEqual([{ provider_id: "github", access_token: "ath_tk_toke…", effective_scopes: ["repo", "read:user"], expires_at: expect.any(String), seconds_left: expect.any(Number), expired: false, refresh_expires_at: null }]);
     const shown = await status({ target: { mode: "gateway" }, showSecrets: true }, agent);
     expect(shown.registrations[0]!.client_secret).toMatch(/^ath_secret_s3cr3tvalue\d$/);
     expect(shown.registrations[0]!.tokens[0]!.access_token).toMatch(/^ath_tk_tokenvalue\d$/);

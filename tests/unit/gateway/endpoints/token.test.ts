@@ -116,9 +116,9 @@ describe("Phase B — POST /ath/token", () => {
     expect((await exchange(g, agent, client, s)).status).toBe(200);
   });
 
-  test("a grant_type other than authorization_code or a missing field is 400 INVALID_REQUEST naming it", async () => {
+  test("a grant_type other than authorization_code or refresh_token, or a missing field, is 400 INVALID_REQUEST naming it", async () => {
     const s = await consented(["mail:read"]);
-    expectInvalidRequestNaming(await exchange(g, agent, client, { ...s, body: { grant_type: "refresh_token" } }), "grant_type");
+    expectInvalidRequestNaming(await exchange(g, agent, client, { ...s, body: { grant_type: "password" } }), "grant_type");
     expectInvalidRequestNaming(await exchange(g, agent, client, { ...s, ath_session_id: "" }), "ath_session_id");
     expect(await g.audited("token.issued")).toBe(0);
     expect((await exchange(g, agent, client, s)).status).toBe(200);

@@ -1,0 +1,61 @@
+/**
+ * PATCH /ath/agents/registration — ath's extension (DESIGN §17): an agent grows its providers and scopes without a new
+ * identity. HTTP Basic client credentials (any failure the one 401 INVALID_CLIENT) and an attestation with `aud` =
+ * base_url, as at registration; `requested_providers` lists what to add. The additions are decided by the same policy
+ * as at registration (rules/policy.ts): auto-approved ones are added at once; under manual approval, an agent already
+ * approved keeps what it has and the additions wait in `pending_providers` until an admin approves the agent again.
+ */
+import { AthError, RegistrationUpdateRequest, type AgentStatus, type AgentStatusResponse, type RegistrationUpdateResponse } from "../../protocol/index.ts";
+import type { Call } from "../context.ts";
+import { attest, authenticateClient } from "../domain/agents.ts";
+import { audit } from "../domain/audit.ts";
+import { providerMap } from "../domain/providers.ts";
+import { parseWith, readObject } from "../http/request.ts";
+import { json } from "../http/response.ts";
+import { decideApprovals, growApprovals } from "../rules/policy.ts";
+import { basicCredentials } from "./agent-status.ts";
+import { withAppDefaults } from "./native.ts";
+
+export async function updateRegistration(call: Call): Promise<Response> {
+  const { gw, req } = call;
+  const credentials = basicCredentials(req.headers.get("authorization"));
+  if (!credentials) {
+    throw new AthError("INVALID_CLIENT", "Send the client credentials as HTTP Basic (client_id:client_secret)", undefined, { headers: { "www-authenticate": 'Basic realm="ath"' } });
+  }
+  const agent = await authenticateClient(gw, credentials.id, credentials.secret);
+  await call.identify({ client_id: agent.client_id });
+  const body = parseWith(RegistrationUpdateRequest, withAppDefaults(gw, await readObject(call, { form: false })));
+  await attest(gw, body.agent_attestation, agent, gw.opts.baseUrl);
+  const decided = decideApprovals(body.requested_providers, await providerMap(gw), gw.opts.approval);
+  const outcome = await gw.store.transaction(async (tx) => {
+    const current = await tx.lockAgent(agent.client_id);
+    if (!current) throw new AthError("INVALID_CLIENT");
+    const hadScopes = current.approvals.some((a) => a.approved_scopes.length > 0);
+    // Suspended, or denied by an admin (an agent denied at registration only because nothing was approvable may grow).
+    if (current.status === "suspended" || (current.status === "denied" && hadScopes)) {
+      throw new AthError("AGENT_UNAPPROVED", `The agent's registration is ${current.status}`, { agent_status: current.status });
+    }
+    const manual = decided.status === "pending";
+    const hold = manual && current.status === "approved";
+    const grown = growApprovals(current.approvals, decided.approvals, current.pending_approvals ?? [], hold);
+    const anyApproved = grown.approvals.some((a) => a.approved_scopes.length > 0);
+    const status: AgentStatus = current.status === "approved" || current.status === "pending" ? current.status : anyApproved ? (manual ? "pending" : "approved") : "denied";
+    await tx.updateAgent(agent.client_id, { status, approvals: grown.approvals, pending_approvals: grown.pending });
+    return { current, status, ...grown };
+  });
+  await audit(gw, "agent.registration_updated", {
+    client_id: agent.client_id,
+    agent_id: agent.agent_id,
+    data: { added: outcome.added, pending: outcome.pending, status: outcome.status },
+  });
+  const registration: AgentStatusResponse = {
+    client_id: agent.client_id,
+    agent_id: agent.agent_id,
+    agent_status: outcome.status,
+    approved_providers: outcome.approvals,
+    approval_expires: new Date(outcome.current.approval_expires).toISOString(),
+    approval_expired: outcome.current.approval_expires <= gw.now(),
+  };
+  const res: RegistrationUpdateResponse = { ...registration, pending_providers: outcome.pending, added: outcome.added };
+  return json(res);
+}
