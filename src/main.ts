@@ -4,7 +4,7 @@
  * DESIGN §13 budgets it at 1.3× the runtime's bare start); everything else is the root command in cli/root.ts.
  */
 import pkg from "../package.json" with { type: "json" };
-import { formatOf, isVersion } from "./cli/flags.ts";
+import { formatOf, isVersion } from "./cli/kit/flags.ts";
 
 /** Runs `ath` with `argv` (without the executable) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {

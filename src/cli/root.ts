@@ -5,28 +5,28 @@
  */
 import type { ArgsDef, CommandDef } from "citty";
 import pkg from "../../package.json" with { type: "json" };
-import { getDeps } from "./deps.ts";
-import { oneLine, usageError } from "./errors.ts";
+import { getDeps } from "./kit/deps.ts";
+import { oneLine, usageError } from "./kit/errors.ts";
 import { didYouMean } from "../protocol/suggest.ts";
-import { checkFlags, commonArgs, defineCommand, resolve, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags, parseArgs } from "./flags.ts";
-import { stripAnsi } from "./render.ts";
+import { checkFlags, commonArgs, defineCommand, resolve, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags, parseArgs } from "./kit/flags.ts";
+import { stripAnsi } from "./kit/render.ts";
 
 export const root = defineCommand({
   meta: { name: "ath", version: pkg.version, description: "Agent authorization gateway and CLI (ATH protocol v0.1)" },
   subCommands: {
-    discover: () => import("./discover.ts").then((m) => m.default),
-    register: () => import("./register.ts").then((m) => m.default),
-    authorize: () => import("./authorize.ts").then((m) => m.default),
-    token: () => import("./token.ts").then((m) => m.default),
-    proxy: () => import("./proxy.ts").then((m) => m.default),
-    revoke: () => import("./revoke.ts").then((m) => m.default),
-    status: () => import("./status.ts").then((m) => m.default),
-    config: () => import("./config.ts").then((m) => m.default),
-    identity: () => import("./identity.ts").then((m) => m.default),
-    serve: () => import("./serve.ts").then((m) => m.default),
-    templates: () => import("./templates.ts").then((m) => m.default),
-    admin: () => import("./admin.ts").then((m) => m.default),
-    mcp: () => import("./mcp.ts").then((m) => m.default),
+    discover: () => import("./commands/discover.ts").then((m) => m.default),
+    register: () => import("./commands/register.ts").then((m) => m.default),
+    authorize: () => import("./commands/authorize.ts").then((m) => m.default),
+    token: () => import("./commands/token.ts").then((m) => m.default),
+    proxy: () => import("./commands/proxy.ts").then((m) => m.default),
+    revoke: () => import("./commands/revoke.ts").then((m) => m.default),
+    status: () => import("./commands/status.ts").then((m) => m.default),
+    config: () => import("./commands/config.ts").then((m) => m.default),
+    identity: () => import("./commands/identity.ts").then((m) => m.default),
+    serve: () => import("./commands/serve.ts").then((m) => m.default),
+    templates: () => import("./commands/templates.ts").then((m) => m.default),
+    admin: () => import("./commands/admin.ts").then((m) => m.default),
+    mcp: () => import("./commands/mcp.ts").then((m) => m.default),
     completion: () => import("./completion.ts").then((m) => m.default),
   },
 });
@@ -163,7 +163,7 @@ async function helpDocument(leaf: CommandDef, path: string[], help: string): Pro
   const positionals = Object.entries(args)
     .filter(([, def]) => def.type === "positional")
     .map(([name, def]) => ({ name, required: (def as { required?: boolean }).required !== false, description: def.description ?? "" }));
-  const { OUTPUT_SCHEMAS, ERROR_SCHEMA, jsonSchema } = await import("./output-schemas.ts");
+  const { OUTPUT_SCHEMAS, ERROR_SCHEMA, jsonSchema } = await import("./kit/output-schemas.ts");
   const output = OUTPUT_SCHEMAS[path.slice(1).join(" ")];
   return {
     command: path.join(" "),

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { importJWK, jwtVerify } from "jose";
 import { jwkFromDidKey } from "../../src/protocol/did-key.ts";
 import { loadAgent, type Agent, type AgentOptions } from "../../src/agent/flows/agent.ts";
-import { setDeps, type Deps } from "../../src/cli/deps.ts";
+import { setDeps, type Deps } from "../../src/cli/kit/deps.ts";
 import { run as main } from "../../src/cli/root.ts";
 
 export const GW = "http://127.0.0.1:8787";

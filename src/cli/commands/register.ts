@@ -3,13 +3,13 @@
  * `--provider a,b --scopes x,y` asks every listed provider for the same scopes (all of a provider's
  * available scopes when `--scopes` is omitted); `--request provider:s1,s2` (repeatable) asks per provider.
  */
-import { register, type RegisterInput, type Registered } from "../agent/flows/register.ts";
-import { reveal } from "../agent/mask.ts";
-import type { ProviderScopeRequest } from "../protocol/schemas.ts";
-import { commonOptions, context, list, splitList, text, type CommonOptions, type Context } from "./common.ts";
-import { getDeps, type Deps } from "./deps.ts";
-import { usageError } from "./errors.ts";
-import { allValues, commonArgs, defineCommand, showSecretsArg } from "./flags.ts";
+import { register, type RegisterInput, type Registered } from "../../agent/flows/register.ts";
+import { reveal } from "../../agent/mask.ts";
+import type { ProviderScopeRequest } from "../../protocol/schemas.ts";
+import { commonOptions, context, list, splitList, text, type CommonOptions, type Context } from "../kit/common.ts";
+import { getDeps, type Deps } from "../kit/deps.ts";
+import { usageError } from "../kit/errors.ts";
+import { allValues, commonArgs, defineCommand, showSecretsArg } from "../kit/flags.ts";
 
 export interface RegisterOptions extends CommonOptions, Omit<RegisterInput, "target"> {
   showSecrets: boolean;

@@ -3,7 +3,7 @@
  * behind one object, so tests swap it (as gh passes HttpClient and IOStreams in its options structs).
  */
 import { fstatSync, statSync, writeSync } from "node:fs";
-import type { Fetch } from "../agent/http.ts";
+import type { Fetch } from "../../agent/http.ts";
 
 export interface Deps {
   fetch: Fetch;

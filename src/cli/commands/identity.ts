@@ -2,12 +2,12 @@
  * `ath identity`: the agent_id, public JWK and RFC 7638 thumbprint. With `--format json` it prints an agent
  * identity document, ready to publish at an https agent_id (the gateway reads `public_key` from it).
  */
-import { ATH_VERSION } from "../protocol/constants.ts";
-import { AgentIdentityDocument } from "../protocol/schemas.ts";
-import { commonOptions, context, type CommonOptions } from "./common.ts";
-import { commonArgs, defineCommand } from "./flags.ts";
-import { getDeps, type Deps } from "./deps.ts";
-import { usageError } from "./errors.ts";
+import { ATH_VERSION } from "../../protocol/constants.ts";
+import { AgentIdentityDocument } from "../../protocol/schemas.ts";
+import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
+import { commonArgs, defineCommand } from "../kit/flags.ts";
+import { getDeps, type Deps } from "../kit/deps.ts";
+import { usageError } from "../kit/errors.ts";
 
 export interface IdentityOptions extends CommonOptions {
   name?: string;
@@ -57,7 +57,7 @@ export async function runNew(opts: NewIdentityOptions, deps: Deps): Promise<void
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name)) throw usageError(`--name must be 1–64 of A-Z a-z 0-9 _ . - (a file name), got "${name}"`);
   const ctx = await context(opts, deps);
   const previous = await ctx.agent.identity().then((id) => id.agentId, () => null);
-  const [{ loadOrCreateKey }, { updateConfig }] = await Promise.all([import("../agent/keys.ts"), import("../agent/home.ts")]);
+  const [{ loadOrCreateKey }, { updateConfig }] = await Promise.all([import("../../agent/keys.ts"), import("../../agent/home.ts")]);
   const path = `${ctx.agent.home.dir}/keys/${name}.pem`;
   const { key, created } = await loadOrCreateKey(path);
   if (!created) throw usageError(`a key named ${name} already exists (${path}): choose another --name`);

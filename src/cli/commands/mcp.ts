@@ -2,10 +2,10 @@
  * `ath mcp`: serve the agent commands as Model Context Protocol tools on stdio, for MCP hosts (Claude Code, Cursor,
  * VS Code…). The MCP SDK and the server load only when this command runs: no other command's start-up carries them.
  */
-import { commonOptions } from "./common.ts";
-import { getDeps } from "./deps.ts";
-import { usageError } from "./errors.ts";
-import { commonArgs, defineCommand } from "./flags.ts";
+import { commonOptions } from "../kit/common.ts";
+import { getDeps } from "../kit/deps.ts";
+import { usageError } from "../kit/errors.ts";
+import { commonArgs, defineCommand } from "../kit/flags.ts";
 
 const { format: _format, ...targetArgs } = commonArgs;
 
@@ -16,7 +16,7 @@ export default defineCommand({
     const o = commonOptions(args, rawArgs);
     if (o.mode === "native" && o.service === undefined) throw usageError("--mode native needs --service <url>");
     const deps = getDeps();
-    const { serveMcp } = await import("../mcp/server.ts");
+    const { serveMcp } = await import("../../mcp/server.ts");
     await serveMcp({
       target: { mode: o.mode, ...(o.gateway === undefined ? {} : { gateway: o.gateway }), ...(o.service === undefined ? {} : { service: o.service }) },
       ...(o.agentId === undefined ? {} : { agentId: o.agentId }),

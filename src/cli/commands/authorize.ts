@@ -4,12 +4,12 @@
  * terminal in text mode) it receives the redirect on a loopback port, exchanges the code and saves the token in
  * one step.
  */
-import { abandon, authorize, authorizeAndWait, type Authorization, type AuthorizeInput } from "../agent/flows/authorize.ts";
-import { commonOptions, context, list, single, text, type CommonOptions, type Context } from "./common.ts";
-import { getDeps, type Deps } from "./deps.ts";
-import { usageError } from "./errors.ts";
-import { commonArgs, defineCommand, showSecretsArg } from "./flags.ts";
-import { spinner } from "./spinner.ts";
+import { abandon, authorize, authorizeAndWait, type Authorization, type AuthorizeInput } from "../../agent/flows/authorize.ts";
+import { commonOptions, context, list, single, text, type CommonOptions, type Context } from "../kit/common.ts";
+import { getDeps, type Deps } from "../kit/deps.ts";
+import { usageError } from "../kit/errors.ts";
+import { commonArgs, defineCommand, showSecretsArg } from "../kit/flags.ts";
+import { spinner } from "../kit/spinner.ts";
 import { renderToken } from "./token.ts";
 
 export interface AuthorizeOptions extends CommonOptions, Omit<AuthorizeInput, "target"> {

@@ -4,14 +4,14 @@
  */
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { ensurePrivateDir } from "../agent/files.ts";
-import { updateConfig, type ConfigFile } from "../agent/home.ts";
-import { normalizeBaseUrl } from "../agent/target.ts";
-import { commonOptions, context, type CommonOptions } from "./common.ts";
-import { usageError } from "./errors.ts";
-import { commonArgs, defineCommand } from "./flags.ts";
-import { getDeps, type Deps } from "./deps.ts";
-import type { Output } from "./render.ts";
+import { ensurePrivateDir } from "../../agent/files.ts";
+import { updateConfig, type ConfigFile } from "../../agent/home.ts";
+import { normalizeBaseUrl } from "../../agent/target.ts";
+import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
+import { usageError } from "../kit/errors.ts";
+import { commonArgs, defineCommand } from "../kit/flags.ts";
+import { getDeps, type Deps } from "../kit/deps.ts";
+import type { Output } from "../kit/render.ts";
 
 /** Settable keys (kebab-case on the command line) → config.json fields. */
 const SETTINGS = {
@@ -39,7 +39,7 @@ export async function init(opts: CommonOptions, deps: Deps): Promise<void> {
       c.default_gateway = "default";
     }
   });
-  const { loadIdentity } = await import("../agent/identity.ts");
+  const { loadIdentity } = await import("../../agent/identity.ts");
   const id = await loadIdentity({}, config, ctx.agent.home);
   const result = { home: ctx.agent.home.dir, agent_id: id.agentId, key_path: id.keyPath, key_created: id.created, thumbprint: id.key.thumbprint, default_gateway: config.default_gateway ?? null };
   if (ctx.out.json) return ctx.out.doc(result);
@@ -126,7 +126,7 @@ function checkAgentId(id: string): string {
 /** The absolute path of a key file that loads; else a usage error naming it (`what` is the flag or setting). */
 async function checkKey(path: string, what = "key-path"): Promise<string> {
   const abs = resolve(path);
-  const { loadKey } = await import("../agent/keys.ts");
+  const { loadKey } = await import("../../agent/keys.ts");
   let pem: string;
   try {
     pem = await readFile(abs, "utf8");

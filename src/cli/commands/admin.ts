@@ -7,7 +7,7 @@
  * admin commands take only `-g`, `--format` and `--admin-token` of the global flags.
  */
 import type { ArgsDef, CommandDef } from "citty";
-import { commonArgs, defineCommand } from "./flags.ts";
+import { commonArgs, defineCommand } from "../kit/flags.ts";
 
 const adminArgs = {
   gateway: commonArgs.gateway,
@@ -27,14 +27,14 @@ const pageArgs = {
   cursor: { type: "string", description: "The next page: the cursor a previous answer gave", valueHint: "cursor" },
 } as const satisfies ArgsDef;
 
-type Run = typeof import("./admin-run.ts");
+type Run = typeof import("./admin/run.ts");
 
 /** A leaf whose run loads admin-run.ts and calls `fn` with the parsed args and raw argv. */
 function leaf(name: string, description: string, args: ArgsDef, fn: (m: Run, a: Record<string, unknown>, raw: string[]) => Promise<void>): CommandDef {
   return defineCommand<ArgsDef>({
     meta: { name, description },
     args: { ...adminArgs, ...args },
-    run: async ({ args: a, rawArgs }) => fn(await import("./admin-run.ts"), a as Record<string, unknown>, rawArgs),
+    run: async ({ args: a, rawArgs }) => fn(await import("./admin/run.ts"), a as Record<string, unknown>, rawArgs),
   });
 }
 

@@ -4,8 +4,8 @@
  * answer from the CLI itself. Loaded only for that help; the commands do not parse their own output with these.
  */
 import { z } from "zod";
-import { RequestOutput, RevokeOutput, StatusDocument } from "../protocol/mcp-tools.ts";
-import { AgentIdentityDocument, DiscoveryDocument, ProviderApproval, ScopeIntersection, ServiceDiscoveryDocument } from "../protocol/schemas.ts";
+import { RequestOutput, RevokeOutput, StatusDocument } from "../../protocol/mcp-tools.ts";
+import { AgentIdentityDocument, DiscoveryDocument, ProviderApproval, ScopeIntersection, ServiceDiscoveryDocument } from "../../protocol/schemas.ts";
 
 const registration = z.object({
   gateway: z.string(),

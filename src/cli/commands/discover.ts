@@ -1,8 +1,8 @@
 /** `ath discover`: fetch the gateway catalog (/.well-known/ath.json) or, in native mode, /.well-known/ath-app.json. */
-import { discoverGateway, discoverService } from "../agent/client.ts";
-import { commonOptions, context, type CommonOptions } from "./common.ts";
-import { commonArgs, defineCommand } from "./flags.ts";
-import { getDeps, type Deps } from "./deps.ts";
+import { discoverGateway, discoverService } from "../../agent/client.ts";
+import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
+import { commonArgs, defineCommand } from "../kit/flags.ts";
+import { getDeps, type Deps } from "../kit/deps.ts";
 
 export async function run(opts: CommonOptions, deps: Deps): Promise<void> {
   const ctx = await context(opts, deps);

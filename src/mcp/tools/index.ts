@@ -6,16 +6,16 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
-import { discoverGateway, discoverService } from "../agent/client.ts";
-import { ClientError, usageError } from "../agent/errors.ts";
-import type { Agent, Target } from "../agent/flows/agent.ts";
-import { pendingApproval, resend, waitForDecision } from "../agent/flows/approval.ts";
-import { OWN_HEADERS, parseMaybeJson, request, utf8, type RequestInput, type RequestResult } from "../agent/flows/request.ts";
-import { HEADERS } from "../protocol/constants.ts";
-import type { PendingApproval } from "../protocol/lean.ts";
-import { revoke } from "../agent/flows/revoke.ts";
-import { status } from "../agent/flows/status.ts";
-import type { TargetOptions } from "../agent/target.ts";
+import { discoverGateway, discoverService } from "../../agent/client.ts";
+import { ClientError, usageError } from "../../agent/errors.ts";
+import type { Agent, Target } from "../../agent/flows/agent.ts";
+import { pendingApproval, resend, waitForDecision } from "../../agent/flows/approval.ts";
+import { OWN_HEADERS, parseMaybeJson, request, utf8, type RequestInput, type RequestResult } from "../../agent/flows/request.ts";
+import { HEADERS } from "../../protocol/constants.ts";
+import type { PendingApproval } from "../../protocol/lean.ts";
+import { revoke } from "../../agent/flows/revoke.ts";
+import { status } from "../../agent/flows/status.ts";
+import type { TargetOptions } from "../../agent/target.ts";
 import {
   AuthorizationOutput,
   AuthorizeToolInput,
@@ -29,10 +29,10 @@ import {
   StatusDocument,
   StatusInput,
   TokenToolInput,
-} from "../protocol/mcp-tools.ts";
+} from "../../protocol/mcp-tools.ts";
 import { authorizeTool, tokenTool } from "./authorize.ts";
-import { failed, ok } from "./results.ts";
-import type { Waits } from "./waits.ts";
+import { failed, ok } from "../results.ts";
+import type { Waits } from "../waits.ts";
 
 /** What every tool acts with: the server's agent (one home, key and credentials) and `-g`/`-m`/`-s`. */
 export interface ToolContext {

@@ -7,17 +7,17 @@
  * code instead (their browser cannot reach this machine), which `ath_token {code}` exchanges.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { ClientError, notConfigured } from "../agent/errors.ts";
-import type { Agent, Target } from "../agent/flows/agent.ts";
-import { authorize, authorizeAndWait, type Authorization } from "../agent/flows/authorize.ts";
-import { exchange, type Exchanged } from "../agent/flows/exchange.ts";
-import { register } from "../agent/flows/register.ts";
-import { findRegistration, readCredentials, type SavedToken } from "../agent/home.ts";
-import { requireRegistration } from "../agent/tokens.ts";
-import { MAX_WAIT_SECONDS, type AuthorizationOutput, type AuthorizeToolInput, type TokenToolInput } from "../protocol/mcp-tools.ts";
-import { ok } from "./results.ts";
-import { forCall, type Call, type ToolContext } from "./tools.ts";
-import { settleWithin, type Wait } from "./waits.ts";
+import { ClientError, notConfigured } from "../../agent/errors.ts";
+import type { Agent, Target } from "../../agent/flows/agent.ts";
+import { authorize, authorizeAndWait, type Authorization } from "../../agent/flows/authorize.ts";
+import { exchange, type Exchanged } from "../../agent/flows/exchange.ts";
+import { register } from "../../agent/flows/register.ts";
+import { findRegistration, readCredentials, type SavedToken } from "../../agent/home.ts";
+import { requireRegistration } from "../../agent/tokens.ts";
+import { MAX_WAIT_SECONDS, type AuthorizationOutput, type AuthorizeToolInput, type TokenToolInput } from "../../protocol/mcp-tools.ts";
+import { ok } from "../results.ts";
+import { forCall, type Call, type ToolContext } from "./index.ts";
+import { settleWithin, type Wait } from "../waits.ts";
 
 /**
  * How long `ath_authorize` waits for the approval after a URL elicitation, and `ath_token` for it, by default: under

@@ -3,12 +3,12 @@
  * sessions — read from the home directory only, no network, unless `--refresh` asks each gateway for the live status
  * of its registrations (and saves it). Secrets are masked (also in json) unless `--show-secrets`.
  */
-import { status, type Status } from "../agent/flows/status.ts";
-import { commonOptions, context, type CommonOptions, type Context } from "./common.ts";
-import { getDeps, type Deps } from "./deps.ts";
-import { oneLine } from "./errors.ts";
-import { commonArgs, defineCommand, showSecretsArg } from "./flags.ts";
-import { relative } from "./render.ts";
+import { status, type Status } from "../../agent/flows/status.ts";
+import { commonOptions, context, type CommonOptions, type Context } from "../kit/common.ts";
+import { getDeps, type Deps } from "../kit/deps.ts";
+import { oneLine } from "../kit/errors.ts";
+import { commonArgs, defineCommand, showSecretsArg } from "../kit/flags.ts";
+import { relative } from "../kit/render.ts";
 
 export interface StatusOptions extends CommonOptions {
   showSecrets: boolean;
@@ -37,7 +37,7 @@ type RefreshOutcome = { refreshed: true } | { refreshed: false; refresh_error: {
 
 /** Reads every saved registration's live status from its gateway and saves it (under the credentials lock). */
 async function refresh(ctx: Context, shown: Set<string>, outcomes: Map<string, RefreshOutcome>): Promise<void> {
-  const [{ readCredentials, updateCredentials }, { fetchAgentStatus }] = await Promise.all([import("../agent/home.ts"), import("../agent/client.ts")]);
+  const [{ readCredentials, updateCredentials }, { fetchAgentStatus }] = await Promise.all([import("../../agent/home.ts"), import("../../agent/client.ts")]);
   const { agent } = ctx;
   const saved = await readCredentials(agent.home);
   const live = await Promise.all(

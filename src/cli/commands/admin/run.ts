@@ -5,13 +5,13 @@
  * no admin token, 4 refused by the gateway, 5 unreachable.
  */
 import { readFile } from "node:fs/promises";
-import { adminCall, adminToken, followAudit, login as saveLogin, logout as forget, query, sinceTime, type AdminTarget, type AuditEventView } from "../agent/admin.ts";
-import { loadAgent, type Agent } from "../agent/flows/agent.ts";
-import { PATHS } from "../protocol/constants.ts";
-import { getDeps, type Deps } from "./deps.ts";
-import { notConfigured, usageError } from "./errors.ts";
-import { formatOf } from "./flags.ts";
-import { output, type Output } from "./render.ts";
+import { adminCall, adminToken, followAudit, login as saveLogin, logout as forget, query, sinceTime, type AdminTarget, type AuditEventView } from "../../../agent/admin.ts";
+import { loadAgent, type Agent } from "../../../agent/flows/agent.ts";
+import { PATHS } from "../../../protocol/constants.ts";
+import { getDeps, type Deps } from "../../kit/deps.ts";
+import { notConfigured, usageError } from "../../kit/errors.ts";
+import { formatOf } from "../../kit/flags.ts";
+import { output, type Output } from "../../kit/render.ts";
 
 type Args = Record<string, unknown>;
 

@@ -3,15 +3,15 @@
  * or one template filled in as a providers-file entry. Piped, `ath templates github > providers.json` writes a file
  * `ath serve --providers` takes once GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET are set.
  */
-import type { ProviderTemplate } from "../gateway/providers/templates/index.ts";
-import { getDeps, type Deps } from "./deps.ts";
-import { usageError } from "./errors.ts";
-import { commonArgs, defineCommand, formatOf } from "./flags.ts";
-import { output, type Format } from "./render.ts";
+import type { ProviderTemplate } from "../../gateway/providers/templates/index.ts";
+import { getDeps, type Deps } from "../kit/deps.ts";
+import { usageError } from "../kit/errors.ts";
+import { commonArgs, defineCommand, formatOf } from "../kit/flags.ts";
+import { output, type Format } from "../kit/render.ts";
 
 export async function run(opts: { id?: string; format: Format }, deps: Deps): Promise<void> {
   // Imported here, not at the top: `ath --help` loads this module for its meta and must not load the gateway.
-  const { exampleEntry, TEMPLATES } = await import("../gateway/providers/templates/index.ts");
+  const { exampleEntry, TEMPLATES } = await import("../../gateway/providers/templates/index.ts");
   const out = await output(opts.format, deps);
   if (opts.id === undefined) {
     const all = Object.values(TEMPLATES);

@@ -3,13 +3,13 @@
  * Without `--session` the only unexpired pending session from `ath authorize` is used (several: exit 3). A code
  * this home already exchanged is not sent again: the token it gave is printed, with `already_exchanged`.
  */
-import { exchange, type ExchangeInput, type Exchanged } from "../agent/flows/exchange.ts";
-import { reveal } from "../agent/mask.ts";
-import { commonOptions, context, single, text, type CommonOptions } from "./common.ts";
-import { getDeps, type Deps } from "./deps.ts";
-import { usageError } from "./errors.ts";
-import { commonArgs, defineCommand, showSecretsArg } from "./flags.ts";
-import type { Output } from "./render.ts";
+import { exchange, type ExchangeInput, type Exchanged } from "../../agent/flows/exchange.ts";
+import { reveal } from "../../agent/mask.ts";
+import { commonOptions, context, single, text, type CommonOptions } from "../kit/common.ts";
+import { getDeps, type Deps } from "../kit/deps.ts";
+import { usageError } from "../kit/errors.ts";
+import { commonArgs, defineCommand, showSecretsArg } from "../kit/flags.ts";
+import type { Output } from "../kit/render.ts";
 
 export interface TokenOptions extends CommonOptions, Omit<ExchangeInput, "target"> {
   showSecrets: boolean;

@@ -1,9 +1,9 @@
 /** `ath revoke --provider <id> | --all`: revoke saved tokens at the gateway (POST /ath/revoke) and forget them. */
-import { revoke } from "../agent/flows/revoke.ts";
-import { commonOptions, context, list, type CommonOptions } from "./common.ts";
-import { getDeps, type Deps } from "./deps.ts";
-import { usageError } from "./errors.ts";
-import { commonArgs, defineCommand } from "./flags.ts";
+import { revoke } from "../../agent/flows/revoke.ts";
+import { commonOptions, context, list, type CommonOptions } from "../kit/common.ts";
+import { getDeps, type Deps } from "../kit/deps.ts";
+import { usageError } from "../kit/errors.ts";
+import { commonArgs, defineCommand } from "../kit/flags.ts";
 
 export interface RevokeOptions extends CommonOptions {
   providers: string[];

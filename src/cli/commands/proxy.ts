@@ -10,17 +10,17 @@
  * resends it once approved. `--wait-approval` does it in one go: opens the URL, polls with a spinner until the
  * person decided, then resends the same request with `X-ATH-Approval` (denied or expired: exit 4).
  */
-import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../protocol/constants.ts";
-import { didYouMean } from "../protocol/suggest.ts";
-import { pendingApproval, resend, waitForDecision } from "../agent/flows/approval.ts";
-import { OWN_HEADERS, parseMaybeJson, request, utf8, type RequestInput, type RequestResult } from "../agent/flows/request.ts";
-import type { PendingApproval } from "../protocol/lean.ts";
-import { HEADERS } from "../protocol/constants.ts";
-import { spinner } from "./spinner.ts";
-import { commonOptions, context, type CommonOptions } from "./common.ts";
-import { getDeps, type Deps } from "./deps.ts";
-import { athErrorKind, ClientError, oneLine, usageError } from "./errors.ts";
-import { allValues, commonArgs, defineCommand } from "./flags.ts";
+import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../../protocol/constants.ts";
+import { didYouMean } from "../../protocol/suggest.ts";
+import { pendingApproval, resend, waitForDecision } from "../../agent/flows/approval.ts";
+import { OWN_HEADERS, parseMaybeJson, request, utf8, type RequestInput, type RequestResult } from "../../agent/flows/request.ts";
+import type { PendingApproval } from "../../protocol/lean.ts";
+import { HEADERS } from "../../protocol/constants.ts";
+import { spinner } from "../kit/spinner.ts";
+import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
+import { getDeps, type Deps } from "../kit/deps.ts";
+import { athErrorKind, ClientError, oneLine, usageError } from "../kit/errors.ts";
+import { allValues, commonArgs, defineCommand } from "../kit/flags.ts";
 
 export interface ProxyOptions extends CommonOptions {
   /** Positional words: provider method path, or method path in native mode. */

@@ -4,15 +4,15 @@
  * gateway is imported before serve runs or its help is asked for: `ath --help` loads this module for its meta, and
  * the agent commands must not carry the server (tests/unit/cli/startup.test.ts).
  */
-import pkg from "../../package.json" with { type: "json" };
-import { ClientError, usageError } from "./errors.ts";
-import { defineCommand } from "./flags.ts";
+import pkg from "../../../package.json" with { type: "json" };
+import { ClientError, usageError } from "../kit/errors.ts";
+import { defineCommand } from "../kit/flags.ts";
 
 export default defineCommand({
   meta: { name: "serve", description: "Run the ATH gateway" },
-  args: () => import("../gateway/options.ts").then((m) => m.SERVE_FLAGS),
+  args: () => import("../../gateway/options.ts").then((m) => m.SERVE_FLAGS),
   async run({ args }) {
-    const { OptionsError, resolveServeOptions } = await import("../gateway/options.ts");
+    const { OptionsError, resolveServeOptions } = await import("../../gateway/options.ts");
     let options;
     try {
       options = resolveServeOptions(args, process.env);
@@ -22,9 +22,9 @@ export default defineCommand({
     }
     sizeFetchPool();
     const [{ runServer }, { ConfigError }, { createLogger }] = await Promise.all([
-      import("../gateway/serve.ts"),
-      import("../gateway/providers/file.ts"),
-      import("../gateway/ops/log.ts"),
+      import("../../gateway/serve.ts"),
+      import("../../gateway/providers/file.ts"),
+      import("../../gateway/ops/log.ts"),
     ]);
     const log = createLogger({ format: options.logFormat, level: options.logLevel });
     if (options.dev) log.warn("--dev: http:// and loopback agent identity documents are accepted. Never use this in production.");

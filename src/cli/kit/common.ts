@@ -4,8 +4,8 @@
  * target gateway and the output.
  */
 import type { ArgsDef } from "citty";
-import { loadAgent, type Agent, type Target } from "../agent/flows/agent.ts";
-import type { Mode } from "../agent/target.ts";
+import { loadAgent, type Agent, type Target } from "../../agent/flows/agent.ts";
+import type { Mode } from "../../agent/target.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import { usageError } from "./errors.ts";
 import { allValues, formatOf } from "./flags.ts";
