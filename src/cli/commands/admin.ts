@@ -1,7 +1,7 @@
 /**
  * `ath admin …`: operating a gateway through its admin API (DESIGN §9) — login/logout, providers, agents, tokens,
  * audit. This module is only the command tree (`ath --help` loads it for its meta); the work, its output and the
- * admin API client load when a subcommand runs (admin-run.ts, agent/admin.ts).
+ * admin API client load when a subcommand runs (commands/admin/<noun>.ts, agent/flows/admin.ts).
  *
  * The global `--agent-id` names an agent identity elsewhere; under `admin` it is the filter of the same name, and
  * admin commands take only `-g`, `--format` and `--admin-token` of the global flags.
@@ -27,78 +27,114 @@ const pageArgs = {
   cursor: { type: "string", description: "The next page: the cursor a previous answer gave", valueHint: "cursor" },
 } as const satisfies ArgsDef;
 
-type Run = typeof import("./admin/run.ts");
+/** The modules of the admin verbs, one per noun (commands/admin/<noun>.ts), loaded when a verb runs. */
+const NOUNS = {
+  session: () => import("./admin/session.ts"),
+  providers: () => import("./admin/providers.ts"),
+  agents: () => import("./admin/agents.ts"),
+  approvals: () => import("./admin/approvals.ts"),
+  tokens: () => import("./admin/tokens.ts"),
+  audit: () => import("./admin/audit.ts"),
+};
+type Nouns = typeof NOUNS;
+type Verb = (a: Record<string, unknown>, raw: string[]) => Promise<void>;
 
-/** A leaf whose run loads admin-run.ts and calls `fn` with the parsed args and raw argv. */
-function leaf(name: string, description: string, args: ArgsDef, fn: (m: Run, a: Record<string, unknown>, raw: string[]) => Promise<void>): CommandDef {
+/** A leaf whose run loads its noun's module and calls the verb with the parsed args and raw argv. */
+function leaf<N extends keyof Nouns>(
+  noun: N,
+  name: string,
+  description: string,
+  args: ArgsDef,
+  fn: (m: Awaited<ReturnType<Nouns[N]>>) => Verb,
+): CommandDef {
   return defineCommand<ArgsDef>({
     meta: { name, description },
     args: { ...adminArgs, ...args },
-    run: async ({ args: a, rawArgs }) => fn(await import("./admin/run.ts"), a as Record<string, unknown>, rawArgs),
+    run: async ({ args: a, rawArgs }) => fn((await NOUNS[noun]()) as Awaited<ReturnType<Nouns[N]>>)(a as Record<string, unknown>, rawArgs),
   });
 }
 
 const id = (what: string) => ({ id: { type: "positional", required: true, description: what } }) as const satisfies ArgsDef;
+const file = { file: { type: "positional", required: true, description: "file or -" } } as const satisfies ArgsDef;
 const agentVerb = (verb: "approve" | "deny" | "suspend") =>
-  leaf(verb, `${verb[0]!.toUpperCase()}${verb.slice(1)} an agent${verb === "approve" ? "" : " (its tokens are revoked at once)"}`, id("client_id"), (m, a, r) =>
-    m.agentStatus(a, r, verb),
+  leaf("agents", verb, `${verb[0]!.toUpperCase()}${verb.slice(1)} an agent${verb === "approve" ? "" : " (its tokens are revoked at once)"}`, id("client_id"), (m) =>
+    (a, r) => m.agentStatus(a, r, verb),
+  );
+const approvalVerb = (verb: "approve" | "deny") =>
+  leaf("approvals", verb, `${verb === "approve" ? "Approve" : "Deny"} a request waiting for an admin (its approval id)`, id("approval_id"), (m) =>
+    (a, r) => m.approvalDecide(a, r, verb),
   );
 
 export default defineCommand({
-  meta: { name: "admin", description: "Operate a gateway: providers, agents, tokens, audit (needs the admin token)" },
+  meta: { name: "admin", description: "Operate a gateway: providers, agents, approvals, tokens, audit (needs the admin token)" },
   subCommands: {
-    login: leaf("login", "Save the admin token for this gateway (from --token, else stdin); checked first", {
+    login: leaf("session", "login", "Save the admin token for this gateway (from --token, else stdin); checked first", {
       token: { type: "string", description: "The admin token (else read from stdin)", valueHint: "token" },
-    }, (m, a, r) => m.login(a, r)),
-    logout: leaf("logout", "Forget the saved admin token of this gateway", {}, (m, a, r) => m.logout(a, r)),
+    }, (m) => m.login),
+    logout: leaf("session", "logout", "Forget the saved admin token of this gateway", {}, (m) => m.logout),
     providers: defineCommand({
       meta: { name: "providers", description: "Providers: list, get, add, set, remove" },
       subCommands: {
-        list: leaf("list", "List the providers", {}, (m, a, r) => m.providersList(a, r)),
-        get: leaf("get", "Show one provider (its secret masked)", id("provider_id"), (m, a, r) => m.providersGet(a, r)),
-        add: leaf("add", "Add a provider from a JSON file ({provider_id, …entry}; - for stdin)", { file: { type: "positional", required: true, description: "file or -" } }, (m, a, r) =>
-          m.providersAdd(a, r),
-        ),
-        set: leaf("set", "Replace a provider's entry from a JSON file (- for stdin)", { ...id("provider_id"), file: { type: "positional", required: true, description: "file or -" } }, (m, a, r) =>
-          m.providersSet(a, r),
-        ),
-        remove: leaf("remove", "Remove a provider", id("provider_id"), (m, a, r) => m.providersRemove(a, r)),
+        list: leaf("providers", "list", "List the providers", {}, (m) => m.providersList),
+        get: leaf("providers", "get", "Show one provider (its secret masked)", id("provider_id"), (m) => m.providersGet),
+        add: leaf("providers", "add", "Add a provider from a JSON file ({provider_id, …entry}; - for stdin)", file, (m) => m.providersAdd),
+        set: leaf("providers", "set", "Replace a provider's entry from a JSON file (- for stdin)", { ...id("provider_id"), ...file }, (m) => m.providersSet),
+        remove: leaf("providers", "remove", "Remove a provider", id("provider_id"), (m) => m.providersRemove),
       },
     }),
     agents: defineCommand({
-      meta: { name: "agents", description: "Agents: list, get, approve, deny, suspend, remove" },
+      meta: { name: "agents", description: "Agents: list, get, approve, deny, suspend, remove, rules" },
       subCommands: {
-        list: leaf("list", "List agents, pending first", {
+        list: leaf("agents", "list", "List agents, pending first, with the providers and scopes each asked for", {
           status: { type: "enum", options: ["pending", "approved", "denied", "suspended"], description: "Only agents with this status" },
-        }, (m, a, r) => m.agentsList(a, r)),
-        get: leaf("get", "Show one agent", id("client_id"), (m, a, r) => m.agentsGet(a, r)),
+        }, (m) => m.agentsList),
+        get: leaf("agents", "get", "Show one agent", id("client_id"), (m) => m.agentsGet),
         approve: agentVerb("approve"),
         deny: agentVerb("deny"),
         suspend: agentVerb("suspend"),
-        remove: leaf("remove", "Remove an agent (its tokens are revoked first)", id("client_id"), (m, a, r) => m.agentsRemove(a, r)),
+        remove: leaf("agents", "remove", "Remove an agent (its tokens are revoked first)", id("client_id"), (m) => m.agentsRemove),
+        rules: defineCommand({
+          meta: { name: "rules", description: "The agent's own approval rules (added to its providers'): show, set, clear" },
+          subCommands: {
+            show: leaf("agents", "show", "Show the agent's approval rules", id("client_id"), (m) => m.rulesShow),
+            set: leaf("agents", "set", "Replace them from a JSON file (a list of rules, or {approval_rules}; - for stdin)", { ...id("client_id"), ...file }, (m) => m.rulesSet),
+            clear: leaf("agents", "clear", "Remove them all", id("client_id"), (m) => m.rulesClear),
+          },
+        }),
+      },
+    }),
+    approvals: defineCommand({
+      meta: { name: "approvals", description: "Requests waiting for an admin's approval: list, approve, deny" },
+      subCommands: {
+        list: leaf("approvals", "list", "List approvals, newest first", {
+          status: { type: "enum", options: ["pending", "approved", "denied", "expired", "used"], description: "Only approvals with this status" },
+          ...pageArgs,
+        }, (m) => m.approvalsList),
+        approve: approvalVerb("approve"),
+        deny: approvalVerb("deny"),
       },
     }),
     tokens: defineCommand({
       meta: { name: "tokens", description: "Tokens: list, revoke" },
       subCommands: {
-        list: leaf("list", "List tokens, newest first", {
+        list: leaf("tokens", "list", "List tokens, newest first", {
           ...filterArgs,
           state: { type: "enum", options: ["active", "revoked", "expired"], description: "Only tokens in this state" },
           ...pageArgs,
-        }, (m, a, r) => m.tokensList(a, r)),
-        revoke: leaf("revoke", "Revoke a token by id, or every live token matching the filters (ANDed)", {
+        }, (m) => m.tokensList),
+        revoke: leaf("tokens", "revoke", "Revoke a token by id, or every live token matching the filters (ANDed)", {
           token_id: { type: "positional", required: false, description: "ath_tkid_…" },
           ...filterArgs,
-        }, (m, a, r) => m.tokensRevoke(a, r)),
+        }, (m) => m.tokensRevoke),
       },
     }),
-    audit: leaf("audit", "Audit events, newest first; --follow streams new ones until Ctrl-C", {
+    audit: leaf("audit", "audit", "Audit events, newest first; --follow streams new ones until Ctrl-C", {
       type: { type: "string", description: "Only this event type (e.g. token.issued)", valueHint: "type" },
       ...filterArgs,
       since: { type: "string", description: "From this time: 30m, 1h, 2d, or ISO 8601", valueHint: "1h|ISO" },
       until: { type: "string", description: "Before this time: 30m, 1h, 2d (ago), or ISO 8601", valueHint: "1h|ISO" },
       ...pageArgs,
       follow: { type: "boolean", description: "Keep printing new events until interrupted", default: false },
-    }, (m, a, r) => m.audit(a, r)),
+    }, (m) => m.audit),
   },
 });

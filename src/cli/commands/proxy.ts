@@ -14,7 +14,7 @@ import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../../protocol/constan
 import { didYouMean } from "../../protocol/suggest.ts";
 import { pendingApproval, resend, waitForDecision } from "../../agent/flows/approval.ts";
 import { OWN_HEADERS, parseMaybeJson, request, utf8, type RequestInput, type RequestResult } from "../../agent/flows/request.ts";
-import type { PendingApproval } from "../../protocol/lean.ts";
+import { isApprovalId, type PendingApproval } from "../../protocol/lean.ts";
 import { HEADERS } from "../../protocol/constants.ts";
 import { spinner } from "../kit/spinner.ts";
 import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
@@ -59,7 +59,7 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
     }
   }
   if (opts.approval !== undefined) {
-    if (!/^ath_apr_[A-Za-z0-9_-]{1,64}$/.test(opts.approval)) throw usageError(`--approval must be an approval id (ath_apr_…), got "${oneLine(opts.approval)}"`);
+    if (!isApprovalId(opts.approval)) throw usageError(`--approval must be an approval id (ath_apr_…), got "${oneLine(opts.approval)}"`);
     headers[HEADERS.approval] = opts.approval;
   }
   // On a terminal a person reads the answer: JSON pretty-printed, and a final newline (gh api does the same).

@@ -3,7 +3,8 @@
  * usable: a pending agent waits until an admin sets it `approved`. Denying, suspending or removing an agent revokes
  * every token it holds at once.
  */
-import { z } from "zod";
+import type { z } from "zod";
+import { AdminAgentPatch, type AdminAgent } from "../../protocol/admin.ts";
 import { ApprovalRules, AthError } from "../../protocol/index.ts";
 import type { AgentRecord } from "../../store/types.ts";
 import { audit } from "../domain/audit.ts";
@@ -11,11 +12,6 @@ import { afterRevocation } from "../domain/tokens.ts";
 import type { Call, Gateway } from "../context.ts";
 import { readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
-
-/** A status change, the agent's own approval rules (DESIGN §15: replaces its list; `[]` clears it), or both. */
-const AgentPatch = z
-  .strictObject({ status: z.enum(["approved", "denied", "suspended"]).optional(), approval_rules: ApprovalRules.optional() })
-  .refine((p) => p.status !== undefined || p.approval_rules !== undefined, { message: "give status, approval_rules, or both" });
 
 export async function list({ gw }: Call): Promise<Response> {
   return json({ agents: (await gw.store.listAgents()).map(view) });
@@ -26,7 +22,7 @@ export async function get({ gw, params }: Call): Promise<Response> {
 }
 
 export async function patch(call: Call): Promise<Response> {
-  const { status, approval_rules } = await readJson(call, AgentPatch);
+  const { status, approval_rules } = await readJson(call, AdminAgentPatch);
   const clientId = call.params.client_id!;
   if (approval_rules !== undefined) await setApprovalRules(call.gw, clientId, approval_rules);
   return json(status !== undefined ? await setAgentStatus(call.gw, clientId, status) : view(await find(call.gw, clientId)));
@@ -92,8 +88,8 @@ function notFound(clientId: string): AthError {
   return new AthError("NOT_FOUND", `No agent with client_id '${clientId}'`, { client_id: clientId });
 }
 
-/** Never the secret hash. */
-export function view(a: AgentRecord) {
+/** Never the secret hash; what it asked for is its approved and denied scopes together, per provider. */
+export function view(a: AgentRecord): AdminAgent {
   return {
     client_id: a.client_id,
     agent_id: a.agent_id,
@@ -101,6 +97,7 @@ export function view(a: AgentRecord) {
     purpose: a.purpose,
     redirect_uris: a.redirect_uris,
     agent_status: a.status,
+    requested_providers: a.approvals.map((p) => ({ provider_id: p.provider_id, scopes: [...p.approved_scopes, ...p.denied_scopes] })),
     approved_providers: a.approvals,
     approval_expires: new Date(a.approval_expires).toISOString(),
     created_at: new Date(a.created_at).toISOString(),
