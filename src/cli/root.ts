@@ -8,7 +8,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { getDeps } from "./kit/deps.ts";
 import { oneLine, usageError } from "./kit/errors.ts";
 import { didYouMean } from "../protocol/suggest.ts";
-import { checkFlags, commonArgs, defineCommand, resolve, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags, parseArgs } from "./kit/flags.ts";
+import { commonArgs, defineCommand, formatOf, hasHelp, invoke, leadingFlags, resolve } from "./kit/flags.ts";
 import { stripAnsi } from "./kit/render.ts";
 
 export const root = defineCommand({
@@ -26,8 +26,33 @@ export const root = defineCommand({
     serve: () => import("./commands/serve.ts").then((m) => m.default),
     templates: () => import("./commands/templates.ts").then((m) => m.default),
     admin: () => import("./commands/admin.ts").then((m) => m.default),
-    mcp: () => import("./commands/mcp.ts").then((m) => m.default),
+    mcp: () => mcpCommand,
     completion: () => import("./completion.ts").then((m) => m.default),
+  },
+});
+
+/**
+ * `ath mcp`: the agent's tools as a Model Context Protocol server on stdio (src/mcp/, DESIGN §12) — the other front
+ * end over the same flows, so the root loads it itself, lazily: no command file, and neither the MCP SDK nor the
+ * server load for any other command.
+ */
+const { format: _format, ...targetArgs } = commonArgs;
+const mcpCommand = defineCommand({
+  meta: { name: "mcp", description: "Serve the agent commands as MCP tools on stdio (for Claude Code, Cursor, VS Code…)" },
+  args: targetArgs,
+  async run({ data }) {
+    const { commonOptions } = await import("./kit/common.ts");
+    const o = commonOptions(data);
+    if (o.mode === "native" && o.service === undefined) throw usageError("--mode native needs --service <url>");
+    const { serveMcp } = await import("../mcp/server.ts");
+    await serveMcp({
+      target: { mode: o.mode, ...(o.gateway === undefined ? {} : { gateway: o.gateway }), ...(o.service === undefined ? {} : { service: o.service }) },
+      ...(o.agentId === undefined ? {} : { agentId: o.agentId }),
+      ...(o.key === undefined ? {} : { key: o.key }),
+      stderr: getDeps().stderr,
+    });
+    // stdin may still be open (SIGTERM): the protocol is over, so is the process.
+    process.exit(0);
   },
 });
 
@@ -36,26 +61,24 @@ const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, refused: 4, network: 5 } 
 /** Runs `ath` with `argv` (without the executable) and returns the exit code. */
 export async function run(argv: string[], cmd: CommandDef = root): Promise<number> {
   const deps = getDeps();
+  // the format of an error found before the leaf's invocation is read (an unknown command); then the invocation's
   let json = formatOf(argv) === "json";
   try {
-    if (isVersion(argv)) {
-      deps.stdout(json ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
-      return EXIT.ok;
-    }
     // `ath help proxy` is `ath proxy --help`; bare `ath` shows the usage (as gh does)
     if (argv.length === 0 || argv[0] === "help") argv = [...argv.slice(1), "--help"];
     const { leaf, path, rest, parents } = await resolveCommand(cmd, argv);
-    json = formatOf(rest) === "json";
     if (hasHelp(rest)) {
+      json = formatOf(rest) === "json";
       const help = await helpText(leaf, path, parents);
       deps.stdout(json ? `${JSON.stringify(await helpDocument(leaf, path, stripAnsi(help)))}\n` : `${help}\n`);
       return EXIT.ok;
     }
     const leafArgs = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
-    const rawArgs = expandShortInline(rest, leafArgs);
-    checkFlags(rawArgs, leafArgs, path.join(" "));
-    // citty's runCommand would parse argv again, with node:util (6 ms of every start): parseArgs reads it instead.
-    await leaf.run?.({ rawArgs, args: parseArgs(rawArgs, leafArgs) as never, cmd: leaf, data: undefined });
+    json = formatOf(rest) === "json";
+    // citty's runCommand would parse argv again, with node:util (6 ms of every start): the invocation is read once
+    // here, and the command gets it as `data`.
+    const inv = invoke(rest, leafArgs, path.join(" "));
+    await leaf.run?.({ rawArgs: [...inv.argv], args: inv.args as never, cmd: leaf, data: inv });
     return EXIT.ok;
   } catch (e) {
     const { exit, error, reported } = classify(e);

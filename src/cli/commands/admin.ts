@@ -7,7 +7,7 @@
  * admin commands take only `-g`, `--format` and `--admin-token` of the global flags.
  */
 import type { ArgsDef, CommandDef } from "citty";
-import { commonArgs, defineCommand } from "../kit/flags.ts";
+import { commonArgs, defineCommand, invocation, type Invocation } from "../kit/flags.ts";
 
 const adminArgs = {
   gateway: commonArgs.gateway,
@@ -37,9 +37,9 @@ const NOUNS = {
   audit: () => import("./admin/audit.ts"),
 };
 type Nouns = typeof NOUNS;
-type Verb = (a: Record<string, unknown>, raw: string[]) => Promise<void>;
+type Verb = (inv: Invocation) => Promise<void>;
 
-/** A leaf whose run loads its noun's module and calls the verb with the parsed args and raw argv. */
+/** A leaf whose run loads its noun's module and calls the verb with the invocation. */
 function leaf<N extends keyof Nouns>(
   noun: N,
   name: string,
@@ -50,7 +50,7 @@ function leaf<N extends keyof Nouns>(
   return defineCommand<ArgsDef>({
     meta: { name, description },
     args: { ...adminArgs, ...args },
-    run: async ({ args: a, rawArgs }) => fn((await NOUNS[noun]()) as Awaited<ReturnType<Nouns[N]>>)(a as Record<string, unknown>, rawArgs),
+    run: async ({ data }) => fn((await NOUNS[noun]()) as Awaited<ReturnType<Nouns[N]>>)(invocation(data)),
   });
 }
 
@@ -58,11 +58,11 @@ const id = (what: string) => ({ id: { type: "positional", required: true, descri
 const file = { file: { type: "positional", required: true, description: "file or -" } } as const satisfies ArgsDef;
 const agentVerb = (verb: "approve" | "deny" | "suspend") =>
   leaf("agents", verb, `${verb[0]!.toUpperCase()}${verb.slice(1)} an agent${verb === "approve" ? "" : " (its tokens are revoked at once)"}`, id("client_id"), (m) =>
-    (a, r) => m.agentStatus(a, r, verb),
+    (inv) => m.agentStatus(inv, verb),
   );
 const approvalVerb = (verb: "approve" | "deny") =>
   leaf("approvals", verb, `${verb === "approve" ? "Approve" : "Deny"} a request waiting for an admin (its approval id)`, id("approval_id"), (m) =>
-    (a, r) => m.approvalDecide(a, r, verb),
+    (inv) => m.approvalDecide(inv, verb),
   );
 
 export default defineCommand({

@@ -110,17 +110,17 @@ const args = {
 export default defineCommand({
   meta: { name: "authorize", description: "Obtain the authorization URL (Phase B); --wait completes it in one step" },
   args,
-  run: ({ args: a, rawArgs }) => {
+  run: ({ args: a, data }) => {
     const deps = getDeps();
     const timeout = Number(a.timeout);
     if (!Number.isInteger(timeout) || timeout <= 0 || timeout > MAX_WAIT_SECONDS) {
       throw usageError(`--timeout must be a whole number of seconds from 1 to ${MAX_WAIT_SECONDS} (the gateway's session lifetime), got "${a.timeout}"`);
     }
-    const common = commonOptions(a, rawArgs);
-    const provider = single(rawArgs, args, "provider", "authorize");
+    const common = commonOptions(data);
+    const provider = single(data, "provider", "authorize");
     const o: AuthorizeOptions = {
       ...common,
-      scopes: list(rawArgs, args, "scopes"),
+      scopes: list(data, "scopes"),
       // An agent (json) with a pty must not get a browser and a 300 s block by default: it hands the URL on.
       wait: typeof a.wait === "boolean" ? a.wait : deps.stdinTTY && deps.stdoutTTY && common.format !== "json",
       open: a.open !== false,

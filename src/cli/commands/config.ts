@@ -155,33 +155,33 @@ export default defineCommand({
     init: defineCommand({
       meta: { name: "init", description: "Create the home directory, the agent key and config.json" },
       args: { ...commonArgs },
-      run: ({ args, rawArgs }) => init(commonOptions(args, rawArgs), getDeps()),
+      run: ({ args, data }) => init(commonOptions(data), getDeps()),
     }),
     show: defineCommand({
       meta: { name: "show", description: "Print config.json" },
       args: { ...commonArgs },
-      run: ({ args, rawArgs }) => show(commonOptions(args, rawArgs), getDeps()),
+      run: ({ args, data }) => show(commonOptions(data), getDeps()),
     }),
     set: defineCommand({
       meta: { name: "set", description: `Set a setting: ${Object.keys(SETTINGS).join(", ")}` },
       // The positional is `setting`, not `key`: a positional named `key` would shadow the global --key flag.
       args: { ...commonArgs, setting: { type: "positional", required: true }, value: { type: "positional", required: true } },
-      run: ({ args, rawArgs }) => set(commonOptions(args, rawArgs), str(args.setting), str(args.value), getDeps()),
+      run: ({ args, data }) => set(commonOptions(data), str(args.setting), str(args.value), getDeps()),
     }),
     "set-gateway": defineCommand({
       meta: { name: "set-gateway", description: "Save a named gateway (the first one becomes the default)" },
       args: { ...commonArgs, name: { type: "positional", required: true }, url: { type: "positional", required: true } },
-      run: ({ args, rawArgs }) => setGateway(commonOptions(args, rawArgs), str(args.name), str(args.url), getDeps()),
+      run: ({ args, data }) => setGateway(commonOptions(data), str(args.name), str(args.url), getDeps()),
     }),
     use: defineCommand({
       meta: { name: "use", description: "Make a saved gateway the default" },
       args: { ...commonArgs, name: { type: "positional", required: true } },
-      run: ({ args, rawArgs }) => use(commonOptions(args, rawArgs), str(args.name), getDeps()),
+      run: ({ args, data }) => use(commonOptions(data), str(args.name), getDeps()),
     }),
     unset: defineCommand({
       meta: { name: "unset", description: "Remove a setting, or `unset gateway <name>`" },
       args: { ...commonArgs, setting: { type: "positional", required: true }, name: { type: "positional", required: false } },
-      run: ({ args, rawArgs }) => unset(commonOptions(args, rawArgs), str(args.setting), typeof args.name === "string" ? args.name : undefined, getDeps()),
+      run: ({ args, data }) => unset(commonOptions(data), str(args.setting), typeof args.name === "string" ? args.name : undefined, getDeps()),
     }),
   },
 });

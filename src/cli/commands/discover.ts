@@ -31,5 +31,5 @@ export async function run(opts: CommonOptions, deps: Deps): Promise<void> {
 export default defineCommand({
   meta: { name: "discover", description: "Fetch the discovery document (providers and their scopes)" },
   args: { ...commonArgs },
-  run: ({ args, rawArgs }) => run(commonOptions(args, rawArgs), getDeps()),
+  run: ({ args, data }) => run(commonOptions(data), getDeps()),
 });

@@ -81,8 +81,8 @@ export async function runNew(opts: NewIdentityOptions, deps: Deps): Promise<void
 const newCommand = defineCommand({
   meta: { name: "new", description: "Make a new agent identity (a new key) and use it from now on" },
   args: { ...commonArgs, name: { type: "string", description: "Name of the key file under $ATH_HOME/keys", valueHint: "name" } },
-  run: ({ args, rawArgs }) => {
-    const o: NewIdentityOptions = commonOptions(args, rawArgs);
+  run: ({ args, data }) => {
+    const o: NewIdentityOptions = commonOptions(data);
     if (typeof args.name === "string" && args.name !== "") o.keyName = args.name;
     return runNew(o, getDeps());
   },
@@ -92,8 +92,8 @@ export default defineCommand({
   meta: { name: "identity", description: "Print the agent identity (json: an identity document to publish); `new` makes another" },
   args: { ...commonArgs, name: { type: "string", description: "Agent name in the identity document" } },
   subCommands: { new: newCommand },
-  run: ({ args, rawArgs }) => {
-    const o: IdentityOptions = commonOptions(args, rawArgs);
+  run: ({ args, data }) => {
+    const o: IdentityOptions = commonOptions(data);
     if (typeof args.name === "string" && args.name !== "") o.name = args.name;
     return run(o, getDeps());
   },

@@ -20,7 +20,7 @@ import { spinner } from "../kit/spinner.ts";
 import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
 import { athErrorKind, ClientError, oneLine, usageError } from "../kit/errors.ts";
-import { allValues, commonArgs, defineCommand } from "../kit/flags.ts";
+import { commonArgs, defineCommand, invocation } from "../kit/flags.ts";
 
 export interface ProxyOptions extends CommonOptions {
   /** Positional words: provider method path, or method path in native mode. */
@@ -192,9 +192,9 @@ const args = {
 export default defineCommand({
   meta: { name: "proxy", description: "Call the provider API with the saved token" },
   args,
-  run: ({ args: a, rawArgs }) => {
+  run: ({ args: a, data }) => {
     const words = [a.provider, a.method, a.path].filter((w): w is string => typeof w === "string");
-    const o: ProxyOptions = { ...commonOptions(a, rawArgs), words, headers: allValues(rawArgs, args, "header"), waitApproval: a["wait-approval"] === true };
+    const o: ProxyOptions = { ...commonOptions(data), words, headers: invocation(data).values("header"), waitApproval: a["wait-approval"] === true };
     if (typeof a.body === "string") o.body = a.body;
     if (typeof a.approval === "string") o.approval = a.approval;
     return run(o, getDeps());

@@ -9,7 +9,7 @@ import type { ProviderScopeRequest } from "../../protocol/schemas.ts";
 import { commonOptions, context, list, splitList, text, type CommonOptions, type Context } from "../kit/common.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
 import { usageError } from "../kit/errors.ts";
-import { allValues, commonArgs, defineCommand, showSecretsArg } from "../kit/flags.ts";
+import { commonArgs, defineCommand, invocation, showSecretsArg } from "../kit/flags.ts";
 
 export interface RegisterOptions extends CommonOptions, Omit<RegisterInput, "target"> {
   showSecrets: boolean;
@@ -87,13 +87,13 @@ const args = {
 export default defineCommand({
   meta: { name: "register", description: "Register the agent at the gateway (Phase A)" },
   args,
-  run: ({ args: a, rawArgs }) => {
+  run: ({ args: a, data }) => {
     const o: RegisterOptions = {
-      ...commonOptions(a, rawArgs),
-      providers: list(rawArgs, args, "provider"),
-      scopes: list(rawArgs, args, "scopes"),
-      requests: allValues(rawArgs, args, "request").map(request),
-      redirectUris: allValues(rawArgs, args, "redirect-uri"),
+      ...commonOptions(data),
+      providers: list(data, "provider"),
+      scopes: list(data, "scopes"),
+      requests: invocation(data).values("request").map(request),
+      redirectUris: invocation(data).values("redirect-uri"),
       showSecrets: a["show-secrets"] === true,
     };
     const [dn, di, pu] = [text(a["developer-name"]), text(a["developer-id"]), text(a.purpose)];

@@ -27,5 +27,5 @@ const args = {
 export default defineCommand({
   meta: { name: "revoke", description: "Revoke the saved token of a provider (or all) and forget it" },
   args,
-  run: ({ args: a, rawArgs }) => run({ ...commonOptions(a, rawArgs), providers: list(rawArgs, args, "provider"), all: a.all === true }, getDeps()),
+  run: ({ args: a, data }) => run({ ...commonOptions(data), providers: list(data, "provider"), all: a.all === true }, getDeps()),
 });

@@ -100,5 +100,5 @@ function render(ctx: Context, doc: Status & { registrations: Partial<RefreshOutc
 export default defineCommand({
   meta: { name: "status", description: "Show saved credentials and tokens" },
   args: { ...commonArgs, ...showSecretsArg, refresh: { type: "boolean", default: false, description: "Ask the gateways for each registration's live status and save it" } },
-  run: ({ args, rawArgs }) => run({ ...commonOptions(args, rawArgs), showSecrets: args["show-secrets"] === true, refresh: args.refresh === true }, getDeps()),
+  run: ({ args, data }) => run({ ...commonOptions(data), showSecrets: args["show-secrets"] === true, refresh: args.refresh === true }, getDeps()),
 });

@@ -6,7 +6,7 @@
 import type { ProviderTemplate } from "../../gateway/providers/templates/index.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
 import { usageError } from "../kit/errors.ts";
-import { commonArgs, defineCommand, formatOf } from "../kit/flags.ts";
+import { commonArgs, defineCommand, invocation } from "../kit/flags.ts";
 import { output, type Format } from "../kit/render.ts";
 
 export async function run(opts: { id?: string; format: Format }, deps: Deps): Promise<void> {
@@ -43,7 +43,7 @@ export default defineCommand({
     id: { type: "positional", required: false, description: "A template id (github, slack, …)" },
     format: commonArgs.format,
   },
-  run: ({ args, rawArgs }) => run({ ...(typeof args.id === "string" && args.id !== "" ? { id: args.id } : {}), format: formatOf(rawArgs) }, getDeps()),
+  run: ({ args, data }) => run({ ...(typeof args.id === "string" && args.id !== "" ? { id: args.id } : {}), format: invocation(data).format }, getDeps()),
 });
 
 // internal

@@ -55,11 +55,11 @@ const args = {
 export default defineCommand({
   meta: { name: "token", description: "Exchange the code plus session id for a token" },
   args,
-  run: ({ args: a, rawArgs }) => {
-    const o: TokenOptions = { ...commonOptions(a, rawArgs), code: String(a.code ?? ""), showSecrets: a["show-secrets"] === true };
+  run: ({ args: a, data }) => {
+    const o: TokenOptions = { ...commonOptions(data), code: String(a.code ?? ""), showSecrets: a["show-secrets"] === true };
     const session = text(a.session);
     if (session !== undefined) o.session = session;
-    const provider = single(rawArgs, args, "provider", "token");
+    const provider = single(data, "provider", "token");
     if (provider !== undefined) o.provider = provider;
     return run(o, getDeps());
   },

@@ -3,12 +3,11 @@
  * flags, and the context it runs in — the agent (home, config, identity, HTTP, clock) its flows act as, the
  * target gateway and the output.
  */
-import type { ArgsDef } from "citty";
 import { loadAgent, type Agent, type Target } from "../../agent/flows/agent.ts";
 import type { Mode } from "../../agent/target.ts";
 import { getDeps, type Deps } from "./deps.ts";
 import { usageError } from "./errors.ts";
-import { allValues, formatOf } from "./flags.ts";
+import { invocation } from "./flags.ts";
 import { output, type Format, type Output } from "./render.ts";
 
 export interface CommonOptions {
@@ -20,9 +19,10 @@ export interface CommonOptions {
   format: Format;
 }
 
-/** citty's parsed common flags → options; the format is read from argv as `main.ts` reads it for errors. */
-export function commonOptions(args: Record<string, unknown>, rawArgs: readonly string[]): CommonOptions {
-  const o: CommonOptions = { mode: args.mode === "native" ? "native" : "gateway", format: formatOf(rawArgs) };
+/** The invocation's common flags → options (`data` is what the root hands a command's run). */
+export function commonOptions(data: unknown): CommonOptions {
+  const { args, format } = invocation(data);
+  const o: CommonOptions = { mode: args.mode === "native" ? "native" : "gateway", format };
   const gateway = text(args.gateway);
   const service = text(args.service);
   const agentId = text(args["agent-id"]);
@@ -40,13 +40,13 @@ export function text(v: unknown): string | undefined {
 }
 
 /** Every value of a repeatable flag, split into a list: "a,b c" → ["a","b","c"] (scopes and providers). */
-export function list(rawArgs: readonly string[], args: ArgsDef, name: string): string[] {
-  return splitList(allValues(rawArgs, args, name));
+export function list(data: unknown, name: string): string[] {
+  return splitList(invocation(data).values(name));
 }
 
 /** The one value of a flag that takes a single id (`authorize`/`token --provider`): several are a usage error. */
-export function single(rawArgs: readonly string[], args: ArgsDef, name: string, command: string): string | undefined {
-  const values = list(rawArgs, args, name);
+export function single(data: unknown, name: string, command: string): string | undefined {
+  const values = list(data, name);
   if (values.length > 1) throw usageError(`${command} takes one --${name}, got ${values.join(", ")}: run it once per ${name}`);
   return values[0];
 }

@@ -55,6 +55,43 @@ export function parseArgs(argv: readonly string[], args: ArgsDef): Record<string
   return out;
 }
 
+/**
+ * One command's command line, read once: the parsed flags and positionals (`args`, as citty would give them), the
+ * output format, and every value of a repeatable flag. The root builds it for the leaf command after checking the
+ * flags strictly, and hands it to the command's `run` as `data`.
+ */
+export interface Invocation {
+  /** The command as typed, `ath admin agents list`. */
+  command: string;
+  argv: readonly string[];
+  args: Record<string, unknown>;
+  format: "text" | "json";
+  /** Every value of a repeatable flag (`--provider a --provider=b -p c`), in order. */
+  values(name: string): string[];
+}
+
+/** Reads `argv` for a command with `args`: `-g=x` expanded, unknown flags refused (exit 2), then parsed. */
+export function invoke(argv: readonly string[], args: ArgsDef, command: string): Invocation {
+  const expanded = expandShortInline(argv, args);
+  const scanned = scan(expanded, args);
+  checkScanned(scanned, args, command);
+  const parsed = parseArgs(expanded, args);
+  return {
+    command,
+    argv: expanded,
+    args: parsed,
+    format: parsed.format === "json" ? "json" : "text",
+    values: (name) => scanned.flags.filter((f) => f.name === name && f.value !== undefined).map((f) => f.value as string),
+  };
+}
+
+/** The invocation the root handed a command's `run` (its `data`). */
+export function invocation(data: unknown): Invocation {
+  const inv = data as Invocation | undefined;
+  if (inv === undefined || typeof inv.values !== "function") throw new Error("a command ran without its invocation (run it through cli/root.ts)");
+  return inv;
+}
+
 /** The global flags (DESIGN.md §5): spread into every command's `args`, since citty passes a subcommand only the words after its name. */
 export const commonArgs = {
   gateway: { type: "string", alias: "g", description: "Gateway URL or saved name", valueHint: "url|name" },
@@ -91,7 +128,10 @@ export function allValues(argv: readonly string[], args: ArgsDef, name: string):
 
 /** Throws a usage error for the first flag or word `argv` has that `args` does not define. */
 export function checkFlags(argv: readonly string[], args: ArgsDef, command: string): void {
-  const { flags, words } = scan(argv, args);
+  checkScanned(scan(argv, args), args, command);
+}
+
+function checkScanned({ flags, words }: { flags: Flag[]; words: string[] }, args: ArgsDef, command: string): void {
   for (const f of flags) {
     if (!f.long && f.key.length !== 1) throw usageError(`unknown flag ${f.raw} for \`${command}\` (short flags take one letter)`);
     if (f.name === undefined) throw usageError(`unknown flag ${f.long ? "--" : "-"}${f.key} for \`${command}\`: see \`${command} --help\``);

@@ -1,12 +1,13 @@
 /** `ath admin audit`: events newest first; `--follow` streams new ones until Ctrl-C (json: one event per line). */
 import { followAudit, listAudit, type AuditEventView } from "../../../agent/flows/admin.ts";
 import { getDeps } from "../../kit/deps.ts";
+import type { Invocation } from "../../kit/flags.ts";
 import { defined, filters, more, page, setup, table, text, time, type Args } from "./common.ts";
 
-export async function audit(a: Args, raw: string[]): Promise<void> {
+export async function audit({ args: a, format }: Invocation): Promise<void> {
   const now = getDeps().now();
   const f = defined({ type: text(a.type), ...filters(a), since: time(a, "since", now), until: time(a, "until", now) });
-  const c = await setup(a, raw);
+  const c = await setup(a, format);
   const answer = await listAudit(c.target, { ...f, ...page(a) });
   const events = answer.events;
   if (a.follow !== true) {

@@ -9,7 +9,6 @@ import { adminSession, type AdminSession, type TokenFilters } from "../../../age
 import { sinceTime } from "../../../agent/admin.ts";
 import { getDeps, type Deps } from "../../kit/deps.ts";
 import { notConfigured, usageError } from "../../kit/errors.ts";
-import { formatOf } from "../../kit/flags.ts";
 import { output, type Output } from "../../kit/render.ts";
 
 export type Args = Record<string, unknown>;
@@ -20,9 +19,9 @@ export interface Setup extends AdminSession {
 }
 
 /** The gateway (`-g` as every command), the admin token in force, the output. */
-export async function setup(a: Args, raw: string[], o: { tokenFromLogin?: boolean; noToken?: boolean } = {}): Promise<Setup> {
+export async function setup(a: Args, format: "text" | "json", o: { tokenFromLogin?: boolean; noToken?: boolean } = {}): Promise<Setup> {
   const deps = getDeps();
-  const out = await output(formatOf(raw), deps);
+  const out = await output(format, deps);
   const gateway = text(a.gateway);
   const token = o.tokenFromLogin ? (text(a.token) ?? text(a["admin-token"]) ?? (await tokenFromStdin(deps))) : undefined;
   const adminToken = text(a["admin-token"]);

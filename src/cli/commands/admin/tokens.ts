@@ -1,9 +1,10 @@
 /** `ath admin tokens list|revoke`. */
 import { checkRevokeSelector, listTokens, revokeTokens } from "../../../agent/flows/admin.ts";
+import type { Invocation } from "../../kit/flags.ts";
 import { defined, filters, more, page, setup, table, text, type Args } from "./common.ts";
 
-export async function tokensList(a: Args, raw: string[]): Promise<void> {
-  const c = await setup(a, raw);
+export async function tokensList({ args: a, format }: Invocation): Promise<void> {
+  const c = await setup(a, format);
   const answer = await listTokens(c.target, defined({ ...filters(a), state: text(a.state), ...page(a) }));
   if (c.out.json) return c.out.doc(answer);
   const now = c.deps.now();
@@ -16,10 +17,10 @@ export async function tokensList(a: Args, raw: string[]): Promise<void> {
   more(c.out, answer.next_cursor);
 }
 
-export async function tokensRevoke(a: Args, raw: string[]): Promise<void> {
+export async function tokensRevoke({ args: a, format }: Invocation): Promise<void> {
   // the selector is checked before the session: a command missing it needs no gateway to say so
   const selector = checkRevokeSelector(defined({ token_id: text(a.token_id), ...filters(a) }));
-  const c = await setup(a, raw);
+  const c = await setup(a, format);
   const answer = await revokeTokens(c.target, selector);
   if (c.out.json) return c.out.doc(answer);
   c.out.line(`revoked ${answer.revoked} token(s)`);
