@@ -12,10 +12,9 @@
  */
 import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../../protocol/constants.ts";
 import { didYouMean } from "../../protocol/suggest.ts";
-import { pendingApproval, resend, waitForDecision } from "../../agent/flows/approval.ts";
-import { OWN_HEADERS, parseMaybeJson, request, utf8, type RequestInput, type RequestResult } from "../../agent/flows/request.ts";
-import { isApprovalId, type PendingApproval } from "../../protocol/lean.ts";
-import { HEADERS } from "../../protocol/constants.ts";
+import { requestWithApproval, type ApprovalWait } from "../../agent/flows/approval.ts";
+import { OWN_HEADERS, parseMaybeJson, utf8, type RequestInput } from "../../agent/flows/request.ts";
+import { isApprovalId } from "../../protocol/lean.ts";
 import { spinner } from "../kit/spinner.ts";
 import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
@@ -58,26 +57,22 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
       headers["content-type"] = "application/json";
     }
   }
-  if (opts.approval !== undefined) {
-    if (!isApprovalId(opts.approval)) throw usageError(`--approval must be an approval id (ath_apr_…), got "${oneLine(opts.approval)}"`);
-    headers[HEADERS.approval] = opts.approval;
-  }
+  if (opts.approval !== undefined && !isApprovalId(opts.approval)) throw usageError(`--approval must be an approval id (ath_apr_…), got "${oneLine(opts.approval)}"`);
   // On a terminal a person reads the answer: JSON pretty-printed, and a final newline (gh api does the same).
   const forPerson = !ctx.out.json && deps.stdoutTTY;
   // Piped text: as received, chunk by chunk — binary-safe, no newline added, never all in memory (`ath proxy … > file`).
   // Not while an approval may be awaited: the refusal must not reach stdout before the real answer.
   const streamed = !ctx.out.json && !forPerson;
-  const input: RequestInput = { target, method, path, headers, ...(provider === undefined ? {} : { provider }), ...(body === undefined ? {} : { body }) };
-  const onChunk = (chunk: Uint8Array) => deps.stdout(chunk);
-  let r = await request({ ...input, ...(streamed && !opts.waitApproval ? { onChunk } : {}) }, ctx.agent);
-  let pending = pendingApproval(r);
-  if (pending !== undefined && opts.waitApproval) {
-    await waitForPerson(ctx, r, pending, input);
-    r = await resend({ ...input, ...(streamed ? { onChunk } : {}) }, pending.approval_id, ctx.agent);
-    pending = pendingApproval(r);
-  } else if (streamed && opts.waitApproval) {
-    deps.stdout(r.body);
-  }
+  const input: RequestInput = {
+    target, method, path, headers,
+    ...(provider === undefined ? {} : { provider }),
+    ...(body === undefined ? {} : { body }),
+    ...(streamed ? { onChunk: (chunk: Uint8Array) => deps.stdout(chunk) } : {}),
+  };
+  const { result: r, pending } = await requestWithApproval(input, ctx.agent, {
+    ...(opts.approval === undefined ? {} : { approval: opts.approval }),
+    ...(opts.waitApproval ? { wait: waitForPerson(ctx, input) } : {}),
+  });
   if (forPerson) deps.stdout(forTerminal(r.body));
   if (ctx.out.json) {
     const text = utf8(r.body);
@@ -104,28 +99,25 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
 
 // internal
 
-/** Says the URL, opens it, and polls (a spinner on a TTY) until the person decided; denied or expired → exit 4. */
-async function waitForPerson(ctx: Awaited<ReturnType<typeof context>>, r: RequestResult, pending: PendingApproval, input: RequestInput): Promise<void> {
+/** `--wait-approval` on a terminal: say the URL, open it, a spinner (on a TTY) until the person decided. */
+function waitForPerson(ctx: Awaited<ReturnType<typeof context>>, input: RequestInput): ApprovalWait {
   const { out, deps } = ctx;
-  const until = Date.parse(pending.expires_at);
-  out.info(`${input.method} ${input.path} needs a person's approval${pending.approver === "admin" ? " (an admin of the gateway decides it)" : ""}. Open this URL:\n  ${pending.approval_url}`);
-  if (out.json) deps.stderr(`${JSON.stringify({ approval_id: pending.approval_id, approval_url: pending.approval_url, expires_at: pending.expires_at })}\n`);
-  const spin = deps.stderrTTY && !out.json ? spinner(() => `waiting for the approval… ${timeLeft(until - deps.now())} left`, deps.stderr) : undefined;
-  deps.openUrl(pending.approval_url).catch((e: unknown) => {
-    if (spin) deps.stderr("\r\u001b[2K");
-    out.info(`could not open a browser (${(e as Error).message}). Open the URL yourself.`);
-  });
-  let decision: string;
-  try {
-    decision = await waitForDecision(input, r.provider, pending, ctx.agent, { intervalMs: pollInterval(deps.env) });
-  } finally {
-    spin?.stop();
-  }
-  if (decision === "approved") return;
-  const code = decision === "denied" ? "APPROVAL_DENIED" : "APPROVAL_REQUIRED";
-  throw new ClientError("refused", code, `${input.method} ${input.path}: the approval ${pending.approval_id} is ${decision}; the request was not sent`, {
-    details: { approval_id: pending.approval_id, status: decision },
-  });
+  let spin: ReturnType<typeof spinner> | undefined;
+  return {
+    intervalMs: pollInterval(deps.env),
+    async ask(pending) {
+      const until = Date.parse(pending.expires_at);
+      out.info(`${input.method} ${input.path} needs a person's approval${pending.approver === "admin" ? " (an admin of the gateway decides it)" : ""}. Open this URL:\n  ${pending.approval_url}`);
+      if (out.json) deps.stderr(`${JSON.stringify({ approval_id: pending.approval_id, approval_url: pending.approval_url, expires_at: pending.expires_at })}\n`);
+      spin = deps.stderrTTY && !out.json ? spinner(() => `waiting for the approval… ${timeLeft(until - deps.now())} left`, deps.stderr) : undefined;
+      deps.openUrl(pending.approval_url).catch((e: unknown) => {
+        if (spin) deps.stderr("\r\u001b[2K");
+        out.info(`could not open a browser (${(e as Error).message}). Open the URL yourself.`);
+      });
+      return true;
+    },
+    settled: () => spin?.stop(),
+  };
 }
 
 /** `ATH_APPROVAL_POLL_MS` (tests, impatient people), else once a second. */

@@ -9,10 +9,8 @@ import type { CallToolResult, ServerNotification, ServerRequest } from "@modelco
 import { discoverGateway, discoverService } from "../../agent/client.ts";
 import { ClientError, usageError } from "../../agent/errors.ts";
 import type { Agent, Target } from "../../agent/flows/agent.ts";
-import { pendingApproval, resend, waitForDecision } from "../../agent/flows/approval.ts";
-import { OWN_HEADERS, parseMaybeJson, request, utf8, type RequestInput, type RequestResult } from "../../agent/flows/request.ts";
-import { HEADERS } from "../../protocol/constants.ts";
-import type { PendingApproval } from "../../protocol/lean.ts";
+import { requestWithApproval, type ApprovalWait } from "../../agent/flows/approval.ts";
+import { OWN_HEADERS, parseMaybeJson, utf8, type RequestInput } from "../../agent/flows/request.ts";
 import { revoke } from "../../agent/flows/revoke.ts";
 import { status } from "../../agent/flows/status.ts";
 import type { TargetOptions } from "../../agent/target.ts";
@@ -223,12 +221,18 @@ async function callApi(ctx: ToolContext, args: RequestToolInput, signal: AbortSi
     }
   }
   const path = withQuery(args.path, args.query);
-  if (args.approval_id !== undefined) headers[HEADERS.approval] = args.approval_id;
   const input = { target: agent.target(ctx.target), provider: args.provider, method, path, headers, ...(body === undefined ? {} : { body }), keep: MAX_TOOL_BODY_BYTES };
-  let r = await request(input, agent);
-  const pending = pendingApproval(r);
   // A person must approve this exact request (DESIGN §15): a host with URL elicitation sends them to the page.
-  if (pending !== undefined) r = await approvedResend(ctx, input, r, pending, args, signal);
+  const { result: r, pending } = await requestWithApproval(input, agent, {
+    ...(args.approval_id === undefined ? {} : { approval: args.approval_id }),
+    wait: elicitApproval(ctx, input, args, signal),
+  });
+  if (pending !== undefined) {
+    throw new ClientError("refused", "APPROVAL_REQUIRED", `${method} ${r.url} needs a person's approval: open ${pending.approval_url}, then call ath_request again with the same arguments and approval_id`, {
+      status: r.status,
+      details: { ...pending },
+    });
+  }
   if (r.refusal !== undefined) {
     throw new ClientError("refused", r.refusal.code, `${method} ${r.url}: ${r.status} ${r.refusal.code} — ${r.refusal.message}`, { status: r.status });
   }
@@ -246,60 +250,43 @@ async function callApi(ctx: ToolContext, args: RequestToolInput, signal: AbortSi
 }
 
 /**
- * Asks the host to send the person to the approval page (URL-mode elicitation), waits for their decision (up to
- * `wait_seconds`, default 45, never past the approval's expiry) and resends; the request's refusal as it was when the
- * host has no elicitation, the person declines, or the wait runs out — its details name the approval to resend with.
+ * Asks the host to send the person to the approval page (URL-mode elicitation) and waits for their decision (up to
+ * `wait_seconds`, default 45, never past the approval's expiry); a host without elicitation, or a wait that runs
+ * out, leaves the refusal as it was — its details name the approval to resend with.
  */
-async function approvedResend(
-  ctx: ToolContext,
-  input: RequestInput,
-  r: RequestResult,
-  pending: PendingApproval,
-  args: RequestToolInput,
-  signal: AbortSignal,
-): Promise<RequestResult> {
-  const agent = forCall(ctx.agent, signal);
-  const refused = () => {
-    throw new ClientError("refused", "APPROVAL_REQUIRED", `${input.method} ${r.url} needs a person's approval: open ${pending.approval_url}, then call ath_request again with the same arguments and approval_id`, {
-      status: r.status,
-      details: { ...pending },
-    });
+function elicitApproval(ctx: ToolContext, input: RequestInput, args: RequestToolInput, signal: AbortSignal): ApprovalWait {
+  let elicited: string | undefined;
+  return {
+    waitSeconds: args.wait_seconds ?? 45,
+    intervalMs: 1000,
+    signal,
+    async ask(pending) {
+      if (ctx.server.server.getClientCapabilities()?.elicitation?.url === undefined) return false;
+      let action: string;
+      try {
+        const answer = await ctx.server.server.elicitInput(
+          {
+            mode: "url",
+            elicitationId: pending.approval_id,
+            url: pending.approval_url,
+            message: `Approve this exact request before the agent sends it: ${input.method} ${input.path} to ${input.provider} (ATH gateway ${input.target.base}).`,
+          },
+          { signal },
+        );
+        action = answer.action;
+      } catch {
+        return false;
+      }
+      if (action !== "accept") {
+        throw new ClientError("failure", "CANCELLED", `the person ${action === "decline" ? "declined" : "dismissed"} the request to open the approval page: nothing was sent`);
+      }
+      elicited = pending.approval_id;
+      return true;
+    },
+    async settled(decision) {
+      if (elicited !== undefined && decision !== "timeout") await ctx.server.server.createElicitationCompletionNotifier(elicited)().catch(() => undefined);
+    },
   };
-  if (ctx.server.server.getClientCapabilities()?.elicitation?.url === undefined) return refused();
-  let action: string;
-  try {
-    const answer = await ctx.server.server.elicitInput(
-      {
-        mode: "url",
-        elicitationId: pending.approval_id,
-        url: pending.approval_url,
-        message: `Approve this exact request before the agent sends it: ${input.method} ${input.path} to ${input.provider} (ATH gateway ${input.target.base}).`,
-      },
-      { signal },
-    );
-    action = answer.action;
-  } catch {
-    return refused();
-  }
-  if (action !== "accept") {
-    throw new ClientError("failure", "CANCELLED", `the person ${action === "decline" ? "declined" : "dismissed"} the request to open the approval page: nothing was sent`);
-  }
-  const deadline = AbortSignal.any([signal, AbortSignal.timeout((args.wait_seconds ?? 45) * 1000)]);
-  let decision: string;
-  try {
-    decision = await waitForDecision(input, r.provider, pending, agent, { intervalMs: 1000, signal: deadline });
-  } catch (e) {
-    if (signal.aborted) throw e;
-    return refused();
-  }
-  await ctx.server.server.createElicitationCompletionNotifier(pending.approval_id)().catch(() => undefined);
-  if (decision === "denied") {
-    throw new ClientError("refused", "APPROVAL_DENIED", `the person denied ${input.method} ${input.path}: it was not sent`, { details: { approval_id: pending.approval_id } });
-  }
-  if (decision !== "approved") {
-    throw new ClientError("refused", "APPROVAL_REQUIRED", `the approval ${pending.approval_id} is ${decision}: nothing was sent; call ath_request again to ask anew`, { details: { approval_id: pending.approval_id, status: decision } });
-  }
-  return resend(input, pending.approval_id, agent);
 }
 
 /** `path` with `query` added to its own query string. */
