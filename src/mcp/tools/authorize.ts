@@ -16,7 +16,7 @@ import { findRegistration, readCredentials, type SavedToken } from "../../agent/
 import { requireRegistration } from "../../agent/tokens.ts";
 import { MAX_WAIT_SECONDS, type AuthorizationOutput, type AuthorizeToolInput, type TokenToolInput } from "../../protocol/mcp-tools.ts";
 import { ok } from "../results.ts";
-import { forCall, type Call, type ToolContext } from "./index.ts";
+import { forCall, type Call, type ToolContext } from "./context.ts";
 import { settleWithin, type Wait } from "../waits.ts";
 
 /**

@@ -1,19 +1,11 @@
 /**
- * The six tools of `ath mcp` (DESIGN §12), each a thin layer over the flows the CLI commands run (src/agent/flows):
- * parse nothing twice (the SDK checks the input against the schema), call the flow, shape its answer. The
- * authorization tools, which wait for a person, live in mcp/authorize.ts.
+ * The six tools of `ath mcp` (DESIGN §12) as the host sees them — name, description, input and output schemas — and
+ * every failure as a tool result (results.ts). Each tool is a thin layer over the flows the CLI commands run
+ * (src/agent/flows), in tools/<tool>.ts: parse nothing twice (the SDK checks the input), call the flow, shape its
+ * answer. The authorization tools (ath_authorize, ath_token), which wait for a person, are tools/authorize.ts.
  */
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
-import { discoverGateway, discoverService } from "../../agent/client.ts";
-import { ClientError, usageError } from "../../agent/errors.ts";
-import type { Agent, Target } from "../../agent/flows/agent.ts";
-import { requestWithApproval, type ApprovalWait } from "../../agent/flows/approval.ts";
-import { OWN_HEADERS, parseMaybeJson, utf8, type RequestInput } from "../../agent/flows/request.ts";
-import { revoke } from "../../agent/flows/revoke.ts";
-import { status } from "../../agent/flows/status.ts";
-import type { TargetOptions } from "../../agent/target.ts";
 import {
   AuthorizationOutput,
   AuthorizeToolInput,
@@ -29,28 +21,15 @@ import {
   TokenToolInput,
 } from "../../protocol/mcp-tools.ts";
 import { authorizeTool, tokenTool } from "./authorize.ts";
-import { failed, ok } from "../results.ts";
-import type { Waits } from "../waits.ts";
+import { forCall, type Call, type ToolContext } from "./context.ts";
+import { providers } from "./providers.ts";
+import { callApi } from "./request.ts";
+import { revokeTool } from "./revoke.ts";
+import { statusTool } from "./status.ts";
+import { failed } from "../results.ts";
 
-/** What every tool acts with: the server's agent (one home, key and credentials) and `-g`/`-m`/`-s`. */
-export interface ToolContext {
-  server: McpServer;
-  agent: Agent;
-  target: TargetOptions;
-  waits: Waits;
-}
-
-/** One tool call: its abort signal (the host cancelled, or timed out) and a progress report for long waits. */
-export interface Call {
-  signal: AbortSignal;
-  /** Tells the host the call is still waiting (only when the host gave a progressToken). */
-  progress: () => void;
-}
-
-/** The tool call's own agent: the server's, with the call's abort signal on every request (a cancelled call stops). */
-export function forCall(agent: Agent, signal: AbortSignal): Agent {
-  return { ...agent, http: { ...agent.http, signal } };
-}
+export type { Call, ToolContext };
+export { forCall };
 
 export function registerTools(ctx: ToolContext): void {
   const { server } = ctx;
@@ -123,12 +102,7 @@ export function registerTools(ctx: ToolContext): void {
       outputSchema: StatusDocument,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    guard(async () => {
-      const doc = await status({ target: ctx.target, showSecrets: false }, ctx.agent);
-      const tokens = doc.registrations.flatMap((r) => r.tokens.filter((t) => !t.expired).map((t) => t.provider_id));
-      const who = doc.identity.agent_id ?? "no identity yet";
-      return ok(doc, `${who}: ${doc.registrations.length} registration(s); live tokens: ${tokens.length === 0 ? "none" : tokens.join(", ")}`);
-    }),
+    guard(() => statusTool(ctx)),
   );
   server.registerTool(
     "ath_revoke",
@@ -139,13 +113,7 @@ export function registerTools(ctx: ToolContext): void {
       outputSchema: RevokeOutput,
       annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
-    guard(async (args, { signal }) => {
-      if (args.all !== true && args.provider === undefined) throw usageError('ath_revoke needs {"provider": "<id>"} or {"all": true}');
-      if (args.all === true && args.provider !== undefined) throw usageError("ath_revoke takes provider or all, not both");
-      const agent = forCall(ctx.agent, signal);
-      const r = await revoke({ target: agent.target(ctx.target), providers: args.all === true ? "all" : [args.provider as string] }, agent);
-      return ok(r, r.revoked.length === 0 ? "no token to revoke" : `revoked: ${r.revoked.join(", ")}`);
-    }, (a) => a.provider),
+    guard((args, call) => revokeTool(ctx, args, call.signal), (a) => a.provider),
   );
 }
 
@@ -166,144 +134,3 @@ function progressOf(extra: Extra): () => void {
   };
 }
 
-async function providers(ctx: ToolContext, signal: AbortSignal): Promise<CallToolResult> {
-  const agent = forCall(ctx.agent, signal);
-  const target = agent.target(ctx.target);
-  const offered = await catalog(target, agent);
-  const doc = await status({ target: ctx.target, showSecrets: false }, agent);
-  const reg = doc.registrations.find((r) => r.gateway === target.base && r.agent_id === doc.identity.agent_id);
-  const out: ProvidersOutput = {
-    gateway: target.base,
-    agent_id: doc.identity.agent_id,
-    registered: reg !== undefined,
-    ...(reg === undefined ? {} : { agent_status: reg.agent_status as NonNullable<ProvidersOutput["agent_status"]> }),
-    providers: offered.map((p) => {
-      const token = reg?.tokens.find((t) => t.provider_id === p.provider_id && !t.expired);
-      return {
-        ...p,
-        approved_scopes: reg?.approved_providers.find((a) => a.provider_id === p.provider_id)?.approved_scopes ?? [],
-        token_held: token !== undefined,
-        ...(token === undefined ? {} : { token_scopes: token.effective_scopes, token_expires_at: token.expires_at }),
-      };
-    }),
-  };
-  const lines = out.providers.map((p) => `${p.provider_id} (${p.display_name}): ${p.available_scopes.join(", ")}${p.token_held ? " — token held" : ""}`);
-  return ok(out, `${out.providers.length} provider(s) at ${out.gateway}${out.registered ? "" : " (not registered yet)"}:\n${lines.join("\n")}`);
-}
-
-/** The providers on offer: the gateway's catalog, or a native service's one app. */
-async function catalog(target: Target, agent: Agent): Promise<{ provider_id: string; display_name: string; available_scopes: string[] }[]> {
-  if (target.native) {
-    const doc = await discoverService(target.base, agent.http);
-    return [{ provider_id: doc.app_id, display_name: doc.name, available_scopes: doc.auth.scopes_supported }];
-  }
-  const doc = await discoverGateway(target.base, agent.http);
-  return doc.supported_providers.map((p) => ({ provider_id: p.provider_id, display_name: p.display_name, available_scopes: p.available_scopes }));
-}
-
-async function callApi(ctx: ToolContext, args: RequestToolInput, signal: AbortSignal): Promise<CallToolResult> {
-  const agent = forCall(ctx.agent, signal);
-  const method = args.method.toUpperCase();
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(args.headers ?? {})) {
-    const lower = name.toLowerCase();
-    if (OWN_HEADERS.has(lower)) throw usageError(`headers.${name} cannot be given: ath sends it (the saved ATH token / the agent id)`);
-    headers[lower] = headers[lower] === undefined ? value : `${headers[lower]}, ${value}`;
-  }
-  let body: string | undefined;
-  if (args.body !== undefined) {
-    // RFC 9110 §9.3.1-2: a body on GET/HEAD has no defined meaning, and fetch refuses to send one.
-    if (method === "GET" || method === "HEAD") throw usageError(`a body cannot be sent with ${method}: use POST, PUT or PATCH, or the query`);
-    if (typeof args.body === "string") body = args.body;
-    else {
-      body = JSON.stringify(args.body);
-      headers["content-type"] ??= "application/json";
-    }
-  }
-  const path = withQuery(args.path, args.query);
-  const input = { target: agent.target(ctx.target), provider: args.provider, method, path, headers, ...(body === undefined ? {} : { body }), keep: MAX_TOOL_BODY_BYTES };
-  // A person must approve this exact request (DESIGN §15): a host with URL elicitation sends them to the page.
-  const { result: r, pending } = await requestWithApproval(input, agent, {
-    ...(args.approval_id === undefined ? {} : { approval: args.approval_id }),
-    wait: elicitApproval(ctx, input, args, signal),
-  });
-  if (pending !== undefined) {
-    throw new ClientError("refused", "APPROVAL_REQUIRED", `${method} ${r.url} needs a person's approval: open ${pending.approval_url}, then call ath_request again with the same arguments and approval_id`, {
-      status: r.status,
-      details: { ...pending },
-    });
-  }
-  if (r.refusal !== undefined) {
-    throw new ClientError("refused", r.refusal.code, `${method} ${r.url}: ${r.status} ${r.refusal.code} — ${r.refusal.message}`, { status: r.status });
-  }
-  const text = textOf(r.body, r.truncated);
-  const out: RequestOutput = {
-    status: r.status,
-    headers: Object.fromEntries(r.headers),
-    ...(text === undefined ? { body: r.body.toBase64(), body_encoding: "base64" as const } : { body: r.truncated ? text : parseMaybeJson(text) }),
-    ...(r.truncated ? { truncated: true } : {}),
-  };
-  const size = `${r.body.byteLength} bytes${r.truncated ? `, truncated at ${MAX_TOOL_BODY_BYTES}` : ""}`;
-  const head = `${method} ${path} → HTTP ${r.status} (${r.headers.get("content-type") ?? "no content type"}, ${size})`;
-  // Hosts that show the model only the text content still get the answer (binary stays in structuredContent).
-  return ok(out, text === undefined ? `${head}\n(binary body: base64 in structuredContent.body)` : `${head}\n\n${text}`);
-}
-
-/**
- * Asks the host to send the person to the approval page (URL-mode elicitation) and waits for their decision (up to
- * `wait_seconds`, default 45, never past the approval's expiry); a host without elicitation, or a wait that runs
- * out, leaves the refusal as it was — its details name the approval to resend with.
- */
-function elicitApproval(ctx: ToolContext, input: RequestInput, args: RequestToolInput, signal: AbortSignal): ApprovalWait {
-  let elicited: string | undefined;
-  return {
-    waitSeconds: args.wait_seconds ?? 45,
-    intervalMs: 1000,
-    signal,
-    async ask(pending) {
-      if (ctx.server.server.getClientCapabilities()?.elicitation?.url === undefined) return false;
-      let action: string;
-      try {
-        const answer = await ctx.server.server.elicitInput(
-          {
-            mode: "url",
-            elicitationId: pending.approval_id,
-            url: pending.approval_url,
-            message: `Approve this exact request before the agent sends it: ${input.method} ${input.path} to ${input.provider} (ATH gateway ${input.target.base}).`,
-          },
-          { signal },
-        );
-        action = answer.action;
-      } catch {
-        return false;
-      }
-      if (action !== "accept") {
-        throw new ClientError("failure", "CANCELLED", `the person ${action === "decline" ? "declined" : "dismissed"} the request to open the approval page: nothing was sent`);
-      }
-      elicited = pending.approval_id;
-      return true;
-    },
-    async settled(decision) {
-      if (elicited !== undefined && decision !== "timeout") await ctx.server.server.createElicitationCompletionNotifier(elicited)().catch(() => undefined);
-    },
-  };
-}
-
-/** `path` with `query` added to its own query string. */
-function withQuery(path: string, query: RequestToolInput["query"]): string {
-  if (query === undefined || Object.keys(query).length === 0) return path;
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) for (const one of Array.isArray(v) ? v : [v]) q.append(k, one);
-  return `${path}${path.includes("?") ? "&" : "?"}${q}`;
-}
-
-/** The body as text when it is UTF-8; a cut body may end inside a character, which is dropped. */
-function textOf(bytes: Uint8Array, truncated: boolean): string | undefined {
-  const whole = utf8(bytes);
-  if (whole !== undefined || !truncated) return whole;
-  for (let cut = 1; cut <= 3 && cut < bytes.byteLength; cut++) {
-    const text = utf8(bytes.subarray(0, bytes.byteLength - cut));
-    if (text !== undefined) return text;
-  }
-  return undefined;
-}

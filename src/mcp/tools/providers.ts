@@ -1,0 +1,43 @@
+/** `ath_providers`: the providers on offer, with what this agent was approved for and the tokens it holds. */
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { discoverGateway, discoverService } from "../../agent/client.ts";
+import type { Agent, Target } from "../../agent/flows/agent.ts";
+import { status } from "../../agent/flows/status.ts";
+import type { ProvidersOutput } from "../../protocol/mcp-tools.ts";
+import { ok } from "../results.ts";
+import { forCall, type ToolContext } from "./context.ts";
+
+export async function providers(ctx: ToolContext, signal: AbortSignal): Promise<CallToolResult> {
+  const agent = forCall(ctx.agent, signal);
+  const target = agent.target(ctx.target);
+  const offered = await catalog(target, agent);
+  const doc = await status({ target: ctx.target, showSecrets: false }, agent);
+  const reg = doc.registrations.find((r) => r.gateway === target.base && r.agent_id === doc.identity.agent_id);
+  const out: ProvidersOutput = {
+    gateway: target.base,
+    agent_id: doc.identity.agent_id,
+    registered: reg !== undefined,
+    ...(reg === undefined ? {} : { agent_status: reg.agent_status as NonNullable<ProvidersOutput["agent_status"]> }),
+    providers: offered.map((p) => {
+      const token = reg?.tokens.find((t) => t.provider_id === p.provider_id && !t.expired);
+      return {
+        ...p,
+        approved_scopes: reg?.approved_providers.find((a) => a.provider_id === p.provider_id)?.approved_scopes ?? [],
+        token_held: token !== undefined,
+        ...(token === undefined ? {} : { token_scopes: token.effective_scopes, token_expires_at: token.expires_at }),
+      };
+    }),
+  };
+  const lines = out.providers.map((p) => `${p.provider_id} (${p.display_name}): ${p.available_scopes.join(", ")}${p.token_held ? " — token held" : ""}`);
+  return ok(out, `${out.providers.length} provider(s) at ${out.gateway}${out.registered ? "" : " (not registered yet)"}:\n${lines.join("\n")}`);
+}
+
+/** The providers on offer: the gateway's catalog, or a native service's one app. */
+async function catalog(target: Target, agent: Agent): Promise<{ provider_id: string; display_name: string; available_scopes: string[] }[]> {
+  if (target.native) {
+    const doc = await discoverService(target.base, agent.http);
+    return [{ provider_id: doc.app_id, display_name: doc.name, available_scopes: doc.auth.scopes_supported }];
+  }
+  const doc = await discoverGateway(target.base, agent.http);
+  return doc.supported_providers.map((p) => ({ provider_id: p.provider_id, display_name: p.display_name, available_scopes: p.available_scopes }));
+}
