@@ -15,6 +15,7 @@ import {
   type TokenExchangeRequest,
 } from "../protocol/schemas.ts";
 import { z } from "zod";
+import { ClientError } from "./errors.ts";
 import { requestJson, send, type HttpOptions } from "./http.ts";
 
 /** Fetches GET /.well-known/ath.json. */
@@ -28,7 +29,7 @@ export function discoverService(base: string, http: HttpOptions): Promise<Servic
 }
 
 export function registerAgent(base: string, body: AgentRegistrationRequest, http: HttpOptions) {
-  return requestJson(AgentRegistrationResponse, { method: "POST", url: base + PATHS.register, json: body }, http);
+  return attested(base, requestJson(AgentRegistrationResponse, { method: "POST", url: base + PATHS.register, json: body }, http));
 }
 
 /** GET /ath/agents/status (ath's extension): the registration as the gateway holds it now. */
@@ -38,12 +39,12 @@ export function fetchAgentStatus(base: string, client: { client_id: string; clie
 }
 
 export function startAuthorization(base: string, body: AuthorizationRequest, http: HttpOptions) {
-  return requestJson(AuthorizationResponse, { method: "POST", url: base + PATHS.authorize, json: body }, http);
+  return attested(base, requestJson(AuthorizationResponse, { method: "POST", url: base + PATHS.authorize, json: body }, http));
 }
 
 /** POST /ath/token as JSON: every known ATH server parses JSON (the official SDK's gateway does not parse forms); `ath serve` takes both (DESIGN §8). */
 export function exchangeCode(base: string, body: TokenExchangeRequest, http: HttpOptions) {
-  return requestJson(TokenResponse, { method: "POST", url: base + PATHS.token, json: body }, http);
+  return attested(base, requestJson(TokenResponse, { method: "POST", url: base + PATHS.token, json: body }, http));
 }
 
 /** POST /ath/revoke as JSON (as /ath/token: DESIGN §8); the gateway answers 200 `{}` whatever happened. */
@@ -82,4 +83,27 @@ export function callProxy(
     },
     http,
   );
+}
+
+// internal
+
+/**
+ * A call that carries an attestation: when the gateway refuses its `aud` because it serves under another name
+ * (`-g http://localhost:8787` for a gateway whose base URL is http://127.0.0.1:8787), the refusal names the base URL
+ * to pass instead (details.gateway_base_url).
+ */
+async function attested<T>(base: string, call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (e) {
+    if (!(e instanceof ClientError) || e.code !== "INVALID_ATTESTATION") throw e;
+    const expected = /aud does not match (https?:\/\/\S+)/.exec(e.message)?.[1]?.replace(/[.,;]+$/, "");
+    const theirs = expected?.endsWith(PATHS.token) ? expected.slice(0, -PATHS.token.length) : expected;
+    if (theirs === undefined || theirs === base) throw e;
+    throw new ClientError(e.kind, e.code, `${e.message}: this gateway's base URL is ${theirs}, not ${base}: pass -g ${theirs}`, {
+      ...(e.status === undefined ? {} : { status: e.status }),
+      details: { ...e.details, gateway_base_url: theirs },
+      cause: e,
+    });
+  }
 }

@@ -335,7 +335,7 @@ for (const [kind, harness] of [
         ["DELETE", "/ath/admin/providers/mail"],
       ];
       for (const [method, path, json] of endpoints) {
-        for (const headers of [{}, { "x-ath-user-token": "wrong" }, { "x-ath-user-token": `${ADMIN_TOKEN}x` }, { authorization: `Bearer ${ADMIN_TOKEN}` }] as Record<string, string>[]) {
+        for (const headers of [{}, { "x-ath-user-token": "wrong" }, { "x-ath-user-token": `${ADMIN_TOKEN}x` }, { authorization: "Bearer wrong" }, { authorization: `Bearer ${ADMIN_TOKEN}x` }] as Record<string, string>[]) {
           const r = await call(`${base}${path}`, { method, headers, ...(json === undefined ? {} : { json }) });
           expectError(r, "UNAUTHORIZED");
         }

@@ -4,22 +4,20 @@
  * request with `X-ATH-Approval`. Shared by `ath proxy --wait-approval` and `ath mcp`'s ath_request.
  */
 import { HEADERS, PATHS } from "../../protocol/constants.ts";
-import { ApprovalState, ATHError, isApprovalId, PendingApproval } from "../../protocol/lean.ts";
+import { ApprovalState, isApprovalId, PendingApproval } from "../../protocol/lean.ts";
 import { ClientError, oneLine, usageError } from "../errors.ts";
 import type { z } from "zod";
 import { requestJson } from "../http.ts";
 import { requireRegistration, requireToken } from "../tokens.ts";
 import type { Agent } from "./agent.ts";
-import { parseMaybeJson, request, utf8, type RequestInput, type RequestResult } from "./request.ts";
+import { request, type RequestInput, type RequestResult } from "./request.ts";
 
 export type Decision = "approved" | "denied" | "expired" | "used";
 
 /** The approval a result asks for, when the gateway refused it with APPROVAL_REQUIRED; else undefined. */
 export function pendingApproval(r: RequestResult): PendingApproval | undefined {
   if (r.refusal?.code !== "APPROVAL_REQUIRED") return undefined;
-  const body = ATHError.safeParse(parseMaybeJson(utf8(r.body) ?? ""));
-  if (!body.success) return undefined;
-  const details = PendingApproval.safeParse(body.data.details);
+  const details = PendingApproval.safeParse(r.refusal.details);
   return details.success ? details.data : undefined;
 }
 
@@ -104,7 +102,7 @@ export async function requestWithApproval(
   const first = await request(o.wait === undefined ? input : held, agent);
   const pending = pendingApproval(first);
   if (pending === undefined) {
-    if (o.wait !== undefined) onChunk?.(first.body);
+    if (o.wait !== undefined && first.refusal === undefined) onChunk?.(first.body);
     return { result: first };
   }
   if (o.wait === undefined || !(await o.wait.ask(pending, first))) return { result: first, pending };

@@ -73,7 +73,8 @@ export async function run(opts: ProxyOptions, deps: Deps): Promise<void> {
     ...(opts.approval === undefined ? {} : { approval: opts.approval }),
     ...(opts.waitApproval ? { wait: waitForPerson(ctx, input) } : {}),
   });
-  if (forPerson) deps.stdout(forTerminal(r.body));
+  // A refusal of ATH itself is one line on stderr below (its document only with --format json), never stdout.
+  if (forPerson && r.refusal === undefined) deps.stdout(forTerminal(r.body));
   if (ctx.out.json) {
     const text = utf8(r.body);
     const body = text === undefined ? { body: r.body.toBase64(), body_encoding: "base64" } : { body: parseMaybeJson(text) };

@@ -5,6 +5,7 @@
  * words, the last `--format`, every value of a repeatable flag. Violations are usage errors (exit 2).
  */
 import type { ArgDef, ArgsDef, CommandDef } from "citty";
+import { closest } from "../../protocol/suggest.ts";
 import { usageError } from "./errors.ts";
 
 /**
@@ -134,7 +135,12 @@ export function checkFlags(argv: readonly string[], args: ArgsDef, command: stri
 function checkScanned({ flags, words }: { flags: Flag[]; words: string[] }, args: ArgsDef, command: string): void {
   for (const f of flags) {
     if (!f.long && f.key.length !== 1) throw usageError(`unknown flag ${f.raw} for \`${command}\` (short flags take one letter)`);
-    if (f.name === undefined) throw usageError(`unknown flag ${f.long ? "--" : "-"}${f.key} for \`${command}\`: see \`${command} --help\``);
+    if (f.name === undefined) {
+      const names = Object.entries(args).filter(([, d]) => d.type !== "positional").map(([n]) => n);
+      const guess = f.long ? closest(f.key, names) : undefined;
+      const hint = guess === undefined ? "" : ` (did you mean --${guess}?)`;
+      throw usageError(`unknown flag ${f.long ? "--" : "-"}${f.key} for \`${command}\`${hint}: see \`${command} --help\``);
+    }
     checkValue(f, `--${f.name}`);
   }
   const positionals = Object.values(args).filter((d) => d.type === "positional").length;

@@ -18,9 +18,15 @@ export function isAdminToken(gw: Gateway, presented: string | null): boolean {
   return matches(presented, gw.opts.adminTokenHash);
 }
 
-/** The guard of `auth: "admin"` routes: 401 UNAUTHORIZED unless the admin token is presented. */
+/**
+ * The guard of `auth: "admin"` routes: the admin token as `X-ATH-User-Token` or as a bearer (as /metrics takes it);
+ * else 401 UNAUTHORIZED naming both ways.
+ */
 export function requireAdmin({ gw, req }: Call): void {
-  if (!isAdmin(gw, req)) throw new AthError("UNAUTHORIZED");
+  if (isAdmin(gw, req) || matches(bearerToken(req), gw.opts.adminTokenHash)) return;
+  throw new AthError("UNAUTHORIZED", `A valid admin token is required: send it as \`Authorization: Bearer <admin token>\` or \`${ADMIN_HEADER}: <admin token>\``, undefined, {
+    headers: { "www-authenticate": 'Bearer realm="ath"' },
+  });
 }
 
 /**
@@ -68,6 +74,8 @@ export async function adminTokenHash(store: Store, given: string | undefined): P
 // internal
 
 const ADMIN_HASH_KEY = "admin_token_hash";
+/** HEADERS.adminToken as a person types it. */
+const ADMIN_HEADER = "X-ATH-User-Token";
 
 /** A presented secret against a stored hash, in constant time. */
 function matches(presented: string | null, hash: string): boolean {

@@ -49,7 +49,10 @@ export async function proxy(call: Call): Promise<Response> {
   const rules = record.config.scope_rules;
   const path = relativePath(rawPath);
   if (rules ? !allowedByScopeRules(rules, token.scopes, req.method, path) : gw.opts.strictScopes) {
-    throw new AthError("SCOPE_NOT_APPROVED", `No scope of this token allows ${req.method} ${path}`, { scopes: token.scopes });
+    // the scopes that would allow it, so the agent knows what to ask for
+    const needed = rules ? Object.keys(rules).filter((scope) => allowedByScopeRules(rules, [scope], req.method, path)) : [];
+    const need = needed.length === 0 ? "" : `; it needs ${needed.length === 1 ? "the scope" : "one of the scopes"} ${needed.join(", ")}`;
+    throw new AthError("SCOPE_NOT_APPROVED", `No scope of this token allows ${req.method} ${path}${need}`, { scopes: token.scopes, needed_scopes: needed });
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
 

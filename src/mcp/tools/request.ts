@@ -43,7 +43,8 @@ export async function callApi(ctx: ToolContext, args: RequestToolInput, signal: 
     });
   }
   if (r.refusal !== undefined) {
-    throw new ClientError("refused", r.refusal.code, `${method} ${r.url}: ${r.status} ${r.refusal.code} — ${r.refusal.message}`, { status: r.status });
+    const { code, message, details } = r.refusal;
+    throw new ClientError("refused", code, `${method} ${r.url}: ${r.status} ${code} — ${message}`, { status: r.status, ...(details === undefined ? {} : { details }) });
   }
   const text = textOf(r.body, r.truncated);
   const out: RequestOutput = {
