@@ -54,6 +54,9 @@ function leaf<N extends keyof Nouns>(
   });
 }
 
+/** A command that only groups others (`ath admin agents`). */
+const group = (name: string, description: string, subCommands: Record<string, CommandDef>) => defineCommand({ meta: { name, description }, subCommands });
+
 const id = (what: string) => ({ id: { type: "positional", required: true, description: what } }) as const satisfies ArgsDef;
 const file = { file: { type: "positional", required: true, description: "file or -" } } as const satisfies ArgsDef;
 const agentVerb = (verb: "approve" | "deny" | "suspend") =>
@@ -72,61 +75,46 @@ export default defineCommand({
       token: { type: "string", description: "The admin token (else read from stdin)", valueHint: "token" },
     }, (m) => m.login),
     logout: leaf("session", "logout", "Forget the saved admin token of this gateway", {}, (m) => m.logout),
-    providers: defineCommand({
-      meta: { name: "providers", description: "Providers: list, get, add, set, remove" },
-      subCommands: {
-        list: leaf("providers", "list", "List the providers", {}, (m) => m.providersList),
-        get: leaf("providers", "get", "Show one provider (its secret masked)", id("provider_id"), (m) => m.providersGet),
-        add: leaf("providers", "add", "Add a provider from a JSON file ({provider_id, …entry}; - for stdin)", file, (m) => m.providersAdd),
-        set: leaf("providers", "set", "Replace a provider's entry from a JSON file (- for stdin)", { ...id("provider_id"), ...file }, (m) => m.providersSet),
-        remove: leaf("providers", "remove", "Remove a provider", id("provider_id"), (m) => m.providersRemove),
-      },
+    providers: group("providers", "Providers: list, get, add, set, remove", {
+      list: leaf("providers", "list", "List the providers", {}, (m) => m.providersList),
+      get: leaf("providers", "get", "Show one provider (its secret masked)", id("provider_id"), (m) => m.providersGet),
+      add: leaf("providers", "add", "Add a provider from a JSON file ({provider_id, …entry}; - for stdin)", file, (m) => m.providersAdd),
+      set: leaf("providers", "set", "Replace a provider's entry from a JSON file (- for stdin)", { ...id("provider_id"), ...file }, (m) => m.providersSet),
+      remove: leaf("providers", "remove", "Remove a provider", id("provider_id"), (m) => m.providersRemove),
     }),
-    agents: defineCommand({
-      meta: { name: "agents", description: "Agents: list, get, approve, deny, suspend, remove, rules" },
-      subCommands: {
-        list: leaf("agents", "list", "List agents, pending first, with the providers and scopes each asked for", {
-          status: { type: "enum", options: ["pending", "approved", "denied", "suspended"], description: "Only agents with this status" },
-        }, (m) => m.agentsList),
-        get: leaf("agents", "get", "Show one agent", id("client_id"), (m) => m.agentsGet),
-        approve: agentVerb("approve"),
-        deny: agentVerb("deny"),
-        suspend: agentVerb("suspend"),
-        remove: leaf("agents", "remove", "Remove an agent (its tokens are revoked first)", id("client_id"), (m) => m.agentsRemove),
-        rules: defineCommand({
-          meta: { name: "rules", description: "The agent's own approval rules (added to its providers'): show, set, clear" },
-          subCommands: {
-            show: leaf("agents", "show", "Show the agent's approval rules", id("client_id"), (m) => m.rulesShow),
-            set: leaf("agents", "set", "Replace them from a JSON file (a list of rules, or {approval_rules}; - for stdin)", { ...id("client_id"), ...file }, (m) => m.rulesSet),
-            clear: leaf("agents", "clear", "Remove them all", id("client_id"), (m) => m.rulesClear),
-          },
-        }),
-      },
+    agents: group("agents", "Agents: list, get, approve, deny, suspend, remove, rules", {
+      list: leaf("agents", "list", "List agents, pending first, with the providers and scopes each asked for", {
+        status: { type: "enum", options: ["pending", "approved", "denied", "suspended"], description: "Only agents with this status" },
+      }, (m) => m.agentsList),
+      get: leaf("agents", "get", "Show one agent", id("client_id"), (m) => m.agentsGet),
+      approve: agentVerb("approve"),
+      deny: agentVerb("deny"),
+      suspend: agentVerb("suspend"),
+      remove: leaf("agents", "remove", "Remove an agent (its tokens are revoked first)", id("client_id"), (m) => m.agentsRemove),
+      rules: group("rules", "The agent's own approval rules (added to its providers'): show, set, clear", {
+        show: leaf("agents", "show", "Show the agent's approval rules", id("client_id"), (m) => m.rulesShow),
+        set: leaf("agents", "set", "Replace them from a JSON file (a list of rules, or {approval_rules}; - for stdin)", { ...id("client_id"), ...file }, (m) => m.rulesSet),
+        clear: leaf("agents", "clear", "Remove them all", id("client_id"), (m) => m.rulesClear),
+      }),
     }),
-    approvals: defineCommand({
-      meta: { name: "approvals", description: "Requests waiting for an admin's approval: list, approve, deny" },
-      subCommands: {
-        list: leaf("approvals", "list", "List approvals, newest first", {
-          status: { type: "enum", options: ["pending", "approved", "denied", "expired", "used"], description: "Only approvals with this status" },
-          ...pageArgs,
-        }, (m) => m.approvalsList),
-        approve: approvalVerb("approve"),
-        deny: approvalVerb("deny"),
-      },
+    approvals: group("approvals", "Requests waiting for an admin's approval: list, approve, deny", {
+      list: leaf("approvals", "list", "List approvals, newest first", {
+        status: { type: "enum", options: ["pending", "approved", "denied", "expired", "used"], description: "Only approvals with this status" },
+        ...pageArgs,
+      }, (m) => m.approvalsList),
+      approve: approvalVerb("approve"),
+      deny: approvalVerb("deny"),
     }),
-    tokens: defineCommand({
-      meta: { name: "tokens", description: "Tokens: list, revoke" },
-      subCommands: {
-        list: leaf("tokens", "list", "List tokens, newest first", {
-          ...filterArgs,
-          state: { type: "enum", options: ["active", "revoked", "expired"], description: "Only tokens in this state" },
-          ...pageArgs,
-        }, (m) => m.tokensList),
-        revoke: leaf("tokens", "revoke", "Revoke a token by id, or every live token matching the filters (ANDed)", {
-          token_id: { type: "positional", required: false, description: "ath_tkid_…" },
-          ...filterArgs,
-        }, (m) => m.tokensRevoke),
-      },
+    tokens: group("tokens", "Tokens: list, revoke", {
+      list: leaf("tokens", "list", "List tokens, newest first", {
+        ...filterArgs,
+        state: { type: "enum", options: ["active", "revoked", "expired"], description: "Only tokens in this state" },
+        ...pageArgs,
+      }, (m) => m.tokensList),
+      revoke: leaf("tokens", "revoke", "Revoke a token by id, or every live token matching the filters (ANDed)", {
+        token_id: { type: "positional", required: false, description: "ath_tkid_…" },
+        ...filterArgs,
+      }, (m) => m.tokensRevoke),
     }),
     audit: leaf("audit", "audit", "Audit events, newest first; --follow streams new ones until Ctrl-C", {
       type: { type: "string", description: "Only this event type (e.g. token.issued)", valueHint: "type" },
