@@ -1,16 +1,16 @@
 /** `ath discover`: fetch the gateway catalog (/.well-known/ath.json) or, in native mode, /.well-known/ath-app.json. */
-import { discoverGateway, discoverService } from "../../agent/client.ts";
+import { discover } from "../../agent/flows/discover.ts";
 import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
 import { commonArgs, defineCommand } from "../kit/flags.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
 
 export async function run(opts: CommonOptions, deps: Deps): Promise<void> {
   const ctx = await context(opts, deps);
-  const { base, native } = ctx.target();
+  const { base } = ctx.target();
   const { out } = ctx;
-  const { http } = ctx.agent;
-  if (native) {
-    const doc = await discoverService(base, http);
+  const found = await discover(ctx.target(), ctx.agent);
+  if (found.native) {
+    const { doc } = found;
     if (out.json) return out.doc(doc);
     out.table([
       ["app_id", doc.app_id],
@@ -21,7 +21,7 @@ export async function run(opts: CommonOptions, deps: Deps): Promise<void> {
     ]);
     return;
   }
-  const doc = await discoverGateway(base, http);
+  const { doc } = found;
   if (out.json) return out.doc(doc);
   if (out.tty) out.line(`${out.paint.bold(doc.gateway_id)} (ATH ${doc.ath_version}) at ${base}`);
   const rows = doc.supported_providers.map((p) => [p.provider_id, p.display_name, p.available_scopes.join(",")]);
@@ -31,5 +31,5 @@ export async function run(opts: CommonOptions, deps: Deps): Promise<void> {
 export default defineCommand({
   meta: { name: "discover", description: "Fetch the discovery document (providers and their scopes)" },
   args: { ...commonArgs },
-  run: ({ args, data }) => run(commonOptions(data), getDeps()),
+  run: ({ data }) => run(commonOptions(data), getDeps()),
 });

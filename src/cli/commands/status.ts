@@ -3,7 +3,7 @@
  * sessions — read from the home directory only, no network, unless `--refresh` asks each gateway for the live status
  * of its registrations (and saves it). Secrets are masked (also in json) unless `--show-secrets`.
  */
-import { status, type Status } from "../../agent/flows/status.ts";
+import { refreshedStatus, status, type RefreshOutcome, type Status } from "../../agent/flows/status.ts";
 import { commonOptions, context, type CommonOptions, type Context } from "../kit/common.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
 import { oneLine } from "../kit/errors.ts";
@@ -19,50 +19,9 @@ export interface StatusOptions extends CommonOptions {
 export async function run(opts: StatusOptions, deps: Deps): Promise<void> {
   const ctx = await context(opts, deps);
   const input = { target: opts, showSecrets: opts.showSecrets };
-  let doc = await status(input, ctx.agent);
-  const refreshed = new Map<string, RefreshOutcome>();
-  if (opts.refresh) {
-    await refresh(ctx, new Set(doc.registrations.map((r) => `${r.gateway} ${r.agent_id}`)), refreshed);
-    doc = await status(input, ctx.agent);
-  }
-  // each registration says how its refresh went: `refreshed: true`, or the error (saved values then shown as they were)
-  const withRefresh = opts.refresh
-    ? { ...doc, registrations: doc.registrations.map((r) => ({ ...r, ...(refreshed.get(`${r.gateway} ${r.agent_id}`) ?? { refreshed: false }) })) }
-    : doc;
-  if (ctx.out.json) return ctx.out.doc(withRefresh);
-  render(ctx, withRefresh, deps.now());
-}
-
-type RefreshOutcome = { refreshed: true } | { refreshed: false; refresh_error: { code: string; message: string } };
-
-/** Reads every saved registration's live status from its gateway and saves it (under the credentials lock). */
-async function refresh(ctx: Context, shown: Set<string>, outcomes: Map<string, RefreshOutcome>): Promise<void> {
-  const [{ readCredentials, updateCredentials }, { fetchAgentStatus }] = await Promise.all([import("../../agent/home.ts"), import("../../agent/client.ts")]);
-  const { agent } = ctx;
-  const saved = await readCredentials(agent.home);
-  const live = await Promise.all(
-    Object.entries(saved.gateways).flatMap(([gateway, g]) =>
-      Object.entries(g.agents).filter(([agentId]) => shown.has(`${gateway} ${agentId}`)).map(async ([agentId, reg]) => {
-        try {
-          return { gateway, agentId, status: await fetchAgentStatus(gateway, reg, agent.http) };
-        } catch (e) {
-          const err = e as { code?: unknown; message?: string };
-          outcomes.set(`${gateway} ${agentId}`, { refreshed: false, refresh_error: { code: String(err.code ?? "ERROR"), message: oneLine(err.message ?? String(e)) } });
-          return undefined;
-        }
-      }),
-    ),
-  );
-  await updateCredentials(agent.home, (c) => {
-    for (const l of live) {
-      const reg = l && c.gateways[l.gateway]?.agents[l.agentId];
-      if (!l || !reg || reg.client_id !== l.status.client_id) continue;
-      reg.agent_status = l.status.agent_status;
-      reg.approved_providers = l.status.approved_providers;
-      reg.approval_expires = l.status.approval_expires;
-      outcomes.set(`${l.gateway} ${l.agentId}`, { refreshed: true });
-    }
-  });
+  const doc = opts.refresh ? await refreshedStatus(input, ctx.agent) : await status(input, ctx.agent);
+  if (ctx.out.json) return ctx.out.doc(doc);
+  render(ctx, doc, deps.now());
 }
 
 // internal

@@ -1,7 +1,6 @@
 /** `ath_providers`: the providers on offer, with what this agent was approved for and the tokens it holds. */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { discoverGateway, discoverService } from "../../agent/client.ts";
-import type { Agent, Target } from "../../agent/flows/agent.ts";
+import { catalog } from "../../agent/flows/discover.ts";
 import { status } from "../../agent/flows/status.ts";
 import type { ProvidersOutput } from "../../protocol/mcp-tools.ts";
 import { ok } from "../results.ts";
@@ -30,14 +29,4 @@ export async function providers(ctx: ToolContext, signal: AbortSignal): Promise<
   };
   const lines = out.providers.map((p) => `${p.provider_id} (${p.display_name}): ${p.available_scopes.join(", ")}${p.token_held ? " — token held" : ""}`);
   return ok(out, `${out.providers.length} provider(s) at ${out.gateway}${out.registered ? "" : " (not registered yet)"}:\n${lines.join("\n")}`);
-}
-
-/** The providers on offer: the gateway's catalog, or a native service's one app. */
-async function catalog(target: Target, agent: Agent): Promise<{ provider_id: string; display_name: string; available_scopes: string[] }[]> {
-  if (target.native) {
-    const doc = await discoverService(target.base, agent.http);
-    return [{ provider_id: doc.app_id, display_name: doc.name, available_scopes: doc.auth.scopes_supported }];
-  }
-  const doc = await discoverGateway(target.base, agent.http);
-  return doc.supported_providers.map((p) => ({ provider_id: p.provider_id, display_name: p.display_name, available_scopes: p.available_scopes }));
 }
