@@ -8,7 +8,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { getDeps } from "./kit/deps.ts";
 import { oneLine, usageError } from "./kit/errors.ts";
 import { didYouMean } from "../protocol/suggest.ts";
-import { commonArgs, defineCommand, formatOf, hasHelp, invoke, leadingFlags, resolve } from "./kit/flags.ts";
+import { commonArgs, defineCommand, formatOf, hasHelp, invoke, leadingFlags, resolve, type Invocation } from "./kit/flags.ts";
 import { stripAnsi } from "./kit/render.ts";
 
 export const root = defineCommand({
@@ -61,26 +61,30 @@ const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, refused: 4, network: 5 } 
 /** Runs `ath` with `argv` (without the executable) and returns the exit code. */
 export async function run(argv: string[], cmd: CommandDef = root): Promise<number> {
   const deps = getDeps();
-  // the format of an error found before the leaf's invocation is read (an unknown command); then the invocation's
-  let json = formatOf(argv) === "json";
+  // argv is read once for the leaf (its invocation); before that, only the words that lead to it
+  let inv: Invocation | undefined;
+  let rest = argv;
   try {
     // `ath help proxy` is `ath proxy --help`; bare `ath` shows the usage (as gh does)
     if (argv.length === 0 || argv[0] === "help") argv = [...argv.slice(1), "--help"];
-    const { leaf, path, rest, parents } = await resolveCommand(cmd, argv);
+    const resolved = await resolveCommand(cmd, argv);
+    const { leaf, path, parents } = resolved;
+    rest = resolved.rest;
     if (hasHelp(rest)) {
-      json = formatOf(rest) === "json";
+      const json = formatOf(rest) === "json";
       const help = await helpText(leaf, path, parents);
       deps.stdout(json ? `${JSON.stringify(await helpDocument(leaf, path, stripAnsi(help)))}\n` : `${help}\n`);
       return EXIT.ok;
     }
     const leafArgs = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
-    json = formatOf(rest) === "json";
     // citty's runCommand would parse argv again, with node:util (6 ms of every start): the invocation is read once
     // here, and the command gets it as `data`.
-    const inv = invoke(rest, leafArgs, path.join(" "));
+    inv = invoke(rest, leafArgs, path.join(" "));
     await leaf.run?.({ rawArgs: [...inv.argv], args: inv.args as never, cmd: leaf, data: inv });
     return EXIT.ok;
   } catch (e) {
+    // the invocation's format; a mistake found before it was read (an unknown command or flag) reads --format itself
+    const json = (inv?.format ?? formatOf(rest)) === "json";
     const { exit, error, reported } = classify(e);
     if (json) {
       if (!reported) deps.stdout(`${JSON.stringify({ error })}\n`);

@@ -28,7 +28,10 @@ export async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>) | un
  * missing required positional are usage errors. Call `checkFlags` first: unknown flags are its to refuse.
  */
 export function parseArgs(argv: readonly string[], args: ArgsDef): Record<string, unknown> {
-  const { flags, words } = scan(argv, args);
+  return parseScanned(scan(argv, args), args);
+}
+
+function parseScanned({ flags, words }: { flags: Flag[]; words: string[] }, args: ArgsDef): Record<string, unknown> {
   const out: Record<string, unknown> = { _: words };
   const positional = [...words];
   for (const [name, def] of Object.entries(args)) {
@@ -76,7 +79,7 @@ export function invoke(argv: readonly string[], args: ArgsDef, command: string):
   const expanded = expandShortInline(argv, args);
   const scanned = scan(expanded, args);
   checkScanned(scanned, args, command);
-  const parsed = parseArgs(expanded, args);
+  const parsed = parseScanned(scanned, args);
   return {
     command,
     argv: expanded,
