@@ -11,9 +11,8 @@ import { ClientError, notConfigured } from "../../agent/errors.ts";
 import type { Agent, Target } from "../../agent/flows/agent.ts";
 import { authorize, authorizeAndWait, type Authorization } from "../../agent/flows/authorize.ts";
 import { exchange, type Exchanged } from "../../agent/flows/exchange.ts";
-import { register } from "../../agent/flows/register.ts";
-import { findRegistration, readCredentials, type SavedToken } from "../../agent/home.ts";
-import { requireRegistration } from "../../agent/tokens.ts";
+import { liveToken, registerIfNeeded as registerFirst } from "../../agent/flows/held.ts";
+import type { SavedToken } from "../../agent/home.ts";
 import { MAX_WAIT_SECONDS, type AuthorizationOutput, type AuthorizeToolInput, type TokenToolInput } from "../../protocol/mcp-tools.ts";
 import { ok } from "../results.ts";
 import { forCall, type Call, type ToolContext } from "./context.ts";
@@ -104,14 +103,9 @@ export async function tokenTool(ctx: ToolContext, args: TokenToolInput, call: Ca
 // internal
 
 /** Registers the agent for the provider when this home holds no registration at the gateway; true if it did. */
-async function registerIfNeeded(target: Target, args: AuthorizeToolInput, agent: Agent): Promise<boolean> {
-  const id = await agent.identity();
-  if (findRegistration(await readCredentials(agent.home), target.base, id.agentId) !== undefined) return false;
-  const r = await register(
-    { target, providers: [args.provider], scopes: args.scopes ?? [], requests: [], redirectUris: [], purpose: "agent tools of an MCP host (ath mcp)" },
-    agent,
-  );
-  return !r.already_registered;
+/** Registers first when this identity is not registered at the target (ath_authorize is the agent's first call). */
+function registerIfNeeded(target: Target, args: AuthorizeToolInput, agent: Agent): Promise<boolean> {
+  return registerFirst(target, args.provider, args.scopes ?? [], "agent tools of an MCP host (ath mcp)", agent);
 }
 
 /** The settled wait's outcome: the token, or its error (the wait is forgotten either way: it has been reported). */
@@ -141,15 +135,6 @@ async function saved(target: Target, provider: string | undefined, agent: Agent)
   );
 }
 
-/** The saved, unexpired token for `provider`, if any (`mustBeRegistered`: NOT_REGISTERED when there is no registration). */
-async function liveToken(target: Target, provider: string, agent: Agent, mustBeRegistered = false): Promise<SavedToken | undefined> {
-  const id = await agent.identity();
-  const reg = mustBeRegistered
-    ? await requireRegistration(agent.home, target.base, id.agentId)
-    : findRegistration(await readCredentials(agent.home), target.base, id.agentId);
-  const token = reg?.tokens[provider];
-  return token !== undefined && Date.parse(token.expires_at) > agent.now() ? token : undefined;
-}
 
 function authorizedBy(token: SavedToken, gateway: string): CallToolResult {
   const out: AuthorizationOutput = {
