@@ -4,12 +4,15 @@
  * DESIGN §13 budgets it at 1.3× the runtime's bare start); everything else is the root command in cli/root.ts.
  */
 import pkg from "../package.json" with { type: "json" };
-import { formatOf, isVersion } from "./cli/flags.ts";
+import { formatOf, isVersion } from "./cli/kit/flags.ts";
 
-/** Runs `ath` with `argv` (without the executable) and returns the exit code. */
-export async function main(argv: string[]): Promise<number> {
+/**
+ * Runs `ath` with `argv` (without the executable) and returns the exit code. `--version` is answered here and only
+ * here (`write` is where its answer goes: stdout, or a test's buffer).
+ */
+export async function main(argv: string[], write: (s: string) => unknown = (s) => Bun.write(Bun.stdout, s)): Promise<number> {
   if (isVersion(argv)) {
-    await Bun.write(Bun.stdout, formatOf(argv) === "json" ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
+    await write(formatOf(argv) === "json" ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
     return 0;
   }
   const { run } = await import("./cli/root.ts");

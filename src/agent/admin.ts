@@ -4,7 +4,10 @@
  * under its lock), and one call that sends it as `X-ATH-User-Token` and returns the API's JSON object — an ATH error
  * answer is a `refused` ClientError (exit 4), no answer a `network` one (exit 5).
  */
+import type { z } from "zod";
+import { AdminAuditKey, AdminAuditPage, AdminProviderList, type AdminAuditEvent } from "../protocol/admin.ts";
 import { HEADERS, PATHS } from "../protocol/constants.ts";
+import { formatIssues } from "../protocol/lean.ts";
 import { ClientError, notConfigured } from "./errors.ts";
 import { readCredentials, updateCredentials, type Home } from "./home.ts";
 import { httpError, readBody, send, type HttpOptions } from "./http.ts";
@@ -29,7 +32,7 @@ export async function adminToken(home: Home, base: string, flag: string | undefi
 
 /** Checks the token with the gateway (a refused token is not saved), then saves it for `base` (0600, locked). */
 export async function login(home: Home, target: AdminTarget, now: () => number): Promise<void> {
-  await adminCall(target, "GET", PATHS.adminProviders);
+  await adminCall(target, "GET", PATHS.adminProviders, AdminProviderList);
   await updateCredentials(
     home,
     (c) => {
@@ -55,8 +58,8 @@ export async function logout(home: Home, base: string, now: () => number): Promi
   return had;
 }
 
-/** One admin API call; the answer's JSON object. */
-export async function adminCall(t: AdminTarget, method: string, path: string, json?: unknown): Promise<Record<string, unknown>> {
+/** One admin API call; the answer, read with its wire schema (protocol/admin.ts). */
+export async function adminCall<S extends z.ZodType>(t: AdminTarget, method: string, path: string, schema: S, json?: unknown): Promise<z.output<S>> {
   const req = { method, url: `${t.base}${path}` };
   const res = await send(
     { ...req, headers: { accept: "application/json", [HEADERS.adminToken]: t.token }, ...(json === undefined ? {} : { json }) },
@@ -74,7 +77,11 @@ export async function adminCall(t: AdminTarget, method: string, path: string, js
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new ClientError("failure", "INVALID_RESPONSE", `[${method}] "${req.url}": ${res.status} answer is not a JSON object`, { status: res.status });
   }
-  return value as Record<string, unknown>;
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new ClientError("failure", "INVALID_RESPONSE", `[${method}] "${req.url}": ${res.status} answer is not the admin API's: ${formatIssues(parsed.error).join("; ")}`, { status: res.status });
+  }
+  return parsed.data;
 }
 
 /** An admin API answer streamed as it comes (the audit export's JSONL): each chunk to `onChunk`. */
@@ -89,8 +96,8 @@ export async function adminStream(t: AdminTarget, path: string, onChunk: (chunk:
 }
 
 /** The gateway's public audit key (GET /.well-known/ath-audit-key): no admin token needed. */
-export async function fetchAuditKey(base: string, http: HttpOptions): Promise<Record<string, unknown>> {
-  return adminCall({ base, token: "", http }, "GET", PATHS.auditKey);
+export async function fetchAuditKey(base: string, http: HttpOptions): Promise<z.output<typeof AdminAuditKey>> {
+  return adminCall({ base, token: "", http }, "GET", PATHS.auditKey, AdminAuditKey);
 }
 
 /** A query string of the given, non-empty values. */
@@ -111,16 +118,7 @@ export function sinceTime(value: string, now: number): string | undefined {
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
 
-export interface AuditEventView {
-  id: number;
-  type: string;
-  at: string;
-  client_id: string | null;
-  agent_id: string | null;
-  user_id: string | null;
-  provider_id: string | null;
-  data: unknown;
-}
+export type AuditEventView = AdminAuditEvent;
 
 /**
  * `admin audit --follow`: polls the audit API every `intervalMs` and hands each event newer than the last one seen
@@ -141,8 +139,8 @@ export async function followAudit(
     const fresh: AuditEventView[] = [];
     let cursor: string | undefined;
     for (;;) {
-      const page = await adminCall(t, "GET", `${PATHS.adminAudit}${query({ ...filters, limit: 500, cursor })}`);
-      const events = page.events as AuditEventView[];
+      const page = await adminCall(t, "GET", `${PATHS.adminAudit}${query({ ...filters, limit: 500, cursor })}`, AdminAuditPage);
+      const events = page.events;
       const newer = events.filter((e) => e.id > last);
       fresh.push(...newer);
       if (newer.length < events.length || page.next_cursor === null) break;

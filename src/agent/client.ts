@@ -20,6 +20,7 @@ import {
 import { signDpopProof } from "./dpop.ts";
 import type { AgentKey } from "./keys.ts";
 import { z } from "zod";
+import { ClientError } from "./errors.ts";
 import { requestJson, send, type HttpOptions } from "./http.ts";
 
 /** Fetches GET /.well-known/ath.json. */
@@ -33,7 +34,7 @@ export function discoverService(base: string, http: HttpOptions): Promise<Servic
 }
 
 export function registerAgent(base: string, body: AgentRegistrationRequest, http: HttpOptions) {
-  return requestJson(AgentRegistrationResponse, { method: "POST", url: base + PATHS.register, json: body }, http);
+  return attested(base, requestJson(AgentRegistrationResponse, { method: "POST", url: base + PATHS.register, json: body }, http));
 }
 
 /** GET /ath/agents/status (ath's extension): the registration as the gateway holds it now. */
@@ -49,7 +50,7 @@ export function updateRegistration(base: string, client: { client_id: string; cl
 }
 
 export function startAuthorization(base: string, body: AuthorizationRequest, http: HttpOptions) {
-  return requestJson(AuthorizationResponse, { method: "POST", url: base + PATHS.authorize, json: body }, http);
+  return attested(base, requestJson(AuthorizationResponse, { method: "POST", url: base + PATHS.authorize, json: body }, http));
 }
 
 /** POST /ath/token as JSON: every known ATH server parses JSON (the official SDK's gateway does not parse forms); `ath serve` takes both (DESIGN §8). */
@@ -57,7 +58,7 @@ export async function exchangeCode(base: string, body: TokenExchangeRequest | Re
   const url = base + PATHS.token;
   // DESIGN §17: a DPoP proof by the agent's key with every token request (no `ath`); gateways without DPoP ignore it.
   const headers = key === undefined ? undefined : { dpop: await signDpopProof(key, { method: "POST", url }) };
-  return requestJson(TokenResponse, { method: "POST", url, json: body, ...(headers ? { headers } : {}) }, http);
+  return attested(base, requestJson(TokenResponse, { method: "POST", url, json: body, ...(headers ? { headers } : {}) }, http));
 }
 
 /** POST /ath/revoke as JSON (as /ath/token: DESIGN §8); the gateway answers 200 `{}` whatever happened. */
@@ -103,4 +104,27 @@ export async function callProxy(
     },
     http,
   );
+}
+
+// internal
+
+/**
+ * A call that carries an attestation: when the gateway refuses its `aud` because it serves under another name
+ * (`-g http://localhost:8787` for a gateway whose base URL is http://127.0.0.1:8787), the refusal names the base URL
+ * to pass instead (details.gateway_base_url).
+ */
+async function attested<T>(base: string, call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (e) {
+    if (!(e instanceof ClientError) || e.code !== "INVALID_ATTESTATION") throw e;
+    const expected = /aud does not match (https?:\/\/\S+)/.exec(e.message)?.[1]?.replace(/[.,;]+$/, "");
+    const theirs = expected?.endsWith(PATHS.token) ? expected.slice(0, -PATHS.token.length) : expected;
+    if (theirs === undefined || theirs === base) throw e;
+    throw new ClientError(e.kind, e.code, `${e.message}: this gateway's base URL is ${theirs}, not ${base}: pass -g ${theirs}`, {
+      ...(e.status === undefined ? {} : { status: e.status }),
+      details: { ...e.details, gateway_base_url: theirs },
+      cause: e,
+    });
+  }
 }

@@ -53,6 +53,10 @@ export function resolveGatewayName(wanted: string, config: ConfigFile): string {
   if (base !== undefined) return base;
   // A URL of another scheme is a bad value, not the name of a gateway to save.
   if (/^[A-Za-z][\w+.-]*:/.test(wanted) && URL.canParse(wanted)) throw usageError(`-g must be a saved gateway name or an http(s) URL, got "${wanted}"`);
+  // `127.0.0.1:8787`, `gw.example.com`, `localhost:8787/`: a URL without its scheme, not the name of a gateway to save
+  if (/^(localhost|[\w-]+(\.[\w-]+)+|\[[\da-fA-F:]+\])(:\d{1,5})?(\/\S*)?$/.test(wanted) || /^[\w-]+:\d{1,5}(\/\S*)?$/.test(wanted)) {
+    throw notConfigured("UNKNOWN_GATEWAY", `unknown gateway "${wanted}": a URL needs its scheme — did you mean -g http://${wanted}? (or https://)`);
+  }
   throw notConfigured(
     "UNKNOWN_GATEWAY",
     `unknown gateway "${wanted}": pass a URL, or save it with \`ath config set-gateway ${wanted} <url>\``,

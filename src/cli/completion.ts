@@ -4,9 +4,9 @@
  * zsh uses the bash script through zsh's own bashcompinit.
  */
 import type { ArgsDef, CommandDef } from "citty";
-import { getDeps } from "./deps.ts";
-import { usageError } from "./errors.ts";
-import { commonArgs, defineCommand, resolve } from "./flags.ts";
+import { getDeps } from "./kit/deps.ts";
+import { usageError } from "./kit/errors.ts";
+import { commonArgs, defineCommand, resolve } from "./kit/flags.ts";
 
 const SHELLS = ["bash", "zsh", "fish"] as const;
 type Shell = (typeof SHELLS)[number];

@@ -6,29 +6,54 @@
 import { forTerminal, stringifyInert } from "../protocol/sanitize.ts";
 import type { ArgsDef, CommandDef } from "citty";
 import pkg from "../../package.json" with { type: "json" };
-import { getDeps } from "./deps.ts";
-import { oneLine, usageError } from "./errors.ts";
+import { getDeps } from "./kit/deps.ts";
+import { oneLine, usageError } from "./kit/errors.ts";
 import { didYouMean } from "../protocol/suggest.ts";
-import { checkFlags, commonArgs, defineCommand, resolve, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags, parseArgs } from "./flags.ts";
-import { stripAnsi } from "./render.ts";
+import { commonArgs, defineCommand, formatOf, hasHelp, invoke, leadingFlags, resolve, type Invocation } from "./kit/flags.ts";
+import { stripAnsi } from "./kit/render.ts";
 
 export const root = defineCommand({
   meta: { name: "ath", version: pkg.version, description: "Agent authorization gateway and CLI (ATH protocol v0.1)" },
   subCommands: {
-    discover: () => import("./discover.ts").then((m) => m.default),
-    register: () => import("./register.ts").then((m) => m.default),
-    authorize: () => import("./authorize.ts").then((m) => m.default),
-    token: () => import("./token.ts").then((m) => m.default),
-    proxy: () => import("./proxy.ts").then((m) => m.default),
-    revoke: () => import("./revoke.ts").then((m) => m.default),
-    status: () => import("./status.ts").then((m) => m.default),
-    config: () => import("./config.ts").then((m) => m.default),
-    identity: () => import("./identity.ts").then((m) => m.default),
-    serve: () => import("./serve.ts").then((m) => m.default),
-    templates: () => import("./templates.ts").then((m) => m.default),
-    admin: () => import("./admin.ts").then((m) => m.default),
-    mcp: () => import("./mcp.ts").then((m) => m.default),
+    discover: () => import("./commands/discover.ts").then((m) => m.default),
+    register: () => import("./commands/register.ts").then((m) => m.default),
+    authorize: () => import("./commands/authorize.ts").then((m) => m.default),
+    token: () => import("./commands/token.ts").then((m) => m.default),
+    proxy: () => import("./commands/proxy.ts").then((m) => m.default),
+    revoke: () => import("./commands/revoke.ts").then((m) => m.default),
+    status: () => import("./commands/status.ts").then((m) => m.default),
+    config: () => import("./commands/config.ts").then((m) => m.default),
+    identity: () => import("./commands/identity.ts").then((m) => m.default),
+    serve: () => import("./commands/serve.ts").then((m) => m.default),
+    templates: () => import("./commands/templates.ts").then((m) => m.default),
+    admin: () => import("./commands/admin.ts").then((m) => m.default),
+    mcp: () => mcpCommand,
     completion: () => import("./completion.ts").then((m) => m.default),
+  },
+});
+
+/**
+ * `ath mcp`: the agent's tools as a Model Context Protocol server on stdio (src/mcp/, DESIGN §12) — the other front
+ * end over the same flows, so the root loads it itself, lazily: no command file, and neither the MCP SDK nor the
+ * server load for any other command.
+ */
+const { format: _format, ...targetArgs } = commonArgs;
+const mcpCommand = defineCommand({
+  meta: { name: "mcp", description: "Serve the agent commands as MCP tools on stdio (for Claude Code, Cursor, VS Code…)" },
+  args: targetArgs,
+  async run({ data }) {
+    const { commonOptions } = await import("./kit/common.ts");
+    const o = commonOptions(data);
+    if (o.mode === "native" && o.service === undefined) throw usageError("--mode native needs --service <url>");
+    const { serveMcp } = await import("../mcp/server.ts");
+    await serveMcp({
+      target: { mode: o.mode, ...(o.gateway === undefined ? {} : { gateway: o.gateway }), ...(o.service === undefined ? {} : { service: o.service }) },
+      ...(o.agentId === undefined ? {} : { agentId: o.agentId }),
+      ...(o.key === undefined ? {} : { key: o.key }),
+      stderr: getDeps().stderr,
+    });
+    // stdin may still be open (SIGTERM): the protocol is over, so is the process.
+    process.exit(0);
   },
 });
 
@@ -37,28 +62,30 @@ const EXIT = { ok: 0, failure: 1, usage: 2, config: 3, refused: 4, network: 5 } 
 /** Runs `ath` with `argv` (without the executable) and returns the exit code. */
 export async function run(argv: string[], cmd: CommandDef = root): Promise<number> {
   const deps = getDeps();
-  let json = formatOf(argv) === "json";
+  // argv is read once for the leaf (its invocation); before that, only the words that lead to it
+  let inv: Invocation | undefined;
+  let rest = argv;
   try {
-    if (isVersion(argv)) {
-      deps.stdout(json ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
-      return EXIT.ok;
-    }
     // `ath help proxy` is `ath proxy --help`; bare `ath` shows the usage (as gh does)
     if (argv.length === 0 || argv[0] === "help") argv = [...argv.slice(1), "--help"];
-    const { leaf, path, rest, parents } = await resolveCommand(cmd, argv);
-    json = formatOf(rest) === "json";
+    const resolved = await resolveCommand(cmd, argv);
+    const { leaf, path, parents } = resolved;
+    rest = resolved.rest;
     if (hasHelp(rest)) {
+      const json = formatOf(rest) === "json";
       const help = await helpText(leaf, path, parents);
       deps.stdout(json ? `${JSON.stringify(await helpDocument(leaf, path, stripAnsi(help)))}\n` : `${help}\n`);
       return EXIT.ok;
     }
     const leafArgs = ((await resolve(leaf.args)) ?? {}) as ArgsDef;
-    const rawArgs = expandShortInline(rest, leafArgs);
-    checkFlags(rawArgs, leafArgs, path.join(" "));
-    // citty's runCommand would parse argv again, with node:util (6 ms of every start): parseArgs reads it instead.
-    await leaf.run?.({ rawArgs, args: parseArgs(rawArgs, leafArgs) as never, cmd: leaf, data: undefined });
+    // citty's runCommand would parse argv again, with node:util (6 ms of every start): the invocation is read once
+    // here, and the command gets it as `data`.
+    inv = invoke(rest, leafArgs, path.join(" "));
+    await leaf.run?.({ rawArgs: [...inv.argv], args: inv.args as never, cmd: leaf, data: inv });
     return EXIT.ok;
   } catch (e) {
+    // the invocation's format; a mistake found before it was read (an unknown command or flag) reads --format itself
+    const json = (inv?.format ?? formatOf(rest)) === "json";
     const { exit, error, reported } = classify(e);
     if (json) {
       if (!reported) deps.stdout(`${stringifyInert({ error })}\n`);
@@ -164,7 +191,7 @@ async function helpDocument(leaf: CommandDef, path: string[], help: string): Pro
   const positionals = Object.entries(args)
     .filter(([, def]) => def.type === "positional")
     .map(([name, def]) => ({ name, required: (def as { required?: boolean }).required !== false, description: def.description ?? "" }));
-  const { OUTPUT_SCHEMAS, ERROR_SCHEMA, jsonSchema } = await import("./output-schemas.ts");
+  const { OUTPUT_SCHEMAS, ERROR_SCHEMA, jsonSchema } = await import("./kit/output-schemas.ts");
   const output = OUTPUT_SCHEMAS[path.slice(1).join(" ")];
   return {
     command: path.join(" "),

@@ -1,7 +1,7 @@
 /**
  * The options of `ath serve`, in one place: every flag (with its `ATH_*` variable, help text and default) and one zod
  * schema that turns flags-over-environment into typed options, reporting every problem at once, each naming its
- * flag. `cli/serve.ts` only hands the parsed flags and the environment in.
+ * flag. `cli/commands/serve.ts` only hands the parsed flags and the environment in.
  */
 import { homedir } from "node:os";
 import { join } from "node:path";

@@ -24,7 +24,7 @@ export function failed(e: unknown, tool?: { provider?: string }): CallToolResult
   const known = err?.name === "ClientError" || err?.name === "AthError";
   const code = known && typeof err.code === "string" ? err.code : "ERROR";
   const message = String(err?.message ?? e);
-  const next = NEXT[code]?.(tool?.provider ?? "<id>");
+  const next = NEXT[code]?.(tool?.provider ?? "<id>", (known && typeof err.details === "object" && err.details !== null ? err.details : {}) as Details);
   const error = {
     code,
     message,
@@ -43,11 +43,28 @@ export function failed(e: unknown, tool?: { provider?: string }): CallToolResult
 
 const reauthorize = (p: string) => `call ath_authorize {"provider":"${p}"} for a new token`;
 
+type Details = { needed_scopes?: unknown; unapproved_scopes?: unknown; scopes?: unknown };
+const list = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+
+/** SCOPE_NOT_APPROVED: at the proxy, the scope the request needs; at authorize, the scopes the agent may not ask for. */
+function scopeNext(p: string, d: Details): string {
+  const needed = list(d.needed_scopes);
+  if (needed.length > 0) {
+    const scopes = [...new Set([...list(d.scopes), needed[0]!])];
+    return `this request needs the scope ${needed.join(" or ")}, which the token lacks: call ath_authorize ${JSON.stringify({ provider: p, scopes })} for a token with it (the person consents again)`;
+  }
+  const unapproved = list(d.unapproved_scopes);
+  if (unapproved.length > 0) return `this agent is not approved for ${unapproved.join(", ")} at ${p}: call ath_authorize without them, or ask the gateway's admin to approve them`;
+  return "call ath_providers to see the scopes this agent is approved for";
+}
+
 /** The next step after a failure, in the tools' terms (the flows' own messages name the CLI commands). */
-const NEXT: Record<string, (provider: string) => string> = {
+const NEXT: Record<string, (provider: string, details: Details) => string> = {
   NO_GATEWAY: () => "start the server with `ath mcp -g <gateway url>`, or run `ath config set-gateway <name> <url>`",
   NOT_REGISTERED: reauthorize,
   NO_TOKEN: reauthorize,
+  UNKNOWN_PROVIDER: () => "this gateway does not offer that provider: call ath_providers for the ones it does (details.providers)",
+  SCOPE_NOT_APPROVED: scopeNext,
   TOKEN_EXPIRED: reauthorize,
   TOKEN_REVOKED: reauthorize,
   TOKEN_INVALID: reauthorize,

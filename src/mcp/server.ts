@@ -10,7 +10,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import pkg from "../../package.json" with { type: "json" };
 import { loadAgent } from "../agent/flows/agent.ts";
 import type { TargetOptions } from "../agent/target.ts";
-import { registerTools } from "./tools.ts";
+import { registerTools } from "./tools/index.ts";
 import { Waits } from "./waits.ts";
 
 export interface McpOptions {

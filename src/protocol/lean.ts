@@ -33,6 +33,10 @@ export const ATHError = z.object({
 });
 export type ATHError = z.infer<typeof ATHError>;
 
+/** The approval id grammar (DESIGN §15), written once: `ath_apr_` and up to 64 URL-safe characters. */
+export const APPROVAL_ID = /^ath_apr_[A-Za-z0-9_-]{1,64}$/;
+export const isApprovalId = (v: string): boolean => APPROVAL_ID.test(v);
+
 /**
  * A request waiting for a person's approval (DESIGN §15): the `details` of 403 APPROVAL_REQUIRED, and what the
  * agent's poll of GET /ath/approvals/{id} answers (`status`).

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "./constants.ts";
+import { APPROVAL_ID } from "./lean.ts";
 
 const providerId = z.string().min(1).max(256).describe("Provider id, as ath_providers lists it");
 const scopes = z.array(z.string().min(1).max(512)).max(100);
@@ -94,7 +95,7 @@ export const RequestToolInput = z.object({
   body: z.unknown().optional().describe("Request body: a string is sent as is, any other JSON value as application/json"),
   approval_id: z
     .string()
-    .regex(/^ath_apr_[A-Za-z0-9_-]{1,64}$/, "an approval id (ath_apr_…)")
+    .regex(APPROVAL_ID, "an approval id (ath_apr_…)")
     .optional()
     .describe("Resend a request a person approved (APPROVAL_REQUIRED's details.approval_id): the same method, path, query and body"),
   wait_seconds: waitSeconds("With URL elicitation: how long to wait for the person's decision on a request that needs one (default 45)"),

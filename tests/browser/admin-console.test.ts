@@ -94,6 +94,8 @@ describe("agents", () => {
     const r = row(hostile.client.client_id);
     expect(await r.locator("td[data-label=Purpose]").textContent()).toBe(HOSTILE);
     expect(await r.locator("td[data-label=Developer]").textContent()).toBe(`${HOSTILE} (dev-<b>x</b>)`);
+    // what it asked for, so the operator approves knowing it
+    expect(await r.locator("td[data-label=Requested]").textContent()).toBe("demo: notes:read");
     expect(await page.locator("script, img, b").count()).toBe(0);
     expect(dialogs).toEqual([]);
     await screenshots(page, "admin-agents");

@@ -340,7 +340,7 @@ for (const [kind, harness] of [
       let from = 0;
       const port = Number(new URL(base).port);
       for (const [method, path, json] of endpoints) {
-        for (const headers of [{}, { "x-ath-user-token": "wrong" }, { "x-ath-user-token": `${ADMIN_TOKEN}x` }, { authorization: `Bearer ${ADMIN_TOKEN}` }] as Record<string, string>[]) {
+        for (const headers of [{}, { "x-ath-user-token": "wrong" }, { "x-ath-user-token": `${ADMIN_TOKEN}x` }, { authorization: "Bearer wrong" }, { authorization: `Bearer ${ADMIN_TOKEN}x` }] as Record<string, string>[]) {
           const body = json === undefined ? "" : JSON.stringify(json);
           const raw = await rawRequest(port, method, path, { ...headers, ...(body ? { "content-type": "application/json" } : {}) }, body, `127.0.2.${++from}`);
           expectError({ status: raw.status, headers: new Headers(raw.headers), text: raw.body }, "UNAUTHORIZED");

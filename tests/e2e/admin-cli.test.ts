@@ -91,6 +91,9 @@ describe("agents", () => {
     expect(await adminJson("agents", "list")).toEqual(await api("/ath/admin/agents"));
     expect((await adminJson("agents", "list", "--status", "approved")).agents).toEqual([]);
     expect((await adminJson("agents", "list", "--status", "pending")).agents.map((a: { client_id: string }) => a.client_id)).toEqual([id]);
+    // what it asked for, so the operator approves knowing it: a column of the list, a field of the API's object
+    expect(row!.split("\t")[5]).toBe("demo:notes:read");
+    expect((await adminJson("agents", "list")).agents[0].requested_providers).toEqual([{ provider_id: "demo", scopes: ["notes:read"] }]);
     const get = await admin("agents", "get", id);
     expect(get.stdout).toContain(`client_id\t${id}\n`);
     expect(get.stdout).toContain("agent_status\tpending\n");
@@ -147,6 +150,45 @@ describe("tokens", () => {
     const badCursor = await admin("tokens", "list", "--cursor", "nope");
     expect(badCursor.code).toBe(4);
     expect(badCursor.stderr).toContain("400 INVALID_REQUEST");
+  });
+
+  test("agents rules show|set|clear and approvals list|approve|deny: an admin's rule holds a request until an admin decides", async () => {
+    const id = agent.client.client_id;
+    const proxy = (approval?: string) =>
+      call(`${base}/ath/proxy/demo/notes`, { headers: { authorization: `Bearer ${accessToken}`, ...(approval ? { "x-ath-approval": approval } : {}) } });
+    const none = await admin("agents", "rules", "show", id);
+    expect(none).toMatchObject({ code: 0, stdout: "" });
+    expect(none.stderr).toContain("no approval rules");
+    expect(await adminJson("agents", "rules", "show", id)).toEqual({ client_id: id, approval_rules: [] });
+    const file = join(home.path, "rules.json");
+    writeFileSync(file, JSON.stringify([{ match: ["GET /notes"], approver: "admin" }]));
+    expect(await adminJson("agents", "rules", "set", id, file)).toEqual({ client_id: id, approval_rules: [{ match: ["GET /notes"], approver: "admin", ttl: 300 }] });
+    expect(JSON.parse((await admin("agents", "rules", "show", id)).stdout)).toEqual([{ match: ["GET /notes"], approver: "admin", ttl: 300 }]);
+    writeFileSync(file, JSON.stringify([{ match: ["notes"] }]));
+    const bad = await admin("agents", "rules", "set", id, file);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("is not a list of approval rules");
+
+    const held = await proxy();
+    expect(held.status).toBe(403);
+    expect(held.json.code).toBe("APPROVAL_REQUIRED");
+    const approvalId = String((held.json.details as { approval_id: string }).approval_id);
+    const listed = await adminJson("approvals", "list", "--status", "pending");
+    expect(listed).toEqual(await api("/ath/admin/approvals?status=pending"));
+    expect(listed.approvals.map((a: { approval_id: string }) => a.approval_id)).toEqual([approvalId]);
+    const text = await admin("approvals", "list");
+    expect(text.stdout.split("\t").slice(0, 6)).toEqual([approvalId, "pending", "admin", id, "demo", "GET /notes"]);
+    expect(await adminJson("approvals", "approve", approvalId)).toMatchObject({ approval_id: approvalId, status: "approved", decided_by: "admin" });
+    expect((await proxy(approvalId)).status).toBe(200);
+
+    const again = String(((await proxy()).json.details as { approval_id: string }).approval_id);
+    expect(await admin("approvals", "deny", again)).toMatchObject({ code: 0, stdout: "" });
+    expect((await adminJson("approvals", "list", "--status", "denied")).approvals.map((a: { approval_id: string }) => a.approval_id)).toEqual([again]);
+    expect((await admin("approvals", "approve", "apr_123")).code).toBe(2);
+    expect((await admin("approvals", "approve", "ath_apr_unknown")).code).toBe(4);
+
+    expect(await adminJson("agents", "rules", "clear", id)).toEqual({ client_id: id, approval_rules: [] });
+    expect((await proxy()).status).toBe(200);
   });
 
   test("revoke needs a selector (exit 2); by token_id it revokes, and the proxy refuses the token at once", async () => {

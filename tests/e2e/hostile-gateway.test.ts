@@ -67,7 +67,11 @@ beforeAll(async () => {
           return Response.json({ code: "UNAUTHORIZED", message: EVIL }, { status: 401, headers: { "x-ath-error": "UNAUTHORIZED" } });
         }
         return Response.json({
-          agents: [{ client_id: "c1", agent_status: "pending", agent_id: `https://x.example/${EVIL}`, developer: { name: EVIL, id: "d" }, purpose: EVIL, created_at: "2026-01-01T00:00:00Z" }],
+          agents: [{
+            client_id: "c1", agent_status: "pending", agent_id: `https://x.example/${EVIL}`, developer: { name: EVIL, id: "d" }, purpose: EVIL,
+            redirect_uris: null, requested_providers: [{ provider_id: EVIL, scopes: [EVIL] }], approved_providers: [], approval_expires: "2027-01-01T00:00:00Z",
+            created_at: "2026-01-01T00:00:00Z", approval_rules: [], pending_providers: [{ provider_id: EVIL, scopes: [EVIL] }],
+          }],
           next_cursor: null,
         });
       }

@@ -263,7 +263,20 @@ describe("ath mcp — refusals and mistakes are tool errors; the server keeps se
     const refused = await h.call("ath_request", { provider: "mailrules", method: "POST", path: "/v1/messages", body: { to: "x" } });
     expect(athError(refused)).toMatchObject({ code: "SCOPE_NOT_APPROVED", status: 403 });
     expect(textOf(refused)).toStartWith("SCOPE_NOT_APPROVED: POST ");
+    // the scope it needs, and the call that gets a token with it (issue 25)
+    expect((athError(refused).details as { needed_scopes: string[] }).needed_scopes).toEqual(["mail:send"]);
+    expect(textOf(refused)).toContain('Next: this request needs the scope mail:send, which the token lacks: call ath_authorize {"provider":"mailrules","scopes":["openid","mail:read","mail:send"]}');
     expect(w.api.requests).toEqual([]); // never reached the upstream
+  });
+
+  test("a provider the gateway does not offer: UNKNOWN_PROVIDER naming ath_providers, not ath_authorize", async () => {
+    const { host: h } = await host();
+    await authorized(h, "mail", ["openid"]);
+    const r = await h.call("ath_request", { provider: "maill", method: "GET", path: "/v1/messages" });
+    expect(athError(r)).toMatchObject({ code: "UNKNOWN_PROVIDER", details: { provider_id: "maill" } });
+    expect(athError(r).message).toContain('(did you mean "mail"?)');
+    expect(textOf(r)).toContain("Next: this gateway does not offer that provider: call ath_providers");
+    expect(textOf(r)).not.toContain("ath_authorize");
   });
 
   test("a provider the agent is not approved for: the gateway's refusal at authorize is the tool error", async () => {

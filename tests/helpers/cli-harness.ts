@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { importJWK, jwtVerify } from "jose";
 import { jwkFromDidKey } from "../../src/protocol/did-key.ts";
 import { loadAgent, type Agent, type AgentOptions } from "../../src/agent/flows/agent.ts";
-import { setDeps, type Deps } from "../../src/cli/deps.ts";
-import { run as main } from "../../src/cli/root.ts";
+import { setDeps, type Deps } from "../../src/cli/kit/deps.ts";
+import { main } from "../../src/main.ts";
 
 export const GW = "http://127.0.0.1:8787";
 
@@ -199,7 +199,7 @@ export async function runAth(home: string, argv: string[], o: RunOptions = {}): 
     openUrl: o.openUrl ?? (async () => {}),
   });
   try {
-    const code = await main(argv);
+    const code = await main(argv, (s) => void stdout.push(new TextEncoder().encode(s)));
     const stdoutBytes = new Uint8Array(Buffer.concat(stdout));
     return { code, stdout: new TextDecoder().decode(stdoutBytes), stderr, stdoutBytes };
   } finally {

@@ -67,7 +67,7 @@ export async function exchangeSession(i: {
   } catch (e) {
     // A wrong code or authorization_pending may be retried with the same session; a dead session may not.
     if (e instanceof ClientError && DEAD_SESSION.has(e.code)) await forgetPending(agent.home, base, identity.agentId, i.sessionId, agent.now);
-    throw e;
+    throw e instanceof ClientError && e.code === "INVALID_GRANT" ? wrongCode(e, i.sessionId) : e;
   }
   const now = agent.now();
   const saved = savedTokenOf(response, now);
@@ -89,6 +89,18 @@ export async function exchangeSession(i: {
 
 /** The gateway's answers after which a session can never be exchanged: its pending entry is dropped. */
 const DEAD_SESSION = new Set(["SESSION_NOT_FOUND", "SESSION_EXPIRED", "USER_DENIED"]);
+
+/**
+ * The gateway's INVALID_GRANT said plainly: the code is what is wrong. A session nobody approved yet has no code at
+ * all (`authorization_pending`), so a code sent against it belongs to another authorization, or is mistyped.
+ */
+function wrongCode(e: ClientError, sessionId: string): ClientError {
+  const pending = (e.details as { reason?: unknown } | undefined)?.reason === "authorization_pending";
+  const message = pending
+    ? `${e.message}: nobody has approved ${sessionId} yet, so this code is not its code — a code belongs to the session whose consent page showed it (pass that one's --session), or the person has not finished yet`
+    : `${e.message}: the code is not the one the consent page showed for ${sessionId} (mistyped?); the session still waits for the right code`;
+  return new ClientError(e.kind, e.code, message, { ...(e.status === undefined ? {} : { status: e.status }), ...(e.details === undefined ? {} : { details: e.details }), cause: e });
+}
 
 /** The key of an exchanged code in credentials.json: its SHA-256, hex (the code itself is never stored). */
 function codeKey(code: string): string {

@@ -70,3 +70,58 @@ async function identity(agent: Agent): Promise<Status["identity"]> {
   }
   return { agent_id: agentId, key_path: keyPath, key_exists: keyExists };
 }
+
+/** How one registration's refresh went: `refreshed: true`, or the error (its saved values then shown as they were). */
+export type RefreshOutcome = { refreshed: true } | { refreshed: false; refresh_error?: { code: string; message: string } };
+
+/** The status document after a refresh: each registration says how its refresh went. */
+export type RefreshedStatus = Status & { registrations: (Status["registrations"][number] & RefreshOutcome)[] };
+
+/**
+ * `status --refresh`: asks each gateway for the live status of the registrations `status` shows (GET
+ * /ath/agents/status), saves what it says under the credentials lock, and answers the status read again.
+ */
+export async function refreshedStatus(
+  input: StatusInput,
+  agent: Agent,
+  o: { onTokenNotRefreshed?: (provider: string, gateway: string, message: string) => void } = {},
+): Promise<RefreshedStatus> {
+  const shown = new Set((await status(input, agent)).registrations.map((r) => `${r.gateway} ${r.agent_id}`));
+  const outcomes = new Map<string, RefreshOutcome>();
+  // loaded only for --refresh: plain `ath status` makes no request
+  const [{ updateCredentials }, { fetchAgentStatus }, { oneLine }] = await Promise.all([import("../home.ts"), import("../client.ts"), import("../errors.ts")]);
+  const saved = await readCredentials(agent.home);
+  const live = await Promise.all(
+    Object.entries(saved.gateways).flatMap(([gateway, g]) =>
+      Object.entries(g.agents).filter(([agentId]) => shown.has(`${gateway} ${agentId}`)).map(async ([agentId, reg]) => {
+        try {
+          return { gateway, agentId, status: await fetchAgentStatus(gateway, reg, agent.http) };
+        } catch (e) {
+          const err = e as { code?: unknown; message?: string };
+          outcomes.set(`${gateway} ${agentId}`, { refreshed: false, refresh_error: { code: String(err.code ?? "ERROR"), message: oneLine(err.message ?? String(e)) } });
+          return undefined;
+        }
+      }),
+    ),
+  );
+  // DESIGN §17: tokens of this identity that expire within a minute are refreshed too (as a proxied call would).
+  const { refreshDue } = await import("./refresh.ts");
+  const me = await agent.identity().then((i) => i.agentId, () => undefined);
+  for (const l of live) {
+    if (!l || l.agentId !== me || l.status.agent_status !== "approved") continue;
+    const failed = await refreshDue(agent, l.gateway).catch(() => ({}));
+    for (const [provider, err] of Object.entries(failed)) o.onTokenNotRefreshed?.(provider, l.gateway, oneLine(err.message));
+  }
+  await updateCredentials(agent.home, (c) => {
+    for (const l of live) {
+      const reg = l && c.gateways[l.gateway]?.agents[l.agentId];
+      if (!l || !reg || reg.client_id !== l.status.client_id) continue;
+      reg.agent_status = l.status.agent_status;
+      reg.approved_providers = l.status.approved_providers;
+      reg.approval_expires = l.status.approval_expires;
+      outcomes.set(`${l.gateway} ${l.agentId}`, { refreshed: true });
+    }
+  });
+  const doc = await status(input, agent);
+  return { ...doc, registrations: doc.registrations.map((r) => ({ ...r, ...(outcomes.get(`${r.gateway} ${r.agent_id}`) ?? { refreshed: false as const }) })) };
+}

@@ -3,8 +3,9 @@
  * usable: a pending agent waits until an admin sets it `approved`. Denying, suspending or removing an agent revokes
  * every token it holds at once.
  */
-import { z } from "zod";
-import { ApprovalRules, AthError, BudgetRules, PolicyRules } from "../../protocol/index.ts";
+import type { z } from "zod";
+import { AdminAgentPatch, type AdminAgent } from "../../protocol/admin.ts";
+import { ApprovalRules, AthError, type BudgetRules, type PolicyRules } from "../../protocol/index.ts";
 import { requireConditions } from "../rules/conditions.ts";
 import type { AgentRecord } from "../../store/types.ts";
 import { audit } from "../domain/audit.ts";
@@ -13,23 +14,6 @@ import { approvePending } from "../rules/policy.ts";
 import type { Call, Gateway } from "../context.ts";
 import { readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
-
-/**
- * A status change, the agent's own approval rules (DESIGN §15), policy rules and budgets (§16) — each list replaces
- * the agent's; `[]` clears it — or any of them together.
- */
-const AgentPatch = z
-  .strictObject({
-    status: z.enum(["approved", "denied", "suspended"]).optional(),
-    approval_rules: ApprovalRules.optional(),
-    policy: PolicyRules.optional(),
-    budgets: BudgetRules.optional(),
-    /** DESIGN §17: replaces the approved scopes; tokens (and refresh families) holding a removed scope are revoked. */
-    approved_providers: z.array(z.strictObject({ provider_id: z.string().min(1).max(256), scopes: z.array(z.string().min(1).max(512)).max(100) })).max(50).optional(),
-  })
-  .refine((p) => p.status !== undefined || p.approval_rules !== undefined || p.policy !== undefined || p.budgets !== undefined || p.approved_providers !== undefined, {
-    message: "give status, approval_rules, policy, budgets or approved_providers (or several)",
-  });
 
 export async function list({ gw }: Call): Promise<Response> {
   return json({ agents: (await gw.store.listAgents()).map(view) });
@@ -40,7 +24,7 @@ export async function get({ gw, params }: Call): Promise<Response> {
 }
 
 export async function patch(call: Call): Promise<Response> {
-  const { status, approval_rules, policy, budgets, approved_providers } = await readJson(call, AgentPatch);
+  const { status, approval_rules, policy, budgets, approved_providers } = await readJson(call, AdminAgentPatch);
   const clientId = call.params.client_id!;
   requireConditions(policy, "policy");
   if (approval_rules !== undefined) await setApprovalRules(call.gw, clientId, approval_rules);
@@ -154,8 +138,8 @@ function notFound(clientId: string): AthError {
   return new AthError("NOT_FOUND", `No agent with client_id '${clientId}'`, { client_id: clientId });
 }
 
-/** Never the secret hash. */
-export function view(a: AgentRecord) {
+/** Never the secret hash; what it asked for is its approved and denied scopes together, per provider. */
+export function view(a: AgentRecord): AdminAgent {
   return {
     client_id: a.client_id,
     agent_id: a.agent_id,
@@ -163,6 +147,7 @@ export function view(a: AgentRecord) {
     purpose: a.purpose,
     redirect_uris: a.redirect_uris,
     agent_status: a.status,
+    requested_providers: a.approvals.map((p) => ({ provider_id: p.provider_id, scopes: [...p.approved_scopes, ...p.denied_scopes] })),
     approved_providers: a.approvals,
     approval_expires: new Date(a.approval_expires).toISOString(),
     created_at: new Date(a.created_at).toISOString(),

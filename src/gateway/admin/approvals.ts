@@ -3,7 +3,7 @@
  * decide one whose approver is `admin`. A `user` approval is the user's to decide (their consent is what the request
  * would use): an admin sees it but cannot approve it for them.
  */
-import { z } from "zod";
+import { AdminDecision, APPROVAL_STATUSES, isApprovalId, type AdminApproval } from "../../protocol/admin.ts";
 import { AthError } from "../../protocol/index.ts";
 import type { ApprovalRecord, ApprovalStatus } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
@@ -12,8 +12,7 @@ import { readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
 import { decodeCursor, encodeCursor, iso, readLimit, readQuery } from "./query.ts";
 
-const STATUSES = ["pending", "approved", "denied", "expired", "used"] as const;
-const Decision = z.object({ decision: z.enum(["approve", "deny"]) });
+const STATUSES = APPROVAL_STATUSES;
 
 export async function list({ gw, search }: Call): Promise<Response> {
   return json(await listApprovals(gw, search));
@@ -43,13 +42,13 @@ export async function listApprovals(gw: Gateway, search: string) {
 }
 
 export async function decideOne(call: Call): Promise<Response> {
-  const { decision } = await readJson(call, Decision);
+  const { decision } = await readJson(call, AdminDecision);
   return json(await adminDecide(call.gw, call.params.approval_id!, decision));
 }
 
 /** An admin's decision (the API and the console's buttons). */
 export async function adminDecide(gw: Gateway, approvalId: string, decision: "approve" | "deny") {
-  const a = /^ath_apr_[A-Za-z0-9_-]{1,64}$/.test(approvalId) ? await gw.store.getApproval(approvalId) : null;
+  const a = isApprovalId(approvalId) ? await gw.store.getApproval(approvalId) : null;
   if (!a) throw new AthError("NOT_FOUND", `No approval '${approvalId}'`, { approval_id: approvalId });
   if (a.approver !== "admin") {
     throw new AthError("INVALID_REQUEST", "This request is for the user who granted the access to approve, not an admin", { approval_id: approvalId, approver: a.approver });
@@ -57,7 +56,7 @@ export async function adminDecide(gw: Gateway, approvalId: string, decision: "ap
   return view(gw, await decide(gw, a, decision, "admin"));
 }
 
-export function view(gw: Gateway, a: ApprovalRecord) {
+export function view(gw: Gateway, a: ApprovalRecord): AdminApproval {
   return {
     approval_id: a.approval_id,
     client_id: a.client_id,

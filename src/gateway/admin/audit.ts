@@ -3,6 +3,7 @@
  * and time (`since` inclusive, `until` exclusive), in keyset pages by event id. Events still in the gateway's write
  * queue are flushed first, so what just happened is listed.
  */
+import type { AdminAuditEvent } from "../../protocol/admin.ts";
 import type { AuditEvent, AuditFilter } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { exportAudit } from "../domain/audit-chain.ts";
@@ -75,7 +76,7 @@ export async function listAudit(gw: Gateway, search: string) {
   };
 }
 
-export function view(e: AuditEvent) {
+export function view(e: AuditEvent): AdminAuditEvent {
   return {
     id: e.id!,
     type: e.type,

@@ -20,16 +20,19 @@ export function isAdminToken(gw: Gateway, presented: string | null): boolean {
 }
 
 /**
- * The guard of `auth: "admin"` routes: 401 UNAUTHORIZED unless the admin token is presented; an IP that sent 10 wrong
- * ones in the current 60 s window gets 429 until it ends, whatever it sends (DESIGN §14).
+ * The guard of `auth: "admin"` routes: the admin token as `X-ATH-User-Token` or as a bearer (as /metrics takes it);
+ * else 401 UNAUTHORIZED naming both ways. An IP that sent 10 wrong ones in the current 60 s window gets 429 until it
+ * ends, whatever it sends (DESIGN §14).
  */
 export function requireAdmin({ gw, req, ip }: Call): void {
   const wrong = wrongAdminTokens(gw);
   const now = gw.now();
   wrong.check(ip, now);
-  if (isAdmin(gw, req)) return;
-  if (req.headers.get(HEADERS.adminToken)) wrong.wrong(ip, now);
-  throw new AthError("UNAUTHORIZED");
+  if (isAdmin(gw, req) || matches(bearerToken(req), gw.opts.adminTokenHash)) return;
+  if (req.headers.get(HEADERS.adminToken) || bearerToken(req)) wrong.wrong(ip, now);
+  throw new AthError("UNAUTHORIZED", `A valid admin token is required: send it as \`Authorization: Bearer <admin token>\` or \`${ADMIN_HEADER}: <admin token>\``, undefined, {
+    headers: { "www-authenticate": 'Bearer realm="ath"' },
+  });
 }
 
 /**
@@ -77,6 +80,8 @@ export async function adminTokenHash(store: Store, given: string | undefined): P
 // internal
 
 const ADMIN_HASH_KEY = "admin_token_hash";
+/** HEADERS.adminToken as a person types it. */
+const ADMIN_HEADER = "X-ATH-User-Token";
 
 const wrongByGateway = new WeakMap<Gateway, WrongSecrets>();
 function wrongAdminTokens(gw: Gateway): WrongSecrets {

@@ -4,6 +4,7 @@
  * dropped and revoked at the provider. Tokens are named by their public `token_id`; the secret never comes back.
  */
 import { z } from "zod";
+import type { AdminToken } from "../../protocol/admin.ts";
 import { AthError } from "../../protocol/index.ts";
 import type { TokenFilter, TokenRecord, TokenState } from "../../store/types.ts";
 import type { Call } from "../context.ts";
@@ -61,7 +62,7 @@ export async function revoke(call: Call): Promise<Response> {
 }
 
 /** The wire view of a token: its public id, never its hash or secret. */
-export function view(t: TokenRecord) {
+export function view(t: TokenRecord): AdminToken {
   return {
     token_id: t.token_id,
     client_id: t.client_id,

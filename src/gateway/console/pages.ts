@@ -4,6 +4,7 @@
  * the store or the request is escaped here; every POST form carries the session's CSRF token; tables turn into one
  * card per row on a phone.
  */
+import type { AdminAgent, AdminApproval, AdminToken } from "../../protocol/admin.ts";
 import { PATHS } from "../../protocol/index.ts";
 import { escapeHtml as e, renderPage } from "../pages/layout.ts";
 import { renderRequestView, type RequestView } from "../pages/request-view.ts";
@@ -59,16 +60,8 @@ ${auditTable(v.recent)}
   return page(s, "Overview", body);
 }
 
-export interface AgentRow {
-  client_id: string;
-  agent_id: string;
-  developer: { name: string; id: string };
-  purpose: string | null;
-  agent_status: string;
-  created_at: string;
-  /** Scopes the agent asked to add that wait for an admin (DESIGN §17). */
-  pending_providers?: { provider_id: string; scopes: string[] }[];
-}
+/** An agent as the admin API shows it (protocol/admin.ts). */
+export type AgentRow = Pick<AdminAgent, "client_id" | "agent_id" | "developer" | "purpose" | "agent_status" | "requested_providers" | "created_at" | "pending_providers">;
 
 export function agentsPage(s: Shell, agents: AgentRow[]): string {
   const rows = agents.map((a) => {
@@ -87,6 +80,7 @@ export function agentsPage(s: Shell, agents: AgentRow[]): string {
 <td data-label="Agent"><span class="mono">${e(a.agent_id)}</span><br><span class="hint mono">${e(a.client_id)}</span></td>
 <td data-label="Developer">${e(a.developer.name)} <span class="hint">(${e(a.developer.id)})</span></td>
 <td data-label="Purpose">${a.purpose ? e(a.purpose) : '<span class="hint">none given</span>'}</td>
+<td data-label="Requested">${requested(a)}</td>
 <td data-label="Registered">${e(short(a.created_at))}</td>
 <td data-label="Actions"><form method="post" action="${ROOT}/agents/${e(encodeURIComponent(a.client_id))}" class="row-actions">
 ${csrfField(s.csrf)}${buttons}</form></td>
@@ -94,21 +88,20 @@ ${csrfField(s.csrf)}${buttons}</form></td>
   });
   const body = `<h1>Agents</h1>
 <p class="hint">Developer and purpose are claimed by the agent, not verified. Pending agents first. Deny, Suspend and Remove revoke the agent's tokens at once.</p>
-${table(["Status", "Agent", "Developer", "Purpose", "Registered", "Actions"], rows, "No agents have registered yet.")}`;
+${table(["Status", "Agent", "Developer", "Purpose", "Requested", "Registered", "Actions"], rows, "No agents have registered yet.")}`;
   return page(s, "Agents", body);
 }
 
-export interface TokenRow {
-  token_id: string;
-  client_id: string;
-  agent_id: string;
-  user_id: string;
-  provider_id: string;
-  scopes: string[];
-  created_at: string;
-  expires_at: string;
-  revoked_at: string | null;
+/** What the agent asked for at registration: each provider with its scopes, so an operator approves knowing it. */
+function requested(a: AgentRow): string {
+  if (a.requested_providers.length === 0) return '<span class="hint">nothing</span>';
+  return a.requested_providers
+    .map((p) => `<span class="mono">${e(p.provider_id)}</span>: ${p.scopes.map((sc) => `<span class="mono">${e(sc)}</span>`).join(", ")}`)
+    .join("<br>");
 }
+
+/** A token as the admin API shows it (protocol/admin.ts). */
+export type TokenRow = AdminToken;
 
 export function tokensPage(s: Shell, v: { filters: Record<string, string>; tokens: TokenRow[]; next: string | null; now: number }): string {
   const f = v.filters;
@@ -143,19 +136,8 @@ ${pager(`${ROOT}/tokens`, f, v.next)}`;
   return page(s, "Tokens", body);
 }
 
-export interface ApprovalRow {
-  approval_id: string;
-  agent_id: string;
-  client_id: string;
-  user_id: string;
-  provider_id: string;
-  approver: string;
-  method: string;
-  path: string;
-  query: string;
-  status: string;
-  body_bytes: number;
-  expires_at: string;
+/** An approval as the admin API shows it (protocol/admin.ts), and for rows an admin may decide what will be sent. */
+export interface ApprovalRow extends Pick<AdminApproval, "approval_id" | "agent_id" | "client_id" | "user_id" | "provider_id" | "approver" | "method" | "path" | "query" | "status" | "body_bytes" | "expires_at"> {
   /** The request as the approval page shows it (the bytes that will be sent), for rows an admin may decide. */
   request?: RequestView;
 }

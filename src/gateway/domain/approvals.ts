@@ -4,6 +4,7 @@
  * UPDATE, so of two racing resends exactly one is forwarded.
  */
 import { AthError, PATHS, PREFIX, type ApprovalRule, type ProviderConfig } from "../../protocol/index.ts";
+import { isApprovalId } from "../../protocol/lean.ts";
 import type { AgentRecord, ApprovalRecord, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
@@ -59,7 +60,7 @@ export async function passApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRe
   let previous: { approval_id: string; reason: string } | undefined;
   if (r.approvalId !== null) {
     const id = r.approvalId;
-    const spent = /^ath_apr_[A-Za-z0-9_-]{1,64}$/.test(id)
+    const spent = isApprovalId(id)
       ? await gw.store.consumeApproval(id, { client_id: token.client_id, user_id: token.user_id, provider_id: token.provider_id, digest }, gw.now())
       : null;
     if (spent) {

@@ -2,6 +2,7 @@
  * Provider records: the one read path for a provider (every handler and the refresh loop go through `findProvider` /
  * `requireProvider`), sealing the client secret on the way in, opening it only where the gateway talks to the provider.
  */
+import type { AdminProvider } from "../../protocol/admin.ts";
 import { AthError, type ProviderConfig } from "../../protocol/index.ts";
 import type { ProviderRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
@@ -56,7 +57,7 @@ export function outbound(gw: Gateway): Outbound {
 /** What the admin API shows for a client secret. */
 export const MASKED_SECRET = "********";
 
-export function maskedProvider(record: ProviderRecord): Record<string, unknown> {
+export function maskedProvider(record: ProviderRecord): AdminProvider {
   return { provider_id: record.provider_id, ...record.config, client_secret: MASKED_SECRET, source: record.source };
 }
 

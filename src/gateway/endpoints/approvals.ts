@@ -9,6 +9,7 @@
  * forms carry CSRF tokens derived from HttpOnly cookies (`ath_user`; the browser-binding cookie for the sign-in).
  */
 import { AthError, PATHS, type ProviderConfig } from "../../protocol/index.ts";
+import { isApprovalId } from "../../protocol/lean.ts";
 import type { ApprovalRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
@@ -226,7 +227,7 @@ function wantsJson(req: Request): boolean {
 }
 
 async function find(gw: Gateway, id: string): Promise<ApprovalRecord> {
-  const a = /^ath_apr_[A-Za-z0-9_-]{1,64}$/.test(id) ? await gw.store.getApproval(id) : null;
+  const a = isApprovalId(id) ? await gw.store.getApproval(id) : null;
   if (!a) throw new AthError("NOT_FOUND", "This approval link is not known to the gateway. Ask the agent for a new one.");
   return a;
 }

@@ -18,7 +18,7 @@ import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { prepareBody, send, type PreparedBody } from "./relay.ts";
-import { allowedByScopeRules } from "./scope-rules.ts";
+import { allowedByScopeRules, ANY_SCOPE } from "./scope-rules.ts";
 import { upstreamUrl } from "./url.ts";
 import { boundHeaders, canonicalRequest } from "../rules/canonical-request.ts";
 
@@ -59,7 +59,10 @@ export async function proxy(call: Call): Promise<Response> {
   const target = upstreamUrl(record.config.api_base_url, rawPath, call.search);
   const rules = record.config.scope_rules;
   if (rules ? !allowedByScopeRules(rules, token.scopes, canonical) : gw.opts.strictScopes) {
-    throw new AthError("SCOPE_NOT_APPROVED", `No scope of this token allows ${req.method} ${canonical.literal}`, { scopes: token.scopes });
+    // the scopes that would allow it, so the agent knows what to ask for
+    const needed = rules ? Object.keys(rules).filter((scope) => scope !== ANY_SCOPE && allowedByScopeRules(rules, [scope], canonical)) : [];
+    const need = needed.length === 0 ? "" : `; it needs ${needed.length === 1 ? "the scope" : "one of the scopes"} ${needed.join(", ")}`;
+    throw new AthError("SCOPE_NOT_APPROVED", `No scope of this token allows ${req.method} ${canonical.literal}${need}`, { scopes: token.scopes, needed_scopes: needed });
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
 

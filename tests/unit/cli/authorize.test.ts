@@ -8,7 +8,7 @@
  */
 import { beforeEach, describe, expect, test } from "bun:test";
 import { GW, codeFor, runAth, cliFixture } from "../../helpers/cli-harness.ts";
-import { setDeps } from "../../../src/cli/deps.ts";
+import { setDeps } from "../../../src/cli/kit/deps.ts";
 import { run as main } from "../../../src/cli/root.ts";
 
 const fx = cliFixture();

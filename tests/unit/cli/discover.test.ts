@@ -1,15 +1,16 @@
-/** `ath discover`: the gateway's catalog, as the document (json) or one tab-separated row per provider (piped text). */
+/** `ath discover` against the real gateway in process: the catalog as the document (json) or one row per provider (piped text). */
 import { describe, expect, test } from "bun:test";
-import { GW, cliFixture, fakeGateway, runAth } from "../../helpers/cli-harness.ts";
+import { GATEWAY, cliOnGateway } from "../../helpers/cli-in-process.ts";
 
-const fx = cliFixture();
+const fx = cliOnGateway();
 
 describe("discover", () => {
   test("json prints the discovery document; piped text is one tab-separated row per provider", async () => {
-    const gw = fakeGateway();
-    const j = await runAth(fx.home.dir, ["discover", "-g", GW, "--format", "json"], { fetch: gw.fetch });
-    expect(JSON.parse(j.stdout).gateway_id).toBe("fake");
-    const t = await runAth(fx.home.dir, ["discover", "-g", GW], { fetch: gw.fetch });
-    expect(t.stdout).toBe("github\tGitHub\trepo,read:user\ngitlab\tGitLab\tapi\n");
+    const j = await fx.ath(["discover", "-g", GATEWAY, "--format", "json"]);
+    const doc = JSON.parse(j.stdout);
+    expect(doc).toEqual(await (await fx.g.fetch("/.well-known/ath.json")).json());
+    const t = await fx.ath(["discover", "-g", GATEWAY]);
+    const demo = doc.supported_providers.find((p: { provider_id: string }) => p.provider_id === "demo");
+    expect(t.stdout).toBe(`demo\t${demo.display_name}\t${demo.available_scopes.join(",")}\n`);
   });
 });

@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { BINARY_BODY, GW, runAth, cliFixture } from "../../helpers/cli-harness.ts";
-import { setDeps } from "../../../src/cli/deps.ts";
+import { setDeps } from "../../../src/cli/kit/deps.ts";
 import { run as main } from "../../../src/cli/root.ts";
 
 const fx = cliFixture();

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { ProviderConfig } from "../../../src/protocol/index.ts";
 import { TEMPLATES } from "../../../src/gateway/providers/templates/index.ts";
 import { loadProvidersFile } from "../../../src/gateway/providers/file.ts";
-import { stripAnsi } from "../../../src/cli/render.ts";
+import { stripAnsi } from "../../../src/cli/kit/render.ts";
 import { cliFixture } from "../../helpers/cli-harness.ts";
 import { tempDir } from "../../helpers/net.ts";
 

@@ -17,6 +17,21 @@ describe("tool results", () => {
     expect(r.structuredContent).toBeUndefined(); // a host checks structuredContent against the output schema
   });
 
+  test("SCOPE_NOT_APPROVED names the scope needed and the ath_authorize call for it; authorize's names the unapproved ones", () => {
+    const proxy = new ClientError("refused", "SCOPE_NOT_APPROVED", "x", { status: 403, details: { scopes: ["mail:read"], needed_scopes: ["mail:send"] } });
+    expect(failed(proxy, { provider: "mail" }).content).toEqual([
+      { type: "text", text: 'SCOPE_NOT_APPROVED: x\nNext: this request needs the scope mail:send, which the token lacks: call ath_authorize {"provider":"mail","scopes":["mail:read","mail:send"]} for a token with it (the person consents again)' },
+    ]);
+    const authorize = new ClientError("refused", "SCOPE_NOT_APPROVED", "y", { status: 403, details: { provider_id: "mail", unapproved_scopes: ["mail:admin"] } });
+    expect(JSON.stringify(failed(authorize, { provider: "mail" }).content)).toContain("not approved for mail:admin at mail: call ath_authorize without them");
+  });
+
+  test("UNKNOWN_PROVIDER sends the model to ath_providers, not to authorize it", () => {
+    const text = JSON.stringify(failed(new ClientError("config", "UNKNOWN_PROVIDER", "no such"), { provider: "nope" }).content);
+    expect(text).toContain("call ath_providers");
+    expect(text).not.toContain("ath_authorize");
+  });
+
   test("anything else is ERROR with its message and nothing more (no stack, no cause)", () => {
     for (const e of [new TypeError("boom"), "plain", { message: "object" }]) {
       const r = failed(e);
