@@ -10,6 +10,7 @@ import { oneLine, usageError } from "./errors.ts";
 import { didYouMean } from "../protocol/suggest.ts";
 import { checkFlags, commonArgs, defineCommand, resolve, expandShortInline, formatOf, hasHelp, isVersion, leadingFlags, parseArgs } from "./flags.ts";
 import { stripAnsi } from "./render.ts";
+import { versionText } from "../protocol/build.ts";
 
 export const root = defineCommand({
   meta: { name: "ath", version: pkg.version, description: "Agent authorization gateway and CLI (ATH protocol v0.1)" },
@@ -39,7 +40,7 @@ export async function run(argv: string[], cmd: CommandDef = root): Promise<numbe
   let json = formatOf(argv) === "json";
   try {
     if (isVersion(argv)) {
-      deps.stdout(json ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
+      deps.stdout(versionText(json));
       return EXIT.ok;
     }
     // `ath help proxy` is `ath proxy --help`; bare `ath` shows the usage (as gh does)
