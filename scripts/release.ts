@@ -7,7 +7,8 @@
  *    is `ath` (a small Node launcher, bin/ath.js, that runs the binary of the platform package npm installed), with
  *    one optional dependency per platform, each carrying `os`/`cpu`/`libc` so npm installs only the matching one —
  *    no postinstall download. Publish the platform packages first, then the thin one.
- * `--only linux-x64,linux-arm64` builds a subset (the npm folders then list only those). The names of the npm
+ * `--only linux-x64,linux-arm64` builds a subset (the npm folders then list only those); `--out DIR` writes DIR/release
+ * and DIR/npm instead of dist/. The names of the npm
  * packages and of the targets are the contract install.sh and the launcher read; change them together.
  */
 import { createHash } from "node:crypto";
@@ -70,7 +71,7 @@ export async function release(o: { targets?: Target[]; out?: string } = {}): Pro
 }
 
 async function writeNpmPackages(npmDir: string, builds: { target: Target; file: string }[]): Promise<void> {
-  const common = { version: pkg.version, description: pkg.description, repository: undefined };
+  const common = { version: pkg.version, description: pkg.description, publishConfig: { access: "public" } };
   for (const { target, file } of builds) {
     const folder = join(npmDir, `ath-${target.name}`);
     await mkdir(join(folder, "bin"), { recursive: true });
@@ -171,7 +172,8 @@ if (import.meta.main) {
     console.error(`release: unknown target in --only ${only.join(",")} (known: ${TARGETS.map((t) => t.name).join(", ")})`);
     process.exit(2);
   }
-  const r = await release({ targets });
+  const o = process.argv.indexOf("--out");
+  const r = await release({ targets, ...(o >= 0 && process.argv[o + 1] ? { out: process.argv[o + 1] } : {}) });
   for (const a of r.artifacts) console.log(`${a.sha256}  ${a.file}  (${a.seconds.toFixed(1)} s)`);
   console.log(`wrote ${r.dir}/SHA256SUMS and the npm packages under ${r.npmDir}`);
 }
