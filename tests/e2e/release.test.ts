@@ -99,7 +99,7 @@ describe("bun run release", () => {
 
 describe("install.sh", () => {
   /** A local download server over `dir`, serving `override` bytes in place of some files. */
-  function serve(dir: string, override: Record<string, Uint8Array> = {}) {
+  function serve(dir: string, override: Record<string, Uint8Array<ArrayBuffer>> = {}) {
     const server = Bun.serve({
       hostname: "127.0.0.1",
       port: 0,
