@@ -88,13 +88,19 @@ test("the README quick start, run as written against dist/ath with Chromium clic
   gateway = undefined;
 });
 
-/** Lines as comparable text: runs of letters, digits and `_-:.` that hold a digit or end in `…` (ids, masked secrets,
- * times, ports) become `#`; whitespace runs become one space; lines that are only `#`, punctuation or empty go. */
+/** Lines as comparable text: the gateway's ids and secrets (`ath_…`), did:key identities, and runs of letters,
+ * digits and `_-:.` that hold a digit or end in `…` (masked secrets, times, ports) become `#`; whitespace runs become one space; lines that are only `#`, punctuation or empty go. */
 function shape(text: string): string[] {
   return text
     .replace(/\x1b\[[0-9;]*[A-Za-z]/g, "\n")
     .split(/\r?\n|\r/)
-    .map((l) => l.replace(/[\w:.\/?&=%+-]*(\d[\w:.\/?&=%+-]*|…)/g, "#").replace(/\s+/g, " ").trim())
+    .map((l) =>
+      l
+        .replace(/\b(ath_|did:key:)[\w:.\/?&=%+…-]*/g, "#")
+        .replace(/[\w:.\/?&=%+-]*(\d[\w:.\/?&=%+-]*|…)/g, "#")
+        .replace(/\s+/g, " ")
+        .trim(),
+    )
     .filter((l) => /[a-z]{3}/i.test(l.replace(/#/g, "")));
 }
 
