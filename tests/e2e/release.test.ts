@@ -97,6 +97,15 @@ describe("bun run release", () => {
   }
 });
 
+test("the everyday build (dist/ath, built by `npm test`) names its commit and this machine's target too", async () => {
+  const r = await run([join(REPO, "dist/ath"), "--version", "--format", "json"]);
+  expect(r.exitCode).toBe(0);
+  const info = JSON.parse(r.stdout);
+  expect(info).toEqual({ version: pkg.version, commit: expect.stringMatching(/^[0-9a-f]{12}(-dirty)?$/), target: "linux-x64" });
+  // dist/ath is built by `npm test` from this checkout (run `npx bun run build` first when running this file alone)
+  expect({ built_from: info.commit.slice(0, 12) }).toEqual({ built_from: headCommit() });
+});
+
 describe("install.sh", () => {
   /** A local download server over `dir`, serving `override` bytes in place of some files. */
   function serve(dir: string, override: Record<string, Uint8Array<ArrayBuffer>> = {}) {
