@@ -97,6 +97,22 @@ describe("bun run release", () => {
   }
 });
 
+test("under qemu-user without BUN_CONFIG_MAX_HTTP_REQUESTS, serve's re-exec cannot run: it says so and serves anyway", async () => {
+  const qemu = qemuRunner();
+  const home = await tempDir("release-qemu-reexec");
+  cleanups.push(home.remove);
+  const gateway = start([...qemu.argv(join(releaseDir, "ath-linux-arm64")), "serve", "--demo", "--port", "0"], {
+    env: { ATH_HOME: home.path, ATH_LOG_FORMAT: "text" },
+  });
+  try {
+    const [, url] = await gateway.waitFor("stdout", /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    expect((await fetch(`${url}/health`)).status).toBe(200);
+    await gateway.waitFor("stderr", /could not re-execute with a larger outbound connection pool \(ENOEXEC\)/);
+  } finally {
+    expect((await gateway.kill("SIGTERM")).exitCode).toBe(0);
+  }
+}, SLOW);
+
 test("the everyday build (dist/ath, built by `npm test`) names its commit and this machine's target too", async () => {
   const r = await run([join(REPO, "dist/ath"), "--version", "--format", "json"]);
   expect(r.exitCode).toBe(0);
