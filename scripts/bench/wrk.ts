@@ -231,7 +231,7 @@ async function startAth(name: string, binary: string, port: number, upstream: st
     ? [process.execPath, "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`, join(REPO, "src/main.ts")]
     : [binary];
   const p = Bun.spawn(
-    ["taskset", "-c", LOAD_CPU, ...command, "serve", "--port", String(port), "--base-url", baseUrl, "--providers", providers, "--data-dir", join(dir, "data"), "--admin-token", "bench-admin", "--dev", ...extra],
+    ["taskset", "-c", LOAD_CPU, ...command, "serve", "--port", String(port), "--base-url", baseUrl, "--providers", providers, "--data-dir", join(dir, "data"), "--admin-token", "bench-admin-token-of-24-characters", "--dev", ...extra],
     // Production-like: JSON access logs (drained), and a proxy rate limit no run reaches — its bucket is still charged
     // per request. Given as variables, which a --compare binary predating them ignores.
     { env: { ...process.env, ATH_HOME: join(dir, "home"), NO_COLOR: "1", ATH_LOG_FORMAT: "json", ATH_RATE_LIMIT_PROXY: "999999999/s" }, stdout: "pipe", stderr: "pipe" },

@@ -4,6 +4,7 @@
  * people (a header on a terminal, tab-separated when piped). Exit codes as every command: 2 usage, 3 no gateway or
  * no admin token, 4 refused by the gateway, 5 unreachable.
  */
+import { stringifyInert } from "../protocol/sanitize.ts";
 import { readFile } from "node:fs/promises";
 import { adminCall, adminToken, followAudit, login as saveLogin, logout as forget, query, sinceTime, type AdminTarget, type AuditEventView } from "../agent/admin.ts";
 import { loadAgent, type Agent } from "../agent/flows/agent.ts";
@@ -152,7 +153,7 @@ export async function audit(a: Args, raw: string[]): Promise<void> {
     return;
   }
   // --follow: the latest events oldest first, then each new one as it comes — json: one event object per line
-  const print = (e: AuditEventView) => (c.out.json ? c.deps.stdout(`${JSON.stringify(e)}\n`) : c.out.table([auditRow(e)]));
+  const print = (e: AuditEventView) => (c.out.json ? c.deps.stdout(`${stringifyInert(e)}\n`) : c.out.table([auditRow(e)]));
   if (!c.out.json && c.out.tty) table(c.out, AUDIT_HEADER, []);
   for (const e of [...events].reverse()) print(e);
   const stop = new AbortController();

@@ -143,6 +143,7 @@ async function openInBrowser(url: string): Promise<void> {
 
 /** The commands that may open `url`, in order; throws when the session has no display to open a browser on. */
 export function browserCommands(url: string, env: Record<string, string | undefined>, platform: string): string[][] {
+  if (!/^https?:\/\//i.test(url)) throw new Error("only http(s) URLs are opened");
   const fromEnv = (env.BROWSER ?? "").split(":").filter((b) => b.trim() !== "");
   if (fromEnv.length > 0) {
     return fromEnv.map((browser) => {
@@ -151,7 +152,8 @@ export function browserCommands(url: string, env: Record<string, string | undefi
     });
   }
   if (platform === "darwin") return [["open", url]];
-  if (platform === "win32") return [["cmd", "/c", "start", "", url]];
+  // No shell on any OS (DESIGN §14): `cmd /c start` would read `&`, `|`, `^` in the URL as commands.
+  if (platform === "win32") return [["rundll32", "url.dll,FileProtocolHandler", url]];
   if (!env.DISPLAY && !env.WAYLAND_DISPLAY) {
     throw new Error(env.SSH_CONNECTION || env.SSH_TTY ? "this is an SSH session without a display" : "no display (DISPLAY is not set)");
   }

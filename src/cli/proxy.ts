@@ -10,6 +10,8 @@
  * resends it once approved. `--wait-approval` does it in one go: opens the URL, polls with a spinner until the
  * person decided, then resends the same request with `X-ATH-Approval` (denied or expired: exit 4).
  */
+import { prettyJson } from "../protocol/pretty-json.ts";
+import { forTerminal as sanitized, jsonInert } from "../protocol/sanitize.ts";
 import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../protocol/constants.ts";
 import { didYouMean } from "../protocol/suggest.ts";
 import { pendingApproval, resend, waitForDecision } from "../agent/flows/approval.ts";
@@ -152,13 +154,18 @@ async function readBodyArg(arg: string, deps: Deps): Promise<string> {
   }
 }
 
-/** A body for a person's terminal: JSON pretty-printed; other text with a final newline; binary as it is. */
-function forTerminal(bytes: Uint8Array): string | Uint8Array {
+/**
+ * A body for a person's terminal: JSON pretty-printed (inert escapes), other text with a final newline — sanitized
+ * either way, binary decoded lossily and sanitized too (DESIGN §14: a body is data; piped, it goes out as received).
+ */
+function forTerminal(bytes: Uint8Array): string {
   const text = utf8(bytes);
-  if (text === undefined) return bytes;
+  if (text === undefined) return sanitized(new TextDecoder().decode(bytes)) + "\n";
   const value = parseMaybeJson(text);
-  if (typeof value === "object" && value !== null) return `${JSON.stringify(value, null, 2)}\n`;
-  return text === "" || text.endsWith("\n") ? text : `${text}\n`;
+  // bounded re-indenting (≤ 64 KiB, depth ≤ 32, else as received), inert escapes, then sanitized
+  if (typeof value === "object" && value !== null) return `${sanitized(jsonInert(prettyJson(text)))}\n`;
+  const safe = sanitized(text);
+  return safe === "" || safe.endsWith("\n") ? safe : `${safe}\n`;
 }
 
 /** `-H "Name: value"` list → lower-cased names (HTTP names are case-insensitive); a repeated name joins with ", ". */

@@ -3,6 +3,7 @@
  * document; text mode colours (kleur) only on a TTY without NO_COLOR; piped text is tab-separated with ISO
  * times, and a table cell (often a server's text) cannot break its row or column or carry control characters.
  */
+import { forTerminal, stringifyInert } from "../protocol/sanitize.ts";
 import type { Deps } from "./deps.ts";
 
 export type Format = "text" | "json";
@@ -46,13 +47,13 @@ export async function output(format: Format, deps: Deps): Promise<Output> {
   if (color) {
     const kleur = (await import("kleur")).default;
     kleur.enabled = true;
-    paint = kleur;
+    paint = ownColours(kleur);
   }
   return {
     json: format === "json",
     tty,
     color,
-    doc: (value) => deps.stdout(`${JSON.stringify(value, null, 2)}\n`),
+    doc: (value) => deps.stdout(`${stringifyInert(value, 2)}\n`),
     line: (s = "") => deps.stdout(`${s.split("\n").map((l) => cell(l, color)).join("\n")}\n`),
     table(rows) {
       rows = rows.map((r) => r.map((c) => cell(c, color)));
@@ -67,9 +68,9 @@ export async function output(format: Format, deps: Deps): Promise<Output> {
         deps.stdout(`${r.map((c, i) => (i === r.length - 1 ? c : c + " ".repeat((widths[i] ?? 0) - visible(c).length))).join("  ")}\n`);
       }
     },
-    info: (s) => deps.stderr(`${s}\n`),
+    info: (s) => deps.stderr(`${s.split("\n").map((l) => cell(l, color)).join("\n")}\n`),
     success: (s) => {
-      if (tty && format === "text") deps.stdout(`${paint.green("✓")} ${s}\n`);
+      if (tty && format === "text") deps.stdout(`${cell(`${paint.green("✓")} ${s}`, color)}\n`);
     },
     time(iso, now) {
       if (!tty) return iso;
@@ -99,13 +100,27 @@ function visible(s: string): string {
 }
 
 /**
- * A table cell made safe: line breaks become a space, other control characters U+FFFD (tabs stay: some rows
- * pack two columns in one cell). With colours on, the colour codes (SGR, `ESC[…m`) our own paint added are kept;
- * nothing else of ESC survives.
+ * Our own colours, marked: kleur's `ESC[…m` codes are written as `MARK[…m` (a private-use character and a nonce of this
+ * process, which no gateway can guess), so that at output only they become colours again — every ESC that came with a
+ * string from elsewhere is replaced (DESIGN §14: only the CLI's own colours survive).
+ */
+const MARK = `\ue000${crypto.randomUUID().slice(0, 8)}`;
+const MARKED = new RegExp(`${MARK}\\[([0-9;]*)m`);
+
+function ownColours(kleur: Paint): Paint {
+  // the argument is sanitized first: only the codes kleur itself adds are marked
+  const mark = (f: (s: string) => string) => (s: string) => f(forTerminal(s, { multiline: false })).replace(/\u001b\[([0-9;]*)m/g, `${MARK}[$1m`);
+  return { bold: mark(kleur.bold), green: mark(kleur.green), yellow: mark(kleur.yellow), red: mark(kleur.red), dim: mark(kleur.dim) };
+}
+
+/**
+ * A line or table cell made safe (protocol/sanitize.ts): line breaks become a space, other control and format
+ * characters U+FFFD (tabs stay: some rows pack two columns in one cell). Our own marked colours become colour codes
+ * again (when colours are on); nothing else of ESC survives.
  */
 function cell(s: string, color: boolean): string {
-  const parts = color ? s.split(/(\u001b\[[0-9;]*m)/) : [s];
+  const parts = s.split(MARKED);
   return parts
-    .map((p, i) => (i % 2 === 1 ? p : p.replace(/[\n\v\f\r]/g, " ").replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g, "\ufffd")))
+    .map((p, i) => (i % 2 === 1 ? (color ? `\u001b[${p}m` : "") : forTerminal(p.replace(/[\n\v\f\r]/g, " "))))
     .join("");
 }

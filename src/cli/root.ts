@@ -3,6 +3,7 @@
  * with citty's `runCommand`, and maps every failure to an exit code in one place (DESIGN.md §5): 0 ok, 1 failure /
  * upstream ≥ 400, 2 usage, 3 not configured, 4 the gateway refused, 5 network. src/main.ts is the entry point.
  */
+import { forTerminal, stringifyInert } from "../protocol/sanitize.ts";
 import type { ArgsDef, CommandDef } from "citty";
 import pkg from "../../package.json" with { type: "json" };
 import { getDeps } from "./deps.ts";
@@ -61,10 +62,10 @@ export async function run(argv: string[], cmd: CommandDef = root): Promise<numbe
   } catch (e) {
     const { exit, error, reported } = classify(e);
     if (json) {
-      if (!reported) deps.stdout(`${JSON.stringify({ error })}\n`);
+      if (!reported) deps.stdout(`${stringifyInert({ error })}\n`);
     } else {
       const lines = (e as { multiline?: boolean }).multiline ? error.message.split("\n") : [error.message];
-      deps.stderr(`ath: ${lines.map(oneLine).join("\n  ")}\n`);
+      deps.stderr(`ath: ${lines.map((l) => forTerminal(oneLine(l))).join("\n  ")}\n`);
     }
     return exit;
   }

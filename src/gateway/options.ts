@@ -130,6 +130,24 @@ function rate(flag: string, fallback: string) {
 const flag = z.boolean().optional().transform((v) => v === true);
 const text = z.string().optional();
 
+/** DESIGN §14: a secret the operator chooses has at least this many characters (the token is never echoed). */
+export const MIN_OPERATOR_SECRET = 24;
+
+/** An operator-chosen secret (`--admin-token`, `--metrics-token`): absent, or at least MIN_OPERATOR_SECRET characters. */
+function operatorSecret(flag: string, env: string) {
+  return z
+    .string()
+    .optional()
+    .superRefine((v, ctx) => {
+      if (v !== undefined && v.length < MIN_OPERATOR_SECRET) {
+        ctx.addIssue({
+          code: "custom",
+          message: `--${flag} (or ${env}) must be at least ${MIN_OPERATOR_SECRET} characters, got ${v.length}: use a random one, e.g. \`openssl rand -base64 32\``,
+        });
+      }
+    });
+}
+
 const LOOPBACK_HOSTS = ["127.0.0.1", "::1", "localhost"];
 
 const ServeOptions = z
@@ -140,7 +158,7 @@ const ServeOptions = z
     providers: text,
     "data-dir": text,
     db: text,
-    "admin-token": text,
+    "admin-token": operatorSecret("admin-token", "ATH_ADMIN_TOKEN"),
     mode: enumOf("mode", "ATH_MODE", ["gateway", "native"], "gateway"),
     "introspection-token": text,
     approval: enumOf("approval", "ATH_APPROVAL", ["auto", "manual"], "auto"),
@@ -171,7 +189,7 @@ const ServeOptions = z
         return v;
       }),
     "log-level": enumOf("log-level", "ATH_LOG_LEVEL", ["debug", "info", "warn", "error"], "info"),
-    "metrics-token": text,
+    "metrics-token": operatorSecret("metrics-token", "ATH_METRICS_TOKEN"),
     "metrics-public": flag,
     "rate-limit-register": rate("rate-limit-register", "20/m"),
     "rate-limit-auth": rate("rate-limit-auth", "60/m"),

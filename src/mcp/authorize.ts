@@ -6,6 +6,7 @@
  * to the page itself, and the tool waits for the approval. With `code_on_page` the gateway shows the person a
  * code instead (their browser cannot reach this machine), which `ath_token {code}` exchanges.
  */
+import { forTerminal } from "../protocol/sanitize.ts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ClientError, notConfigured } from "../agent/errors.ts";
 import type { Agent, Target } from "../agent/flows/agent.ts";
@@ -59,7 +60,7 @@ export async function authorizeTool(ctx: ToolContext, args: AuthorizeToolInput, 
         mode: "url",
         elicitationId,
         url: started.authorization_url,
-        message: `Approve access to ${started.provider_id} (${started.scopes.join(", ")}) for this agent at the ATH gateway ${started.gateway}.`,
+        message: forTerminal(`Approve access to ${started.provider_id} (${started.scopes.join(", ")}) for this agent at the ATH gateway ${started.gateway}.`, { multiline: false }),
       },
       { signal },
     );

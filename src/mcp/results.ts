@@ -3,6 +3,7 @@
  * true`) carrying the code — an ATH error code when the gateway refused, else the agent side's own (NO_TOKEN,
  * NETWORK_ERROR…). A failure is always a result, never a thrown error: nothing a tool does may end the server.
  */
+import { forTerminal } from "../protocol/sanitize.ts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 
 /** The `_meta` key of a tool error's machine-readable form: `{code, message, status?, details?}`. */
@@ -10,7 +11,8 @@ export const ERROR_META = "ath/error";
 
 /** A successful result: `structured` for programs, `summary` for the model and the person. */
 export function ok(structured: object, summary: string): CallToolResult {
-  return { structuredContent: structured as Record<string, unknown>, content: [{ type: "text", text: summary }] };
+  // text content is sanitized (DESIGN §14); structuredContent keeps the values (escaped on the wire by the server)
+  return { structuredContent: structured as Record<string, unknown>, content: [{ type: "text", text: forTerminal(summary) }] };
 }
 
 /**
@@ -31,7 +33,8 @@ export function failed(e: unknown, tool?: { provider?: string }): CallToolResult
   };
   return {
     isError: true,
-    content: [{ type: "text", text: `${code}: ${message}${next === undefined ? "" : `\nNext: ${next}`}` }],
+    // the message is one line (a gateway's words cannot forge a line of their own), sanitized
+    content: [{ type: "text", text: `${forTerminal(code, { multiline: false })}: ${forTerminal(message, { multiline: false })}${next === undefined ? "" : `\nNext: ${next}`}` }],
     _meta: { [ERROR_META]: error },
   };
 }

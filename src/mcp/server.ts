@@ -4,6 +4,7 @@
  * stdout carries the protocol and nothing else; warnings go to stderr. It runs until the host closes stdin (or
  * SIGINT/SIGTERM), then cancels the authorizations still waiting, which drops their pending sessions.
  */
+import { jsonInert } from "../protocol/sanitize.ts";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import pkg from "../../package.json" with { type: "json" };
@@ -38,7 +39,13 @@ export async function serveMcp(o: McpOptions): Promise<void> {
   const server = new McpServer({ name: "ath", title: "ATH gateway", version: pkg.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   const waits = new Waits();
   registerTools({ server, agent, target: o.target, waits });
-  const transport = new StdioServerTransport();
+  // Every message leaves with its C1/DEL/Cf characters as \uXXXX escapes (C0 are escaped by JSON itself): the values
+  // the host parses are unchanged, and nothing a gateway wrote reaches the host's terminal or log raw (DESIGN §14).
+  const inertStdout = {
+    write: (chunk: string) => process.stdout.write(jsonInert(chunk)),
+    once: (event: string, listener: () => void) => process.stdout.once(event, listener),
+  } as unknown as NodeJS.WriteStream;
+  const transport = new StdioServerTransport(process.stdin, inertStdout);
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = resolve;
     process.stdin.once("end", resolve);

@@ -3,6 +3,7 @@
  * parse nothing twice (the SDK checks the input against the schema), call the flow, shape its answer. The
  * authorization tools, which wait for a person, live in mcp/authorize.ts.
  */
+import { forTerminal } from "../protocol/sanitize.ts";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
@@ -189,8 +190,10 @@ async function providers(ctx: ToolContext, signal: AbortSignal): Promise<CallToo
       };
     }),
   };
-  const lines = out.providers.map((p) => `${p.provider_id} (${p.display_name}): ${p.available_scopes.join(", ")}${p.token_held ? " — token held" : ""}`);
-  return ok(out, `${out.providers.length} provider(s) at ${out.gateway}${out.registered ? "" : " (not registered yet)"}:\n${lines.join("\n")}`);
+  // the gateway's words, one line each: none can forge a line of the summary (DESIGN §14)
+  const one = (s: string) => forTerminal(s, { multiline: false });
+  const lines = out.providers.map((p) => `${one(p.provider_id)} (${one(p.display_name)}): ${p.available_scopes.map(one).join(", ")}${p.token_held ? " — token held" : ""}`);
+  return ok(out, `${out.providers.length} provider(s) at ${one(out.gateway)}${out.registered ? "" : " (not registered yet)"}:\n${lines.join("\n")}`);
 }
 
 /** The providers on offer: the gateway's catalog, or a native service's one app. */
@@ -273,7 +276,7 @@ async function approvedResend(
         mode: "url",
         elicitationId: pending.approval_id,
         url: pending.approval_url,
-        message: `Approve this exact request before the agent sends it: ${input.method} ${input.path} to ${input.provider} (ATH gateway ${input.target.base}).`,
+        message: forTerminal(`Approve this exact request before the agent sends it: ${input.method} ${input.path} to ${input.provider} (ATH gateway ${input.target.base}).`, { multiline: false }),
       },
       { signal },
     );

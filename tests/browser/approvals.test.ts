@@ -250,8 +250,15 @@ describe("who may decide", () => {
         expect(first?.status()).toBe(403);
         expect(String(await other.page.textContent("body"))).not.toContain("from my phone");
         if (login === "alice") await screenshots(other.page, "approval-signin");
+        const asked: URL[] = [];
+        other.page.on("request", (r) => {
+          if (r.url().startsWith(w.auth.authorizeEndpoint)) asked.push(new URL(r.url()));
+        });
         await clickAndWait(other.page, "Sign in at Sample Mail (approvals)");
         expect(new URL(other.page.url()).pathname).toStartWith("/interaction/");
+        // DESIGN §15: the sign-in asks for the scopes of the grant being approved (+ openid), never an empty scope
+        expect(asked.length).toBe(1);
+        expect((asked[0]!.searchParams.get("scope") ?? "").split(" ").sort()).toEqual([...SCOPES].sort());
         await other.page.fill('input[name="login"]', login);
         const back = await clickAndWait(other.page, "Approve");
         if (!allowed) {

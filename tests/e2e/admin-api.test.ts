@@ -9,6 +9,7 @@ import { authorize, call, exchange, consent, registeredAgent, type ClientCredent
 import { type TestAgent } from "../helpers/attestations.ts";
 import { Browser } from "../helpers/browser.ts";
 import { expectError } from "../helpers/expect-error.ts";
+import { rawRequest } from "../helpers/raw-http.ts";
 import { ADMIN_TOKEN, scriptedGateway, type InProcess } from "../helpers/in-process.ts";
 import type { ScriptedProvider } from "../helpers/scripted-provider.ts";
 import { PG_URL, postgresHarness, sqliteHarness, type Harness } from "../helpers/store-harness.ts";
@@ -66,7 +67,7 @@ for (const [kind, harness] of [
     beforeEach(async () => {
       h = harness();
       ({ g, p } = await scriptedGateway((p) => ({ mail: p.config(), files: p.config({ display_name: "Files" }) }), { store: await h.open() }));
-      server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => g.app.fetch(req) });
+      server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req, srv) => g.app.fetch(req, srv.requestIP(req)?.address) });
       base = `http://127.0.0.1:${server.port}`;
       const providers = [
         { provider_id: "mail", scopes: ["mail:read"] },
@@ -334,10 +335,15 @@ for (const [kind, harness] of [
         ["PUT", "/ath/admin/providers/mail", {}],
         ["DELETE", "/ath/admin/providers/mail"],
       ];
+      // Wrong tokens are limited per client IP (10 a minute, DESIGN §14): each wrong one comes from a loopback address
+      // of its own, so this test sees the 401 of every endpoint (the limit has its own test, hardening-gateway).
+      let from = 0;
+      const port = Number(new URL(base).port);
       for (const [method, path, json] of endpoints) {
         for (const headers of [{}, { "x-ath-user-token": "wrong" }, { "x-ath-user-token": `${ADMIN_TOKEN}x` }, { authorization: `Bearer ${ADMIN_TOKEN}` }] as Record<string, string>[]) {
-          const r = await call(`${base}${path}`, { method, headers, ...(json === undefined ? {} : { json }) });
-          expectError(r, "UNAUTHORIZED");
+          const body = json === undefined ? "" : JSON.stringify(json);
+          const raw = await rawRequest(port, method, path, { ...headers, ...(body ? { "content-type": "application/json" } : {}) }, body, `127.0.2.${++from}`);
+          expectError({ status: raw.status, headers: new Headers(raw.headers), text: raw.body }, "UNAUTHORIZED");
         }
       }
       // nothing changed

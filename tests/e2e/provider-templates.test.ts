@@ -152,3 +152,42 @@ describe("templates in the providers file and the admin API", () => {
     expect((await call(`${w.baseUrl}/ath/admin/providers/y`, { headers: admin })).status).toBe(404);
   });
 });
+
+describe("identity endpoints are allowed under every scope of a template (scope_rules \"*\", DESIGN §11)", () => {
+  // For each template: a scope that does not name the identity endpoint, the endpoint, and whether the provider itself
+  // answers it for that token (GitLab and Microsoft Graph ask for read_user / User.Read: the gateway forwards, the
+  // provider decides).
+  const CASES: [id: string, scope: string, method: string, path: string, providerAnswers: boolean][] = [
+    ["github", "repo", "GET", "user", true],
+    ["gitlab", "read_repository", "GET", "user", false],
+    ["google", "https://www.googleapis.com/auth/gmail.send", "GET", "oauth2/v3/userinfo", true],
+    ["microsoft", "Mail.Read", "GET", "me", false],
+    ["slack", "chat:write", "POST", "auth.test", true],
+    ["slack", "chat:write", "GET", "auth.test", true],
+    ["notion", "insert_content", "GET", "users/me", true],
+    ["linear", "issues:create", "POST", "graphql", true],
+    ["dropbox", "files.metadata.write", "POST", "users/get_current_account", true],
+  ];
+  for (const [id, scope, method, path, providerAnswers] of CASES) {
+    test(`${id}: ${method} /${path} with only ${scope} reaches the provider${providerAnswers ? " and is answered 200" : ""}`, async () => {
+      const mock = w.mocks[id]!;
+      const f = await fullFlow(w.baseUrl, { provider_id: id, scopes: [scope] });
+      const before = mock.core.requests.length;
+      const r = await call(`${w.baseUrl}/ath/proxy/${id}/${path}`, {
+        method,
+        headers: { authorization: `Bearer ${f.accessToken}` },
+        ...(id === "linear" ? { json: { query: "{ viewer { id name } }" } } : {}),
+      });
+      expect({ id, error: r.headers.get("x-ath-error") }).toEqual({ id, error: null });
+      const seen = mock.core.requests.slice(before).filter((q) => q.path.endsWith(`/${path}`));
+      expect({ id, forwarded: seen.map((q) => q.method) }).toEqual({ id, forwarded: [method] });
+      if (providerAnswers) expect({ id, status: r.status }).toEqual({ id, status: 200 });
+    });
+  }
+
+  test("a path only another scope opens is still refused (the \"*\" key opens the identity endpoint, nothing more)", async () => {
+    const f = await fullFlow(w.baseUrl, { provider_id: "github", scopes: ["read:user"] });
+    const r = await call(`${w.baseUrl}/ath/proxy/github/user/repos`, { headers: { authorization: `Bearer ${f.accessToken}` } });
+    expectError(r, "SCOPE_NOT_APPROVED");
+  });
+});

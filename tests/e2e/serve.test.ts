@@ -206,7 +206,7 @@ describe("ath serve — first start, admin token, master key, shutdown", () => {
 
   test("SIGTERM stops accepting and exits 0; the default data dir is $ATH_HOME/gateway", async () => {
     const home = await tmp();
-    const s = await serve(["--admin-token", "t0ken-for-test"], { ATH_HOME: home });
+    const s = await serve(["--admin-token", "t0ken-for-test-24-characters"], { ATH_HOME: home });
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
     s.p.kill("SIGTERM");
     expect(await s.p.exited).toBe(0);
@@ -217,7 +217,7 @@ describe("ath serve — first start, admin token, master key, shutdown", () => {
 
   test("audit events still queued when SIGTERM arrives are written before the process exits", async () => {
     const home = await tmp();
-    const s = await serve(["--admin-token", "t0ken-for-test"], { ATH_HOME: home });
+    const s = await serve(["--admin-token", "t0ken-for-test-24-characters"], { ATH_HOME: home });
     // a registration is audited (agent.registered); SIGTERM follows at once
     const registered = await register(s.url, await makeAgent(), { providers: [{ provider_id: "none", scopes: ["x"] }] });
     expect(registered.status).toBe(201);
@@ -240,7 +240,7 @@ describe("ath serve — TLS", () => {
     const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert]);
     expect(made.exitCode).toBe(0);
-    const s = await serve(["--tls-cert", cert, "--tls-key", key, "--data-dir", join(dir, "data"), "--admin-token", "t0ken-for-test"], { ATH_HOME: dir });
+    const s = await serve(["--tls-cert", cert, "--tls-key", key, "--data-dir", join(dir, "data"), "--admin-token", "t0ken-for-test-24-characters"], { ATH_HOME: dir });
     try {
       expect(s.url.startsWith("https://127.0.0.1:")).toBe(true);
       const tls = { ca: await Bun.file(cert).text() };

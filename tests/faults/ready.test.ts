@@ -71,7 +71,7 @@ describe("ready means configured", () => {
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
       const proc = Bun.spawn(
-        [ATH_BIN, "serve", "--port", String(port), "--db", db.href, "--data-dir", dir, "--providers", providersFile(dir), "--admin-token", "admin-ready-test-token"],
+        [ATH_BIN, "serve", "--port", String(port), "--db", db.href, "--data-dir", dir, "--providers", providersFile(dir), "--admin-token", "admin-ready-test-token-of-24"],
         { env: { ...process.env, ATH_HOME: dir }, stdout: "ignore", stderr: "pipe" },
       );
       try {

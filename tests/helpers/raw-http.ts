@@ -13,10 +13,20 @@ export interface RawResponse {
   bytes: Buffer;
 }
 
-/** Sends `METHOD target HTTP/1.1` to 127.0.0.1:`port` verbatim, with the given headers. */
-export function rawRequest(port: number, method: string, target: string, headers: Record<string, string> = {}, body = ""): Promise<RawResponse> {
+/**
+ * Sends `METHOD target HTTP/1.1` to 127.0.0.1:`port` verbatim, with the given headers (after its own `Host`);
+ * `from` is the local address to send from (any 127.x.y.z on Linux loopback: another client IP).
+ */
+export function rawRequest(
+  port: number,
+  method: string,
+  target: string,
+  headers: Record<string, string> = {},
+  body = "",
+  from?: string,
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1");
+    const socket = connect({ port, host: "127.0.0.1", ...(from ? { localAddress: from } : {}) });
     const chunks: Buffer[] = [];
     socket.on("connect", () => {
       const lines = [`${method} ${target} HTTP/1.1`, `Host: 127.0.0.1:${port}`, "Connection: close"];

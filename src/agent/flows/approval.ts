@@ -3,6 +3,7 @@
  * poll GET /ath/approvals/{id} with the saved token until a person decided (or it expired), and resend the very same
  * request with `X-ATH-Approval`. Shared by `ath proxy --wait-approval` and `ath mcp`'s ath_request.
  */
+import { gatewayLink } from "../links.ts";
 import { HEADERS, PATHS } from "../../protocol/constants.ts";
 import { ApprovalState, ATHError, PendingApproval } from "../../protocol/lean.ts";
 import type { z } from "zod";
@@ -19,7 +20,10 @@ export function pendingApproval(r: RequestResult): PendingApproval | undefined {
   const body = ATHError.safeParse(parseMaybeJson(utf8(r.body) ?? ""));
   if (!body.success) return undefined;
   const details = PendingApproval.safeParse(body.data.details);
-  return details.success ? details.data : undefined;
+  if (!details.success) return undefined;
+  // the page a person is sent to: the gateway's own origin only (r.url is the request to the gateway)
+  gatewayLink(details.data.approval_url, r.url);
+  return details.data;
 }
 
 /** One poll: the approval's state, read with the token the request used. */

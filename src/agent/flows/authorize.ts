@@ -3,6 +3,7 @@
  * later turns into a token. `authorizeAndWait` does it all in one step: it receives the redirect on a loopback port
  * (RFC 8252 §7.3), exchanges the code and saves the token, and leaves no pending session behind when that fails.
  */
+import { gatewayLink } from "../links.ts";
 import { audience, discoverService, startAuthorization } from "../client.ts";
 import { usageError } from "../errors.ts";
 import { updateCredentials, type Registration } from "../home.ts";
@@ -120,6 +121,8 @@ async function start(p: Prepared, input: Pick<AuthorizeInput, "resource">, agent
     },
     agent.http,
   );
+  // the consent page a person is sent to: the gateway's own origin only (DESIGN §14)
+  gatewayLink(res.authorization_url, p.base);
   await updateCredentials(
     agent.home,
     (c) => {

@@ -7,6 +7,7 @@ import type { Store } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret, mintSecret } from "../crypto/secrets.ts";
 import { bearerToken } from "../http/request.ts";
+import { WRONG_ADMIN_TOKENS, WrongSecrets } from "../ops/wrong-secrets.ts";
 
 /** Whether the request carries the admin token, as `X-ATH-User-Token` (the admin API's header). */
 export function isAdmin(gw: Gateway, req: Request): boolean {
@@ -18,9 +19,17 @@ export function isAdminToken(gw: Gateway, presented: string | null): boolean {
   return matches(presented, gw.opts.adminTokenHash);
 }
 
-/** The guard of `auth: "admin"` routes: 401 UNAUTHORIZED unless the admin token is presented. */
-export function requireAdmin({ gw, req }: Call): void {
-  if (!isAdmin(gw, req)) throw new AthError("UNAUTHORIZED");
+/**
+ * The guard of `auth: "admin"` routes: 401 UNAUTHORIZED unless the admin token is presented; an IP that sent 10 wrong
+ * ones in the current 60 s window gets 429 until it ends, whatever it sends (DESIGN §14).
+ */
+export function requireAdmin({ gw, req, ip }: Call): void {
+  const wrong = wrongAdminTokens(gw);
+  const now = gw.now();
+  wrong.check(ip, now);
+  if (isAdmin(gw, req)) return;
+  if (req.headers.get(HEADERS.adminToken)) wrong.wrong(ip, now);
+  throw new AthError("UNAUTHORIZED");
 }
 
 /**
@@ -68,6 +77,13 @@ export async function adminTokenHash(store: Store, given: string | undefined): P
 // internal
 
 const ADMIN_HASH_KEY = "admin_token_hash";
+
+const wrongByGateway = new WeakMap<Gateway, WrongSecrets>();
+function wrongAdminTokens(gw: Gateway): WrongSecrets {
+  let w = wrongByGateway.get(gw);
+  if (!w) wrongByGateway.set(gw, (w = new WrongSecrets(WRONG_ADMIN_TOKENS, "admin token")));
+  return w;
+}
 
 /** A presented secret against a stored hash, in constant time. */
 function matches(presented: string | null, hash: string): boolean {

@@ -4,6 +4,7 @@
  * functions (revocation exactly as `/ath/revoke`), and answer 303 back to their page with a fixed message
  * (Post/Redirect/Get). Not signed in: GETs go to the sign-in page, POSTs are refused.
  */
+import { prettyJson } from "../../protocol/pretty-json.ts";
 import { AthError, PATHS } from "../../protocol/index.ts";
 import { removeAgent, setAgentStatus, view as agentView } from "../admin/agents.ts";
 import { adminDecide, listApprovals } from "../admin/approvals.ts";
@@ -204,11 +205,8 @@ function readable(bytes: Uint8Array): string {
   } catch {
     return `(${bytes.byteLength} bytes of binary data)`;
   }
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text;
-  }
+  // bounded: ≤ 64 KiB of output, depth ≤ 32, else the raw text (DESIGN §14)
+  return prettyJson(text);
 }
 
 function withoutFlash(search: string): string {

@@ -69,7 +69,7 @@ export async function startSignin(call: Call): Promise<Response> {
   const sealed = SIGNIN_PREFIX + (await gw.sealer.seal(JSON.stringify(state), SIGNIN_AAD));
   const url = authorizeUrl(await openProvider(gw, record), {
     redirectUri: gw.opts.baseUrl + PATHS.callback,
-    scopes: signinScopes(record.config),
+    scopes: await signinScopes(gw, a, record.config),
     state: sealed,
     codeChallenge: pkce.challenge,
     resource: null,
@@ -168,9 +168,16 @@ function offersOpenid(c: ProviderConfig): boolean {
   return c.available_scopes.includes("openid") || (c.extra_scopes ?? []).includes("openid");
 }
 
-/** The least to ask: `openid` for the id_token when offered (extra_scopes are added by the OAuth client). */
-function signinScopes(c: ProviderConfig): string[] {
-  return c.available_scopes.includes("openid") ? ["openid"] : [];
+/**
+ * What the sign-in asks for (DESIGN §15): the scopes of the grant being approved — the person already consented to
+ * them — plus `openid` for the id_token where offered (extra_scopes are added by the OAuth client). Never an empty
+ * scope, which strict servers (oidc-provider, Google) refuse.
+ */
+async function signinScopes(gw: Gateway, a: ApprovalRecord, c: ProviderConfig): Promise<string[]> {
+  const [token] = await gw.store.listTokens({ token_id: a.token_id }, { now: gw.now(), limit: 1 });
+  const scopes = [...(token?.scopes ?? []), ...(c.available_scopes.includes("openid") ? ["openid"] : [])];
+  if (scopes.length === 0) throw forbidden("The token this request came with is gone; nothing can be approved for it.");
+  return [...new Set(scopes)];
 }
 
 function signinCsrf(approvalId: string, binding: string): string {

@@ -1,8 +1,10 @@
 /**
  * POST /ath/introspect — RFC 7662 token introspection, so a service's own API can check ATH tokens without a proxy
  * hop. Callers present the introspection token or the admin token (the route's guard). A live token is described;
- * anything else — unknown, expired, revoked, or its agent no longer approved — is exactly `{"active": false}`
- * (RFC 7662 §2.2: nothing more may be said about it).
+ * anything else — unknown, expired, revoked, its agent no longer approved, or its upstream grant dead (the provider
+ * refused its refresh, or it was dropped) — is exactly `{"active": false}` (RFC 7662 §2.2: nothing more may be said
+ * about it). What introspection says, the proxy does (DESIGN §14): the grant is read from the same cache the proxy
+ * reads, invalidated across instances like a revocation.
  */
 import { IntrospectionRequest, type IntrospectionResponse } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
@@ -19,6 +21,8 @@ export async function introspect(call: Call): Promise<Response> {
   const live = token !== null && token.revoked_at === null && token.expires_at > now;
   const agent = live ? await gw.store.getAgentByClientId(token.client_id) : null;
   if (!token || !live || !agent || !isApproved(gw, agent)) return json({ active: false } satisfies IntrospectionResponse);
+  const grant = token.grant_id === null ? null : await gw.store.getGrant(token.grant_id);
+  if (grant === null || grant.status !== "live") return json({ active: false } satisfies IntrospectionResponse);
   const res: IntrospectionResponse = {
     active: true,
     token_type: "Bearer",

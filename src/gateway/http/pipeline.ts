@@ -32,6 +32,14 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
       // Bun builds req.url from the Host header and the request target: a Host no URL can hold, or an authority-form
       // target (CONNECT host:port), would make every later URL parse throw — 400 here, never a 500 later. An HTTP/1.0
       // request without Host (a plain health probe) gets the gateway's own origin.
+      // Two Host fields (RFC 9112 §3.2: 400) reach us joined by ", " — and no host name holds a comma.
+      if (req.headers.get("host")?.includes(",")) {
+        throw new AthError("INVALID_REQUEST", "A request carries exactly one Host header field", { field: "host" });
+      }
+      // An authority-form target (CONNECT host:port): the gateway tunnels nothing, at no target (an empty Allow).
+      if (req.method === "CONNECT" && !req.url.includes("/")) {
+        throw new AthError("METHOD_NOT_ALLOWED", "The gateway does not tunnel: CONNECT is not allowed", undefined, { headers: { allow: "" } });
+      }
       if (!URL.canParse(req.url)) {
         if (req.url.startsWith("/") && !req.headers.has("host")) req = new Request(gw.opts.baseUrl + req.url, req);
         else throw new AthError("INVALID_REQUEST", "The Host header or the request target is malformed", { field: "host" });

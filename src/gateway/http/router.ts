@@ -37,9 +37,10 @@ export function createRouter(table: readonly Route[]): Router {
       const found = pick(candidates, method) ?? (method === "HEAD" ? pick(candidates, "GET") : undefined);
       if (found) return { ok: true, route: found.route, params: decodeParams(found.params) };
       const allow = [...new Set(candidates.map((c) => c.route.method))].join(", ");
+      // JSON on every path, pages included (DESIGN §14 "Requests the HTTP grammar forbids"): no browser sends it
       return {
         ok: false,
-        kind: candidates[0]!.route.kind,
+        kind: "api",
         error: new AthError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${printable(path)}`, undefined, { headers: { allow } }),
       };
     },

@@ -1,7 +1,8 @@
 /**
  * Where an agent's public key comes from (DESIGN §3 "Identity and attestation"): a `did:key` carries it in the
  * identifier; an `https://` agent_id names an agent identity document whose `public_key` holds it. Documents
- * are fetched defensively (https only, no private/loopback hosts, 5 s, 64 KiB, ≤ 3 redirects), at most 16 at once —
+ * are fetched defensively (https only, no private/loopback hosts, connected to the very address checked, 5 s, 64 KiB
+ * as received with `Accept-Encoding: identity`, no unasked Content-Encoding, ≤ 3 redirects), at most 16 at once —
  * registration fetches them before any signature can be checked, so they are unauthenticated input and get a small
  * pool of their own (DESIGN §14) — and cached as their Cache-Control allows, at most 5 min.
  */
@@ -152,8 +153,8 @@ async function fetchDocument(agentId: string, env: FetchEnv): Promise<{ text: st
   try {
     let url = new URL(agentId);
     for (let hop = 0; ; hop++) {
-      await Promise.race([checkTarget(url, env), deadline]);
-      const res = await Promise.race([env.fetch(url, { redirect: "manual", signal, headers: { accept: "application/json" } }), deadline]);
+      const address = await Promise.race([checkTarget(url, env), deadline]);
+      const res = await Promise.race([env.fetch(pinned(url, address), pinnedInit(url, signal)), deadline]);
       const location = res.headers.get("location");
       if (res.status >= 300 && res.status < 400 && location !== null) {
         await res.body?.cancel();
@@ -165,6 +166,12 @@ async function fetchDocument(agentId: string, env: FetchEnv): Promise<{ text: st
         await res.body?.cancel();
         throw new Refusal(`the identity document answered HTTP ${res.status}`);
       }
+      // Asked for `identity`: a compressed body (a gzip bomb costs a few KiB to send, 1000× that to inflate) is refused.
+      const encoding = res.headers.get("content-encoding");
+      if (encoding !== null && encoding.trim().toLowerCase() !== "identity") {
+        await res.body?.cancel();
+        throw new Refusal(`the identity document came with Content-Encoding ${show(encoding)}, which was not asked for`);
+      }
       const cacheMs = cacheLifetime(res.headers.get("cache-control"));
       return { text: await Promise.race([readCapped(res), deadline]), cacheMs };
     }
@@ -174,15 +181,44 @@ async function fetchDocument(agentId: string, env: FetchEnv): Promise<{ text: st
   }
 }
 
-/** https only (http in dev), no credentials, and every address of the host public (loopback too in dev). */
-async function checkTarget(url: URL, env: FetchEnv): Promise<void> {
+/**
+ * The URL actually fetched: the checked address in place of the host name, so the connection goes where the check
+ * looked (no second DNS lookup: rebinding-safe, DESIGN §14). The name still travels as `Host` and, over https, as
+ * the TLS server name — which the certificate is verified against (Bun's fetch: `tls.serverName`).
+ */
+function pinned(url: URL, address: string): URL {
+  const to = new URL(url);
+  to.hostname = address.includes(":") ? `[${address}]` : address;
+  return to;
+}
+
+/**
+ * The request: `Accept-Encoding: identity` and no decompression (`decompress: false`), so the 64 KiB cap counts the
+ * bytes as received; the name as `Host` and TLS server name (see `pinned`).
+ */
+function pinnedInit(url: URL, signal: AbortSignal): RequestInit {
+  const name = url.hostname.replace(/^\[|\]$/g, "");
+  const init: RequestInit & { decompress?: boolean; tls?: { serverName?: string } } = {
+    redirect: "manual",
+    signal,
+    decompress: false,
+    headers: { accept: "application/json", "accept-encoding": "identity", host: url.host },
+  };
+  if (url.protocol === "https:" && !isIP(name)) init.tls = { serverName: name };
+  return init;
+}
+
+/**
+ * https only (http in dev), no credentials, and every address of the host public (loopback too in dev); the address
+ * to connect to — the first IPv4 one, else the first — is returned, and only it is used.
+ */
+async function checkTarget(url: URL, env: FetchEnv): Promise<string> {
   if (!(url.protocol === "https:" || (env.dev && url.protocol === "http:"))) {
     throw new Refusal(`${url.protocol}// is not allowed (https:// only${env.dev ? ", or http:// in dev" : ""})`);
   }
   if (url.username || url.password) throw new Refusal("URLs with credentials are not allowed");
   const host = url.hostname.replace(/^\[|\]$/g, "");
-  // The check runs on the resolver's answer; a host that re-resolves differently at connect time (DNS
-  // rebinding) is not caught here. Pinning the address needs a connect hook Bun's fetch does not expose.
+  // One lookup: the connection goes to an address checked here (pinned), never to a second answer.
   let addresses: string[];
   try {
     addresses = isIP(host) ? [host] : await env.lookup(host);
@@ -195,6 +231,7 @@ async function checkTarget(url: URL, env: FetchEnv): Promise<void> {
     if (kind === "public" || (kind === "loopback" && env.dev)) continue;
     throw new Refusal(`host ${host} is or resolves to a ${kind} address, which is not allowed`);
   }
+  return addresses.find((a) => isIP(a) === 4) ?? addresses[0]!;
 }
 
 /** How long a document may be cached: `no-store`/`no-cache` not at all, `max-age` up to 5 min, else 5 min. */

@@ -5,6 +5,7 @@
  * person allowed to decide it (endpoints/approvals.ts shows it to no one else). Same shell, CSP and headers as the
  * consent page.
  */
+import { prettyJson } from "../../protocol/pretty-json.ts";
 import { renderAgentSection, renderDecisionForm } from "./agent.ts";
 import { escapeHtml, renderPage } from "./layout.ts";
 
@@ -108,11 +109,8 @@ function bodyHtml(b: ApprovalPageView["body"]): string {
 }
 
 function pretty(text: string): string {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text;
-  }
+  // bounded: ≤ 64 KiB of output, depth ≤ 32, else the raw text (DESIGN §14)
+  return prettyJson(text);
 }
 
 /** For reading only (the digest covers the bytes as sent): percent-decoded, `+` as a space in a query. */

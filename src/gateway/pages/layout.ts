@@ -2,6 +2,7 @@
  * The shell of every HTML page the gateway serves: one inline stylesheet allowed by its CSP hash, the security
  * headers, HTML escaping, and `htmlResponse`. Pages carry no JavaScript and load nothing from elsewhere.
  */
+import { forPage } from "../../protocol/sanitize.ts";
 import { STYLESHEET } from "./style.ts";
 
 /** CSP level 2 hash source of the one inline `<style>` element, computed once at load. */
@@ -70,9 +71,12 @@ export function htmlResponse(html: string, init: HtmlResponseInit = {}): Respons
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
-/** Escapes text for element content and quoted attribute values. */
+/**
+ * Escapes text for element content and quoted attribute values — after making control, format and bidi characters
+ * visible (`⟨U+202E⟩`, protocol/sanitize.ts): a page shows a registrant's or provider's words as data (DESIGN §14).
+ */
 export function escapeHtml(value: string): string {
-  return String(value).replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+  return forPage(String(value)).replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 }
 
 export interface PageShell {

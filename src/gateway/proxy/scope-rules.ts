@@ -12,8 +12,15 @@ export function allowedByScopeRules(
   path: string,
 ): boolean {
   const segments = path.split("/").filter(Boolean);
-  return scopes.some((scope) => (rules[scope] ?? []).some((rule) => matchRule(rule, method, segments)));
+  if (scopes.some((scope) => (rules[scope] ?? []).some((rule) => matchRule(rule, method, segments)))) return true;
+  return scopes.length > 0 && (rules[ANY_SCOPE] ?? []).some((rule) => matchRule(rule, method, segments));
 }
+
+/**
+ * The `scope_rules` key that any granted scope opens (DESIGN §11): what a provider grants every token, e.g. its
+ * identity endpoint (GitHub `GET /user`). A token with no scope at all gets nothing from it.
+ */
+export const ANY_SCOPE = "*";
 
 /** Whether one of `rules` (same grammar) matches: approval_rules (DESIGN §15) use the scope_rules matcher. */
 export function matchesAnyRule(rules: readonly string[], method: string, path: string): boolean {

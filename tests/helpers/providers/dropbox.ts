@@ -52,8 +52,9 @@ function authorize(req: MockRequest, mock: MockCore): Response {
   const scopes = scopesOf(q, "scope", " ");
   const unknown = scopes.filter((s) => !DROPBOX_SCOPES.includes(s));
   if (unknown.length > 0) return errorPage(400, "Invalid scope", `Unknown scope: ${unknown.join(" ")}`);
-  // Without `scope`, Dropbox grants every scope the app has enabled.
-  return mock.consent(pendingFrom(q, scopes.length > 0 ? scopes : DROPBOX_SCOPES));
+  // Without `scope`, Dropbox grants every scope the app has enabled; account_info.read is on every app (the App
+  // Console cannot turn it off), so every token can read the current account.
+  return mock.consent(pendingFrom(q, scopes.length > 0 ? [...new Set(["account_info.read", ...scopes])] : DROPBOX_SCOPES));
 }
 
 function token(req: MockRequest, mock: MockCore): Response {

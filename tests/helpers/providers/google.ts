@@ -28,6 +28,8 @@ export function startGoogleMock(options: MockOptions): MockProvider {
         { route: "token", method: "POST", path: "/token", handle: (req, mock) => token(req, mock, consentedBefore) },
         { route: "revoke", method: "POST", path: "/revoke", handle: revoke },
         { route: "userinfo", method: "GET", path: "/v1/userinfo", handle: userinfo },
+        // https://developers.google.com/identity/openid-connect/openid-connect#obtaininguserprofileinformation (www.googleapis.com)
+        { route: "api", method: "GET", path: "/oauth2/v3/userinfo", handle: userinfo },
         { route: "api", method: "GET", path: "/gmail/v1/users/me/profile", handle: profile },
       ],
     },

@@ -28,6 +28,8 @@ export function startNotionMock(options: MockOptions): MockProvider {
         { route: "token", method: "POST", path: "/v1/oauth/token", handle: token },
         { route: "revoke", method: "POST", path: "/v1/oauth/revoke", handle: revoke },
         { route: "api", method: "POST", path: "/v1/search", handle: search },
+        // https://developers.notion.com/reference/get-self — the token's bot user, with the person who authorized it
+        { route: "api", method: "GET", path: "/v1/users/me", handle: me },
       ],
     },
     options,
@@ -107,6 +109,20 @@ function revoke(req: MockRequest, mock: MockCore): Response {
   if (body.format !== "json" || typeof body.fields.token !== "string") return apiError(400, "validation_error", "body failed validation: body.token should be defined.");
   mock.revoke(body.fields.token);
   return Response.json({ request_id: crypto.randomUUID() });
+}
+
+function me(req: MockRequest, mock: MockCore): Response {
+  const grant = mock.bearer(req.headers);
+  if (!grant) return apiError(401, "unauthorized", "API token is invalid.");
+  const version = versionProblem(req);
+  if (version) return version;
+  return Response.json({
+    object: "user",
+    id: "16d84278-ab0e-484c-9bdd-b35da3bd8905",
+    type: "bot",
+    name: "Mock integration",
+    bot: { owner: { type: "user", user: { object: "user", id: grant.user.id, name: grant.user.name, type: "person" } } },
+  });
 }
 
 function search(req: MockRequest, mock: MockCore): Response {

@@ -31,6 +31,8 @@ export function startSlackMock(options: MockOptions): MockProvider {
         { route: "token", method: "POST", path: "/api/oauth.v2.access", handle: token },
         { route: "revoke", method: "*", path: "/api/auth.revoke", handle: revoke },
         { route: "api", method: "*", path: "/api/conversations.history", handle: history },
+        // https://docs.slack.dev/reference/methods/auth.test — "No scopes required": who the token is
+        { route: "api", method: "*", path: "/api/auth.test", handle: authTest },
       ],
     },
     options,
@@ -92,6 +94,12 @@ function revoke(req: MockRequest, mock: MockCore): Response {
   if (!grant) return fail("invalid_auth");
   mock.revoke(grant.accessToken);
   return ok({ revoked: true });
+}
+
+function authTest(req: MockRequest, mock: MockCore): Response {
+  const grant = mock.bearer(req.headers);
+  if (!grant) return fail("invalid_auth");
+  return ok({ url: "https://mock.slack.test/", team: "Mock", user: grant.user.login, team_id: "T0MOCK", user_id: `U${grant.user.id}` });
 }
 
 function history(req: MockRequest, mock: MockCore): Response {

@@ -20,12 +20,12 @@ describe("ath serve — observability and limit flags", () => {
   test("flags win over ATH_* variables", () => {
     const o = resolveServeOptions(
       { "log-format": "text", "max-body": "2048", "metrics-public": true },
-      { ...ENV, ATH_LOG_FORMAT: "json", ATH_LOG_LEVEL: "warn", ATH_METRICS_TOKEN: "m-token", ATH_MAX_BODY: "4096", ATH_MAX_PROXY_BODY: "1048576" },
+      { ...ENV, ATH_LOG_FORMAT: "json", ATH_LOG_LEVEL: "warn", ATH_METRICS_TOKEN: "m-token-of-24-characters", ATH_MAX_BODY: "4096", ATH_MAX_PROXY_BODY: "1048576" },
     );
     expect({ format: o.logFormat, level: o.logLevel, token: o.metricsToken, pub: o.metricsPublic, maxBody: o.maxBody, maxProxyBody: o.maxProxyBody }).toEqual({
       format: "text",
       level: "warn",
-      token: "m-token",
+      token: "m-token-of-24-characters",
       pub: true,
       maxBody: 2048,
       maxProxyBody: 1048576,

@@ -7,6 +7,7 @@
  *
  * api_base_url is the RPC host; the content endpoints (download, upload) live on content.dropboxapi.com and need a
  * second entry with that api_base_url.
+ * - https://www.dropbox.com/developers/documentation/http/documentation#users-get_current_account (the identity endpoint: allowed under every scope, DESIGN §11)
  */
 import type { ProviderTemplate } from "./index.ts";
 
@@ -16,8 +17,10 @@ export const dropbox: ProviderTemplate = {
     "https://developers.dropbox.com/oauth-guide",
     "https://www.dropbox.com/developers/documentation/http/documentation",
     "https://dropbox.tech/developers/using-oauth-2-0-with-offline-access",
+    "https://www.dropbox.com/developers/documentation/http/documentation#users-get_current_account",
   ],
   quirks: [
+    "identity endpoint allowed under every scope (scope_rules \"*\"): users/get_current_account: account_info.read is on every app",
     "a refresh token only with token_access_type=offline; refresh does not rotate it",
     "the user id is account_id in the token response",
     "every API call is a POST (RPC); content endpoints live on another host",
@@ -49,6 +52,8 @@ export const dropbox: ProviderTemplate = {
       "sharing.write": "Share folders and create or revoke shared links.",
     },
     scope_rules: {
+      // what the provider grants every token: its identity endpoint (https://www.dropbox.com/developers/documentation/http/documentation#users-get_current_account)
+      "*": ["POST /users/get_current_account"],
       "account_info.read": ["POST /users/get_current_account", "POST /users/get_space_usage"],
       "files.metadata.read": [
         "POST /files/list_folder", "POST /files/list_folder/continue", "POST /files/get_metadata",

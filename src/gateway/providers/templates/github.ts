@@ -4,7 +4,7 @@
  * - https://docs.github.com/en/apps/oauth-apps/maintaining-oauth-apps/troubleshooting-oauth-app-access-token-request-errors
  * - https://docs.github.com/en/apps/oauth-apps/building-oauth-apps/scopes-for-oauth-apps
  * - https://docs.github.com/en/rest/apps/oauth-applications#delete-an-app-token
- * - https://docs.github.com/en/rest/users/users#get-the-authenticated-user
+ * - https://docs.github.com/en/rest/users/users#get-the-authenticated-user (the identity endpoint: allowed under every scope, DESIGN §11)
  * - https://docs.github.com/en/rest/about-the-rest-api/api-versions
  * - https://github.blog/changelog/2025-07-14-pkce-support-for-oauth-and-github-app-authentication (S256 only)
  */
@@ -16,8 +16,10 @@ export const github: ProviderTemplate = {
     "https://docs.github.com/en/apps/oauth-apps/building-oauth-apps/authorizing-oauth-apps",
     "https://docs.github.com/en/apps/oauth-apps/building-oauth-apps/scopes-for-oauth-apps",
     "https://docs.github.com/en/rest/apps/oauth-applications#delete-an-app-token",
+    "https://docs.github.com/en/rest/users/users#get-the-authenticated-user",
   ],
   quirks: [
+    "identity endpoint allowed under every scope (scope_rules \"*\"): GET /user answers for every token (public profile without read:user)",
     "token endpoint answers form-encoded unless asked for JSON; errors come with HTTP 200",
     "granted scopes come back comma-separated (repo,gist)",
     "user id from GET /user (id); OAuth-app tokens do not expire (no refresh token)",
@@ -56,6 +58,8 @@ export const github: ProviderTemplate = {
       workflow: "Add and update GitHub Actions workflow files.",
     },
     scope_rules: {
+      // what the provider grants every token: its identity endpoint (https://docs.github.com/en/rest/users/users#get-the-authenticated-user)
+      "*": ["GET /user"],
       repo: ["* /repos/**", "* /user/repos", "GET /user/issues", "* /user/starred/**", "GET /search/**"],
       public_repo: ["* /repos/**", "* /user/repos", "GET /user/issues", "* /user/starred/**", "GET /search/**"],
       "repo:status": ["GET /repos/*/*/commits/*/status", "GET /repos/*/*/commits/*/statuses", "* /repos/*/*/statuses/*"],

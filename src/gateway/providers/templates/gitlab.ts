@@ -4,13 +4,15 @@
  * - https://docs.gitlab.com/integration/oauth_provider/ (scopes)
  * - https://docs.gitlab.com/integration/openid_connect_provider/ (id_token, userinfo)
  * - https://gitlab.com/gitlab-org/gitlab/-/issues/372358 (a refresh invalidates the old access and refresh tokens)
+ * - https://docs.gitlab.com/api/users/#retrieve-the-current-user (the identity endpoint: allowed under every scope, DESIGN §11)
  */
 import type { ProviderTemplate } from "./index.ts";
 
 export const gitlab: ProviderTemplate = {
   id: "gitlab",
-  docs: ["https://docs.gitlab.com/api/oauth2/", "https://docs.gitlab.com/integration/oauth_provider/"],
+  docs: ["https://docs.gitlab.com/api/oauth2/", "https://docs.gitlab.com/integration/oauth_provider/", "https://docs.gitlab.com/api/users/#retrieve-the-current-user"],
   quirks: [
+    "identity endpoint allowed under every scope (scope_rules \"*\"): GET /user is the current user",
     "access tokens last 2 h; every refresh rotates both tokens",
     "openid always asked: the user id is the id_token sub",
     "project ids must be numeric through the proxy (group%2Fproject is an encoded slash, refused)",
@@ -34,6 +36,8 @@ export const gitlab: ProviderTemplate = {
       read_repository: "Read repository files of private projects.",
     },
     scope_rules: {
+      // what the provider grants every token: its identity endpoint (https://docs.gitlab.com/api/users/#retrieve-the-current-user)
+      "*": ["GET /user"],
       read_user: ["GET /user/**", "GET /users/**"],
       read_api: ["GET /**"],
       api: ["* /**"],

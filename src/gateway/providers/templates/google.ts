@@ -5,6 +5,7 @@
  * - https://developers.google.com/identity/protocols/oauth2/scopes
  * - https://developers.google.com/workspace/gmail/api/reference/rest · https://developers.google.com/workspace/drive/api/reference/rest/v3
  *   · https://developers.google.com/workspace/calendar/api/v3/reference
+ * - https://developers.google.com/identity/openid-connect/openid-connect#obtaininguserprofileinformation (the identity endpoint: allowed under every scope, DESIGN §11)
  */
 import type { ProviderTemplate } from "./index.ts";
 
@@ -16,8 +17,10 @@ export const google: ProviderTemplate = {
     "https://developers.google.com/identity/protocols/oauth2/web-server",
     "https://developers.google.com/identity/openid-connect/openid-connect",
     "https://developers.google.com/identity/protocols/oauth2/scopes",
+    "https://developers.google.com/identity/openid-connect/openid-connect#obtaininguserprofileinformation",
   ],
   quirks: [
+    "identity endpoint allowed under every scope (scope_rules \"*\"): GET /oauth2/v3/userinfo (the OpenID Connect userinfo) is the person",
     "a refresh token only with access_type=offline, and again on re-consent only with prompt=consent",
     "openid always asked: the user id is the id_token sub",
     "the person may untick scopes: the granted ones come back in the token response",
@@ -56,6 +59,8 @@ export const google: ProviderTemplate = {
       profile: "See your name and picture.",
     },
     scope_rules: {
+      // what the provider grants every token: its identity endpoint (https://developers.google.com/identity/openid-connect/openid-connect#obtaininguserprofileinformation)
+      "*": ["GET /oauth2/v3/userinfo"],
       [`${G}gmail.readonly`]: ["GET /gmail/v1/users/**"],
       [`${G}gmail.send`]: ["POST /gmail/v1/users/*/messages/send", "POST /upload/gmail/v1/users/*/messages/send"],
       [`${G}gmail.modify`]: ["* /gmail/v1/users/**", "POST /upload/gmail/v1/users/**"],

@@ -6,6 +6,7 @@
  *
  * Every call is POST /graphql, so scope_rules cannot tell read from write: each scope allows POST /graphql and
  * Linear enforces the scopes itself.
+ * - https://linear.app/developers/graphql#authentication (the identity endpoint: allowed under every scope, DESIGN §11)
  */
 import type { ProviderTemplate } from "./index.ts";
 
@@ -13,8 +14,9 @@ const GRAPHQL = ["POST /graphql"];
 
 export const linear: ProviderTemplate = {
   id: "linear",
-  docs: ["https://linear.app/developers/oauth-2-0-authentication", "https://linear.app/developers/graphql"],
+  docs: ["https://linear.app/developers/oauth-2-0-authentication", "https://linear.app/developers/graphql", "https://linear.app/developers/graphql#authentication"],
   quirks: [
+    "identity endpoint allowed under every scope (scope_rules \"*\"): the `viewer` query (POST /graphql) is the person",
     "scopes comma-separated",
     "the user id comes from GraphQL: POST /graphql { viewer { id } }",
     "access tokens last 24 h; refresh rotates the refresh token",
@@ -41,6 +43,6 @@ export const linear: ProviderTemplate = {
       "issues:create": "Create issues and their attachments.",
       "comments:create": "Comment on issues.",
     },
-    scope_rules: { read: GRAPHQL, write: GRAPHQL, "issues:create": GRAPHQL, "comments:create": GRAPHQL },
+    scope_rules: { "*": GRAPHQL, read: GRAPHQL, write: GRAPHQL, "issues:create": GRAPHQL, "comments:create": GRAPHQL },
   },
 };

@@ -4,6 +4,7 @@
  * - https://learn.microsoft.com/en-us/entra/identity-platform/scopes-oidc#the-offline_access-scope
  * - https://learn.microsoft.com/en-us/entra/identity-platform/id-token-claims-reference (sub)
  * - https://learn.microsoft.com/en-us/graph/permissions-reference
+ * - https://learn.microsoft.com/en-us/graph/api/user-get (the identity endpoint: allowed under every scope, DESIGN §11)
  */
 import type { ProviderTemplate } from "./index.ts";
 
@@ -13,8 +14,10 @@ export const microsoft: ProviderTemplate = {
     "https://learn.microsoft.com/en-us/entra/identity-platform/v2-oauth2-auth-code-flow",
     "https://learn.microsoft.com/en-us/entra/identity-platform/scopes-oidc",
     "https://learn.microsoft.com/en-us/graph/permissions-reference",
+    "https://learn.microsoft.com/en-us/graph/api/user-get",
   ],
   quirks: [
+    "identity endpoint allowed under every scope (scope_rules \"*\"): GET /me is the signed-in user",
     "offline_access always asked (no refresh token without it); it never comes back in the granted scopes",
     "openid always asked: the user id is the id_token sub",
     "refresh repeats the scopes (documented as required) and rotates the refresh token",
@@ -44,6 +47,8 @@ export const microsoft: ProviderTemplate = {
       "Contacts.Read": "Read your contacts.",
     },
     scope_rules: {
+      // what the provider grants every token: its identity endpoint (https://learn.microsoft.com/en-us/graph/api/user-get)
+      "*": ["GET /me"],
       "User.Read": ["GET /me", "GET /me/photo/**"],
       "Mail.Read": ["GET /me/messages/**", "GET /me/mailFolders/**"],
       "Mail.Send": ["POST /me/sendMail", "POST /me/messages/*/send", "POST /me/messages/*/reply", "POST /me/messages/*/forward"],

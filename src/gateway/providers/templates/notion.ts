@@ -9,6 +9,7 @@
  *
  * Notion has no OAuth scopes, so the scopes here are the gateway's own names for the integration's capabilities,
  * enforced by scope_rules: an agent approved for read_content cannot write even though the token could.
+ * - https://developers.notion.com/reference/get-self (the identity endpoint: allowed under every scope, DESIGN §11)
  */
 import type { ProviderTemplate } from "./index.ts";
 
@@ -19,8 +20,10 @@ export const notion: ProviderTemplate = {
     "https://developers.notion.com/reference/create-a-token",
     "https://developers.notion.com/reference/revoke-token",
     "https://developers.notion.com/reference/versioning",
+    "https://developers.notion.com/reference/get-self",
   ],
   quirks: [
+    "identity endpoint allowed under every scope (scope_rules \"*\"): GET /users/me is the token's bot user and its owner",
     "token requests are JSON with HTTP Basic client authentication",
     "no OAuth scopes: the gateway's scopes are enforced by scope_rules alone",
     "Notion-Version: 2025-09-03 on every API call",
@@ -54,6 +57,8 @@ export const notion: ProviderTemplate = {
       read_users: "See the workspace's people.",
     },
     scope_rules: {
+      // what the provider grants every token: its identity endpoint (https://developers.notion.com/reference/get-self)
+      "*": ["GET /users/me"],
       read_content: [
         "GET /pages/**", "GET /blocks/**", "GET /databases/**", "POST /databases/*/query",
         "GET /data_sources/**", "POST /data_sources/*/query", "POST /search",

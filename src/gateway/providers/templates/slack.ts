@@ -6,6 +6,7 @@
  * - https://docs.slack.dev/authentication/using-pkce (turning PKCE on makes the app public, one-way)
  * - https://docs.slack.dev/reference/methods/auth.revoke
  * - https://docs.slack.dev/reference/scopes
+ * - https://docs.slack.dev/reference/methods/auth.test (the identity endpoint: allowed under every scope, DESIGN §11)
  */
 import type { ProviderTemplate } from "./index.ts";
 
@@ -19,8 +20,10 @@ export const slack: ProviderTemplate = {
     "https://docs.slack.dev/reference/methods/oauth.v2.access",
     "https://docs.slack.dev/authentication/using-token-rotation",
     "https://docs.slack.dev/reference/methods/auth.revoke",
+    "https://docs.slack.dev/reference/methods/auth.test",
   ],
   quirks: [
+    "identity endpoint allowed under every scope (scope_rules \"*\"): auth.test needs no scope",
     "user scopes go in user_scope, comma-separated",
     "the user token sits under authed_user (and the user id at authed_user.id); refresh answers at the top level",
     "errors come with HTTP 200 and ok:false",
@@ -63,6 +66,8 @@ export const slack: ProviderTemplate = {
       "files:read": "See the files you can see.",
     },
     scope_rules: {
+      // what the provider grants every token: its identity endpoint (https://docs.slack.dev/reference/methods/auth.test)
+      "*": ["GET /auth.test", "POST /auth.test"],
       "channels:read": READ_CONVERSATIONS,
       "channels:history": READ_HISTORY,
       "groups:read": READ_CONVERSATIONS,

@@ -227,9 +227,12 @@ describe("identity — outside dev mode", () => {
   function guarded(lookup: (host: string) => Promise<string[]>) {
     const fetched: string[] = [];
     const doc = (url: string) => Response.json(identityDoc(url, key.publicJwk));
-    const fakeFetch = (async (input: RequestInfo | URL) => {
-      fetched.push(String(input));
-      return doc(String(input));
+    const fakeFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      // connected to the checked address; the name travels as Host (and TLS server name)
+      const named = new URL(String(input));
+      named.host = new Headers(init?.headers).get("host")!;
+      fetched.push(`${String(input)} as ${named.href} (server name ${(init as { tls?: { serverName?: string } }).tls?.serverName})`);
+      return doc(named.href);
     }) as typeof fetch;
     return { keys: createKeyResolver({ dev: false, fetch: fakeFetch, lookup }), fetched };
   }
@@ -262,7 +265,7 @@ describe("identity — outside dev mode", () => {
   test("an https host is fetched only when every address it resolves to is public", async () => {
     const { keys, fetched } = guarded(async (host) => (host === "mixed.example" ? ["93.184.216.34", "192.168.1.1"] : ["93.184.216.34", "2606:2800:220:1::1"]));
     await keys.get("https://agent.example/a.json");
-    expect(fetched).toEqual(["https://agent.example/a.json"]);
+    expect(fetched).toEqual(["https://93.184.216.34/a.json as https://agent.example/a.json (server name agent.example)"]);
     const err = await rejection(keys.get("https://mixed.example/a.json"));
     expect(err.message).toContain("host mixed.example is or resolves to a private address");
     expect(fetched).toHaveLength(1);
@@ -280,7 +283,7 @@ describe("identity — outside dev mode", () => {
     });
     const err = await rejection(keys.get("https://agent.example/a.json"));
     expect(err.message).toContain("host 10.0.0.7 is or resolves to a private address");
-    expect(fetched).toEqual(["https://agent.example/a.json"]);
+    expect(fetched).toEqual(["https://93.184.216.34/a.json"]);
   });
 });
 

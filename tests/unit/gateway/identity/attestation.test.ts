@@ -222,8 +222,11 @@ describe("verifyAttestation — header injection (https agent_id)", () => {
   /** A resolver whose network is a stub: the agent's identity document (key's) at AGENT_ID; every URL fetched is logged. */
   function stubbedResolver() {
     const fetched: string[] = [];
-    const fetchStub = (async (input: string | URL | Request) => {
-      const url = String(input instanceof Request ? input.url : input);
+    const fetchStub = (async (input: string | URL | Request, init?: RequestInit) => {
+      // the resolver connects to the checked address and names the host in `Host`: log the URL it means
+      const u = new URL(String(input instanceof Request ? input.url : input));
+      u.host = new Headers(init?.headers).get("host") ?? u.host;
+      const url = u.href;
       fetched.push(url);
       if (url !== AGENT_ID) return new Response("{}", { status: 404 });
       const doc = { ath_version: "0.1", agent_id: AGENT_ID, name: "agent", developer: { name: "d", id: "d" }, public_key: key.publicJwk };

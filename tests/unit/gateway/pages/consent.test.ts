@@ -71,6 +71,14 @@ describe("consent page", () => {
     }
   });
 
+  test("control, format and bidi characters in a registrant's words are shown visibly, never raw (DESIGN §14)", () => {
+    const purpose = "Summaries\u202e(evil)\u200b\u001b[2J\u0007done";
+    const html = renderConsentPage(view({ agent: { ...view().agent, purpose, developerName: "Ac\u2066me" } }));
+    expect(html).toContain("Summaries⟨U+202E⟩(evil)⟨U+200B⟩⟨U+001B⟩[2J⟨U+0007⟩done");
+    expect(html).toContain("Ac⟨U+2066⟩me");
+    expect(html).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/);
+  });
+
   test("a missing purpose says none was given", () => {
     expect(renderConsentPage(view({ agent: { ...view().agent, purpose: null } }))).toContain("none given");
   });

@@ -10,6 +10,17 @@ import { allowedByScopeRules } from "../../../../src/gateway/proxy/scope-rules.t
 import { applyTemplate, exampleEntry, TEMPLATES, UnknownTemplateError } from "../../../../src/gateway/providers/templates/index.ts";
 
 const REQUIRED = ["github", "gitlab", "google", "microsoft", "slack", "notion", "linear", "dropbox"];
+/** DESIGN §11: each template's identity endpoint (relative to its api_base_url). */
+const IDENTITY: Record<string, [string, string]> = {
+  github: ["GET", "/user"],
+  gitlab: ["GET", "/user"],
+  google: ["GET", "/oauth2/v3/userinfo"],
+  microsoft: ["GET", "/me"],
+  slack: ["POST", "/auth.test"],
+  notion: ["GET", "/users/me"],
+  linear: ["POST", "/graphql"],
+  dropbox: ["POST", "/users/get_current_account"],
+};
 const credentials = { client_id: "id-123", client_secret: "secret-456" };
 
 describe("the built-in templates", () => {
@@ -29,8 +40,13 @@ describe("the built-in templates", () => {
           expect(t.entry.scope_descriptions?.[scope], scope).toBeString();
           if (t.entry.scope_rules) expect(t.entry.scope_rules[scope]?.length ?? 0, scope).toBeGreaterThan(0);
         }
-        expect(Object.keys(t.entry.scope_rules ?? {}).filter((s) => !t.entry.available_scopes.includes(s))).toEqual([]);
+        expect(Object.keys(t.entry.scope_rules ?? {}).filter((s) => s !== "*" && !t.entry.available_scopes.includes(s))).toEqual([]);
         expect((t.entry.extra_scopes ?? []).filter((s) => t.entry.available_scopes.includes(s))).toEqual([]);
+      });
+      test("its identity endpoint is allowed under every scope it offers (the \"*\" key, DESIGN §11)", () => {
+        const [method, path] = IDENTITY[t.id]!;
+        for (const scope of t.entry.available_scopes) expect({ scope, allowed: allowedByScopeRules(t.entry.scope_rules ?? {}, [scope], method, path) }).toEqual({ scope, allowed: true });
+        expect(allowedByScopeRules(t.entry.scope_rules ?? {}, [], method, path)).toBe(false);
       });
       test("it cites the provider's documentation over https and lists its quirks", () => {
         expect(t.docs.length).toBeGreaterThan(0);
