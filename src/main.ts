@@ -1,10 +1,10 @@
 #!/usr/bin/env bun
 /**
- * `ath`, the entry point. `ath --version` is answered before anything else loads (a CLI's most common probe, and
- * DESIGN §13 budgets it at 1.3× the runtime's bare start); everything else is the root command in cli/root.ts.
+ * `ath`, the entry point. `ath --version` (version, commit, target) is answered before anything else loads (a CLI's
+ * most common probe, budgeted at 1.3× the runtime's bare start); everything else is the root command in cli/root.ts.
  */
-import pkg from "../package.json" with { type: "json" };
 import { formatOf, isVersion } from "./cli/kit/flags.ts";
+import { versionText } from "./protocol/build.ts";
 
 /**
  * Runs `ath` with `argv` (without the executable) and returns the exit code. `--version` is answered here and only
@@ -12,7 +12,7 @@ import { formatOf, isVersion } from "./cli/kit/flags.ts";
  */
 export async function main(argv: string[], write: (s: string) => unknown = (s) => Bun.write(Bun.stdout, s)): Promise<number> {
   if (isVersion(argv)) {
-    await write(formatOf(argv) === "json" ? `${JSON.stringify({ version: pkg.version })}\n` : `${pkg.version}\n`);
+    await write(versionText(formatOf(argv) === "json"));
     return 0;
   }
   const { run } = await import("./cli/root.ts");

@@ -135,7 +135,7 @@ export const AgentRegistrationResponse = z.object({
 export type AgentRegistrationResponse = z.infer<typeof AgentRegistrationResponse>;
 
 /**
- * GET /ath/agents/status (ath's extension, DESIGN notes in README): the registration as the gateway holds it now,
+ * GET /ath/agents/status (ath's extension, docs/operating.md#endpoints): the registration as the gateway holds it now,
  * for its own client (HTTP Basic client_id:client_secret) — an admin may have approved, denied or suspended it since.
  */
 export const AgentStatusResponse = z.object({

@@ -22,9 +22,9 @@ function closedPort(): number {
 }
 
 describe("ath --version and --help", () => {
-  test("--version prints the package version", async () => {
+  test("--version prints the package version, the commit and the target (from source: `source` for both)", async () => {
     const r = await runAth(home.dir, ["--version"]);
-    expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 0, stdout: `${pkg.version}\n`, stderr: "" });
+    expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 0, stdout: `${pkg.version} (commit source, source)\n`, stderr: "" });
   });
 
   test("every command has --help with examples, exit 0, plain when piped", async () => {
@@ -200,14 +200,14 @@ describe("--format", () => {
     expect(() => JSON.parse(ok.stdout)).toThrow();
   });
 
-  test("--version --format json prints one document {version}; text prints the bare version", async () => {
+  test("--version --format json prints one document {version, commit, target}; text prints them on one line", async () => {
     for (const argv of [["--version", "--format", "json"], ["--format=json", "-v"]]) {
       const r = await runAth(home.dir, argv);
       expect(r.code).toBe(0);
-      expect(JSON.parse(r.stdout)).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+      expect(JSON.parse(r.stdout)).toEqual({ version: pkg.version, commit: "source", target: "source" });
     }
     const text = await runAth(home.dir, ["--version", "--format", "text"]);
-    expect(text.stdout).toMatch(/^\d+\.\d+\.\d+\S*\n$/);
+    expect(text.stdout).toMatch(/^\d+\.\d+\.\d+\S* \(commit \S+, \S+\)\n$/);
   });
 
   test("--help --format json prints one document {command, help} without colour codes", async () => {

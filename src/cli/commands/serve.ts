@@ -20,13 +20,14 @@ export default defineCommand({
       if (e instanceof OptionsError) throw usageError(e.message);
       throw e;
     }
-    sizeFetchPool();
+    const notResized = sizeFetchPool();
     const [{ runServer }, { ConfigError }, { createLogger }] = await Promise.all([
       import("../../gateway/serve.ts"),
       import("../../gateway/providers/file.ts"),
       import("../../gateway/ops/log.ts"),
     ]);
     const log = createLogger({ format: options.logFormat, level: options.logLevel });
+    if (notResized) log.warn(notResized);
     if (options.dev) log.warn("--dev: http:// and loopback agent identity documents are accepted. Never use this in production.");
     try {
       await runServer(options, { version: pkg.version, log });
@@ -44,16 +45,24 @@ export default defineCommand({
  * call, whatever the per-provider cap (DESIGN §14; measured). `ath serve` therefore re-executes itself once, in place
  * (execve: same pid, same stdio, same signals), with the pool at Bun's maximum; the per-provider cap
  * (--upstream-concurrency, default 256) and the identity-document pool are then what bound outbound calls. An
- * operator's own BUN_CONFIG_MAX_HTTP_REQUESTS is kept as given.
+ * operator's own BUN_CONFIG_MAX_HTTP_REQUESTS is kept as given. Where the re-exec fails, `ath serve` says so and goes on
+ * with the default pool.
  */
-function sizeFetchPool(): void {
+function sizeFetchPool(): string | undefined {
   const execve = (process as { execve?: (file: string, args: string[], env: Record<string, string | undefined>) => never }).execve;
-  if (process.env.BUN_CONFIG_MAX_HTTP_REQUESTS !== undefined || typeof execve !== "function" || process.platform === "win32") return;
+  if (process.env.BUN_CONFIG_MAX_HTTP_REQUESTS !== undefined || typeof execve !== "function" || process.platform === "win32") return undefined;
   // A compiled binary sees argv [bun, /$bunfs/root/<name>, …args]; the OS started it as [path, …args].
   const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/");
   // From source, Bun's own flags (execArgv: --cpu-prof…) go along.
   const args = compiled ? [process.execPath, ...process.argv.slice(2)] : [process.execPath, ...process.execArgv, ...process.argv.slice(1)];
-  execve(process.execPath, args, { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: String(FETCH_POOL_SIZE) });
+  try {
+    execve(process.execPath, args, { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: String(FETCH_POOL_SIZE) });
+  } catch (e) {
+    // the executable cannot be started again as it was (under qemu-user without binfmt_misc: ENOEXEC): serve anyway
+    const code = (e as { code?: string }).code ?? "error";
+    return `could not re-execute with a larger outbound connection pool (${code}): Bun's default of 256 applies; set BUN_CONFIG_MAX_HTTP_REQUESTS to choose it and skip the re-exec`;
+  }
+  return undefined;
 }
 
 /** Bun's largest fetch pool. */

@@ -169,12 +169,12 @@ describe("provider config — the §11 fields", () => {
   });
 });
 
-describe("the README's Connect a real provider section and the example providers file", () => {
+describe("docs/serve.md's Connect a real provider section and the example providers file", () => {
   const repo = resolve(import.meta.dir, "../../../..");
   const env = { GITHUB_CLIENT_ID: "Ov23li-test", GITHUB_CLIENT_SECRET: "s", GOOGLE_CLIENT_ID: "g", GOOGLE_CLIENT_SECRET: "s" };
 
   test("the GitHub entry it shows is a providers file ath serve loads, filled from the github template", async () => {
-    const section = sectionOf(await readFile(join(repo, "README.md"), "utf8"), "Connect a real provider");
+    const section = sectionOf(await readFile(join(repo, "docs/serve.md"), "utf8"), "Connect a real provider");
     const json = /```json\n([\s\S]*?)```/.exec(section)?.[1]?.replace(/^ {3}/gm, "");
     expect(json).toBeDefined();
     const dir = await mkdtemp(join(tmpdir(), "ath-readme-"));
@@ -189,7 +189,7 @@ describe("the README's Connect a real provider section and the example providers
   });
 
   test("its table has one row per template", async () => {
-    const section = sectionOf(await readFile(join(repo, "README.md"), "utf8"), "Connect a real provider");
+    const section = sectionOf(await readFile(join(repo, "docs/serve.md"), "utf8"), "Connect a real provider");
     const rows = [...section.matchAll(/^\| `([a-z]+)` \|/gm)].map((m) => m[1]);
     expect(rows).toEqual(["github", "gitlab", "google", "microsoft", "slack", "notion", "linear", "dropbox"]);
     // the REST API templates; the remote-MCP ones (github-mcp) are documented in docs/mcp-front-door.md
