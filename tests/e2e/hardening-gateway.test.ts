@@ -104,6 +104,15 @@ describe("wrong admin tokens are rate-limited per client IP", () => {
     expectJsonError(await admin("wrong", "127.0.0.3"), 401, "UNAUTHORIZED");
     expect((await admin(gw.adminToken, "127.0.0.3")).status).toBe(200);
   });
+
+  test("a wrong admin token as a bearer counts the same way (the admin API takes both forms)", async () => {
+    const intoWindow = Date.now() % 60_000;
+    if (intoWindow > 45_000) await Bun.sleep(60_000 - intoWindow + 50);
+    const bearer = (token: string) => rawRequest(gw.port, "GET", "/ath/admin/agents", { authorization: `Bearer ${token}` }, "", "127.0.0.4");
+    expect((await bearer(gw.adminToken)).status).toBe(200);
+    for (let i = 0; i < 10; i++) expectJsonError(await bearer(`wrong-${i}`), 401, "UNAUTHORIZED");
+    expectJsonError(await bearer(gw.adminToken), 429, "RATE_LIMITED");
+  });
 });
 
 describe("requests the HTTP grammar forbids", () => {
