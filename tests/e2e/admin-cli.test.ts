@@ -215,8 +215,7 @@ describe("tokens", () => {
     writeFileSync(file, JSON.stringify({ policy: [rule, { match: ["GET /notes"], when: "request.method ==", action: "deny" }] }));
     const bad = await admin("agents", "policy", "set", id, file);
     expect(bad.code).toBe(4);
-    expect(bad.stderr).toContain("400 INVALID_REQUEST");
-    expect(bad.stderr).toContain("policy.1.when");
+    expect(bad.stderr).toMatch(/^ath: \[PATCH\] "[^"]+\/ath\/admin\/agents\/[^"]+": 400 INVALID_REQUEST — Invalid request: policy\.1\.when: \S/);
     expect(bad.stderr.trim().split("\n")).toHaveLength(1);
     const badJson = await admin("agents", "policy", "set", id, file, "--format", "json");
     expect(badJson.code).toBe(4);
