@@ -135,6 +135,9 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("console.audit", "GET", `${PATHS.adminConsole}/audit`, "page", adminConsole.auditLog),
     row("console.webhooks", "GET", `${PATHS.adminConsole}/webhooks`, "page", adminConsole.webhooks),
     row("console.webhooks.remove", "POST", `${PATHS.adminConsole}/webhooks/{webhook_id}/remove`, "page", adminConsole.webhookRemove, { maxBody: 4096 }),
+    // one agent's page: its approval rules, policy and budgets edited as JSON (DESIGN §15, §16)
+    row("console.agent", "GET", `${PATHS.adminConsole}/agents/{client_id}`, "page", adminConsole.agentPage),
+    row("console.agent.list", "POST", `${PATHS.adminConsole}/agents/{client_id}/{list}`, "page", adminConsole.agentListAction, { maxBody: 512 * 1024 }),
 
     ...(features.demo ? [row("demo", "*", "/demo/*", "page", (call) => call.gw.demo!.fetch(call.req))] : []),
   ];

@@ -79,6 +79,9 @@ margin:0 0 16px}
 form.filters label{margin:0 0 4px;font-size:.85rem}
 input[type=password],select{font:inherit;width:100%;padding:10px 12px;border:1px solid var(--line);border-radius:10px;
 background:var(--card);color:var(--fg)}
+textarea{font:.9rem/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;width:100%;padding:10px 12px;
+border:1px solid var(--line);border-radius:10px;background:var(--card);color:var(--fg);resize:vertical}
+textarea:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .counts{display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:12px;margin:0 0 8px}
 .count{display:block;border:1px solid var(--line);border-radius:10px;padding:10px 12px;color:var(--muted);font-size:.9rem;
 text-decoration:none}

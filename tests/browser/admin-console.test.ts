@@ -187,6 +187,106 @@ describe("tokens", () => {
   });
 });
 
+describe("an agent's approval rules, policy and budgets", () => {
+  let accessToken = "";
+  const id = () => pending.client.client_id;
+  const proxy = (query = "") => call(`${gw.baseUrl}/ath/proxy/demo/notes${query}`, { headers: { authorization: `Bearer ${accessToken}` } });
+  const agentUrl = () => `${gw.baseUrl}/admin/agents/${id()}`;
+  const save = async (list: "approval_rules" | "policy" | "budgets", json: string, button: string) => {
+    await page.fill(`#json-${list}`, json);
+    const [res] = await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: button }).click()]);
+    return res!;
+  };
+
+  beforeAll(async () => {
+    const authz = await authorize(gw.baseUrl, pending.agent, pending.client, { provider_id: "demo", scopes: ["notes:read"] });
+    const consented = await consent(String(authz.json.authorization_url));
+    const token = await exchange(gw.baseUrl, pending.agent, pending.client, { code: consented.code!, ath_session_id: String(authz.json.ath_session_id) });
+    accessToken = String(token.json.access_token);
+  });
+
+  test("the agent's row links to its page; a policy saved there applies at the proxy at once", async () => {
+    await page.goto(`${gw.baseUrl}/admin/agents`);
+    await press(row(id()).getByRole("link", { name: "Rules, policy, budgets" }));
+    expect(new URL(page.url()).pathname).toBe(`/admin/agents/${id()}`);
+    expect(await page.locator("#json-policy").inputValue()).toBe("[]");
+    expect((await proxy("?mode=danger")).status).toBe(200);
+
+    const rule = { match: ["GET /notes"], when: '"mode" in request.query && request.query["mode"][0] == "danger"', action: "deny", reason: HOSTILE };
+    const res = await save("policy", JSON.stringify([rule]), "Save policy rules");
+    expect(res.status()).toBe(200);
+    expect(await page.getByRole("status").textContent()).toBe("Policy rules saved.");
+    const saved = [{ ...rule, approver: "user", ttl: 300 }];
+    expect((await api(`/ath/admin/agents/${id()}`)).json.policy).toEqual(saved);
+    // the page shows the saved policy back, the hostile reason as inert text
+    expect(JSON.parse(await page.locator("#json-policy").inputValue())).toEqual(saved);
+    expect(await page.locator("script, img").count()).toBe(0);
+    expect(dialogs).toEqual([]);
+    await screenshots(page, "admin-agent-policy");
+
+    const denied = await proxy("?mode=danger");
+    expect({ status: denied.status, code: denied.json.code }).toEqual({ status: 403, code: "POLICY_DENIED" });
+    expect(denied.json.details).toMatchObject({ reason: HOSTILE, rule: { from: "agent", index: 0 } });
+    expect((await proxy("?mode=calm")).status).toBe(200);
+  });
+
+  test("a `when` that does not compile is shown on the page naming the rule, the text kept as sent; the saved policy stays", async () => {
+    await page.goto(agentUrl());
+    const before = (await api(`/ath/admin/agents/${id()}`)).json.policy;
+    const sent = JSON.stringify([{ match: ["GET /notes"], action: "allow" }, { match: ["GET /notes"], when: 'request.method == "<b>x</b>" &&', action: "deny" }]);
+    const res = await save("policy", sent, "Save policy rules");
+    expect(res.status()).toBe(400);
+    const alert = await page.locator("#policy").getByRole("alert").textContent();
+    expect(alert).toContain("policy.1.when");
+    expect(await page.locator("#json-policy").inputValue()).toBe(sent);
+    expect(await page.locator("script, img, b").count()).toBe(0);
+    expect((await api(`/ath/admin/agents/${id()}`)).json.policy).toEqual(before);
+    await screenshots(page, "admin-agent-policy-error");
+    // not JSON, and a field the schema refuses: shown the same way
+    expect((await save("policy", "[{", "Save policy rules")).status()).toBe(400);
+    expect(await page.locator("#policy").getByRole("alert").textContent()).toContain("not valid JSON");
+    expect((await save("budgets", JSON.stringify([{ match: ["GET /notes"], limit: 1, window: "1w" }]), "Save budgets")).status()).toBe(400);
+    expect(await page.locator("#budgets").getByRole("alert").textContent()).toContain("budgets.0.window");
+    expect((await api(`/ath/admin/agents/${id()}`)).json.budgets).toEqual([]);
+  });
+
+  test("budgets and approval rules are saved the same way; an empty list clears", async () => {
+    await page.goto(agentUrl());
+    await save("policy", "[]", "Save policy rules");
+    expect((await api(`/ath/admin/agents/${id()}`)).json.policy).toEqual([]);
+    expect((await save("budgets", JSON.stringify([{ match: ["GET /notes"], limit: 1, window: "1h" }]), "Save budgets")).status()).toBe(200);
+    expect(await page.getByRole("status").textContent()).toBe("Budgets saved.");
+    expect((await proxy()).status).toBe(200);
+    const over = await proxy();
+    expect({ status: over.status, code: over.json.code }).toEqual({ status: 429, code: "BUDGET_EXHAUSTED" });
+    await save("budgets", "", "Save budgets");
+    expect((await api(`/ath/admin/agents/${id()}`)).json.budgets).toEqual([]);
+    expect((await proxy()).status).toBe(200);
+    await save("approval_rules", JSON.stringify([{ match: ["GET /notes"], approver: "admin" }]), "Save approval rules");
+    expect(await page.getByRole("status").textContent()).toBe("Approval rules saved.");
+    expect((await proxy()).json.code).toBe("APPROVAL_REQUIRED");
+    await save("approval_rules", "[]", "Save approval rules");
+    expect((await proxy()).status).toBe(200);
+  });
+
+  test("a forged or missing CSRF token is refused and changes nothing; without a session, 401; an unknown list 404", async () => {
+    const url = `${agentUrl()}/policy`;
+    const deny = JSON.stringify([{ match: ["GET /notes"], action: "deny" }]);
+    for (const form of [{ json: deny, csrf: "0".repeat(64) }, { json: deny }] as Record<string, string>[]) {
+      const res = await page.request.post(url, { form, maxRedirects: 0 });
+      expect(res.status()).toBe(400);
+      expect(await res.text()).toContain("did not come from this console");
+    }
+    expect((await call(url, { form: { json: deny } })).status).toBe(401);
+    expect((await api(`/ath/admin/agents/${id()}`)).json.policy).toEqual([]);
+    expect((await proxy()).status).toBe(200);
+    await page.goto(agentUrl());
+    const csrf = await page.locator("#policy input[name=csrf]").inputValue();
+    expect((await page.request.post(`${agentUrl()}/scope_rules`, { form: { json: "[]", csrf }, maxRedirects: 0 })).status()).toBe(404);
+    expect((await page.goto(`${gw.baseUrl}/admin/agents/no-such-agent`))!.status()).toBe(404);
+  });
+});
+
 describe("providers and audit", () => {
   test("providers are listed; Remove removes one", async () => {
     const entry = {
@@ -234,7 +334,7 @@ describe("on a phone", () => {
   test("every page fits 390 px without sideways scrolling", async () => {
     await page.setViewportSize(VIEWPORTS.phone);
     try {
-      for (const path of ["/admin", "/admin/agents", "/admin/tokens", "/admin/providers", "/admin/audit"]) {
+      for (const path of ["/admin", "/admin/agents", `/admin/agents/${pending.client.client_id}`, "/admin/tokens", "/admin/providers", "/admin/audit"]) {
         await page.goto(`${gw.baseUrl}${path}`);
         const width = await page.evaluate(() => document.documentElement.scrollWidth);
         expect({ path, width }).toEqual({ path, width: 390 });

@@ -191,6 +191,76 @@ describe("tokens", () => {
     expect((await proxy()).status).toBe(200);
   });
 
+  test("agents policy show|set|clear: a deny `when` refuses a proxied call POLICY_DENIED; a `when` that does not compile is exit 4 naming the rule", async () => {
+    const id = agent.client.client_id;
+    const proxy = (query = "") => call(`${base}/ath/proxy/demo/notes${query}`, { headers: { authorization: `Bearer ${accessToken}` } });
+    const none = await admin("agents", "policy", "show", id);
+    expect(none).toMatchObject({ code: 0, stdout: "" });
+    expect(none.stderr).toContain("no policy rules");
+    expect(await adminJson("agents", "policy", "show", id)).toEqual({ client_id: id, policy: [] });
+
+    const rule = { match: ["GET /notes"], when: '"mode" in request.query && request.query["mode"][0] == "danger"', action: "deny", reason: "no danger mode" };
+    const file = join(home.path, "policy.json");
+    writeFileSync(file, JSON.stringify([rule]));
+    const saved = { ...rule, approver: "user", ttl: 300 };
+    expect(await adminJson("agents", "policy", "set", id, file)).toEqual({ client_id: id, policy: [saved] });
+    expect(JSON.parse((await admin("agents", "policy", "show", id)).stdout)).toEqual([saved]);
+    expect((await api(`/ath/admin/agents/${id}`)).policy).toEqual([saved]);
+    const denied = await proxy("?mode=danger");
+    expect({ status: denied.status, code: denied.json.code }).toEqual({ status: 403, code: "POLICY_DENIED" });
+    expect(denied.json.details).toMatchObject({ reason: "no danger mode", rule: { from: "agent", index: 0 } });
+    expect((await proxy("?mode=calm")).status).toBe(200);
+
+    // a `when` that does not compile: refused by the gateway (exit 4) naming the rule; the saved policy stays
+    writeFileSync(file, JSON.stringify({ policy: [rule, { match: ["GET /notes"], when: "request.method ==", action: "deny" }] }));
+    const bad = await admin("agents", "policy", "set", id, file);
+    expect(bad.code).toBe(4);
+    expect(bad.stderr).toMatch(/^ath: \[PATCH\] "[^"]+\/ath\/admin\/agents\/[^"]+": 400 INVALID_REQUEST — Invalid request: policy\.1\.when: \S/);
+    expect(bad.stderr.trim().split("\n")).toHaveLength(1);
+    const badJson = await admin("agents", "policy", "set", id, file, "--format", "json");
+    expect(badJson.code).toBe(4);
+    expect(badJson.json().error).toMatchObject({ code: "INVALID_REQUEST" });
+    expect(badJson.json().error.message).toContain("policy.1.when");
+    expect((await adminJson("agents", "policy", "show", id)).policy).toEqual([saved]);
+    // not a list of policy rules at all: a usage mistake, nothing sent
+    writeFileSync(file, JSON.stringify([{ match: ["GET /notes"], action: "maybe" }]));
+    const usage = await admin("agents", "policy", "set", id, file);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("is not a list of policy rules");
+
+    // stdin, text mode: one line on stderr, nothing on stdout
+    const piped = await athIn(["admin", "agents", "policy", "set", id, "-", "-g", base], JSON.stringify([{ ...rule, when: "true" }]));
+    expect(piped).toMatchObject({ code: 0, stdout: "" });
+    expect((await proxy()).json.code).toBe("POLICY_DENIED");
+    expect(await adminJson("agents", "policy", "clear", id)).toEqual({ client_id: id, policy: [] });
+    expect((await proxy("?mode=danger")).status).toBe(200);
+  });
+
+  test("agents budgets show|set|clear: a budget of one call refuses the second BUDGET_EXHAUSTED; clear lifts it", async () => {
+    const id = agent.client.client_id;
+    const proxy = () => call(`${base}/ath/proxy/demo/notes`, { headers: { authorization: `Bearer ${accessToken}` } });
+    const none = await admin("agents", "budgets", "show", id);
+    expect(none).toMatchObject({ code: 0, stdout: "" });
+    expect(none.stderr).toContain("no budgets");
+    expect(await adminJson("agents", "budgets", "show", id)).toEqual({ client_id: id, budgets: [] });
+    const file = join(home.path, "budgets.json");
+    writeFileSync(file, JSON.stringify([{ match: ["GET /notes"], limit: 1, window: "1h" }]));
+    const saved = { match: ["GET /notes"], per: "agent", limit: 1, window: "1h", then: "deny", approver: "user", ttl: 300 };
+    expect(await adminJson("agents", "budgets", "set", id, file)).toEqual({ client_id: id, budgets: [saved] });
+    expect(JSON.parse((await admin("agents", "budgets", "show", id)).stdout)).toEqual([saved]);
+    expect((await proxy()).status).toBe(200);
+    const over = await proxy();
+    expect({ status: over.status, code: over.json.code }).toEqual({ status: 429, code: "BUDGET_EXHAUSTED" });
+    writeFileSync(file, JSON.stringify([{ match: ["GET /notes"], limit: -1, window: "1h" }]));
+    const bad = await admin("agents", "budgets", "set", id, file);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("is not a list of budgets");
+    expect(await admin("agents", "budgets", "clear", id)).toMatchObject({ code: 0, stdout: "" });
+    expect(await adminJson("agents", "budgets", "show", id)).toEqual({ client_id: id, budgets: [] });
+    expect((await proxy()).status).toBe(200);
+    expect((await admin("agents", "budgets", "show", "no-such-client")).code).toBe(4);
+  });
+
   test("revoke needs a selector (exit 2); by token_id it revokes, and the proxy refuses the token at once", async () => {
     expect((await admin("tokens", "revoke")).code).toBe(2);
     const proxy = () => call(`${base}/ath/proxy/demo/notes`, { headers: { authorization: `Bearer ${accessToken}` } });

@@ -14,6 +14,7 @@ import {
   type AdminTarget,
   type AuditEventView,
 } from "../admin.ts";
+import type { z } from "zod";
 import { usageError } from "../errors.ts";
 import {
   AdminAgent,
@@ -36,7 +37,7 @@ import {
   type AdminAgent as Agent_,
 } from "../../protocol/admin.ts";
 import { PATHS } from "../../protocol/constants.ts";
-import { ApprovalRules, type ApprovalRule } from "../../protocol/provider-config.ts";
+import { ApprovalRules, BudgetRules, PolicyRules, type ApprovalRule, type BudgetRule, type PolicyRule } from "../../protocol/provider-config.ts";
 import { formatIssues } from "../../protocol/lean.ts";
 import { loadAgent, type Agent, type AgentOptions } from "./agent.ts";
 
@@ -89,11 +90,31 @@ export const removeAgent = (t: AdminTarget, clientId: string) => adminCall(t, "D
 export const setAgentRules = (t: AdminTarget, clientId: string, rules: ApprovalRule[]) =>
   adminCall(t, "PATCH", `${PATHS.adminAgents}/${seg(clientId)}`, AdminAgentChanged, { approval_rules: rules });
 
+/**
+ * Replaces the agent's own policy rules (DESIGN §16); `[]` clears them. The gateway compiles each `when` and refuses
+ * the lot (400 naming the rule, `policy.<i>.when`) when one does not compile.
+ */
+export const setAgentPolicy = (t: AdminTarget, clientId: string, policy: PolicyRule[]) =>
+  adminCall(t, "PATCH", `${PATHS.adminAgents}/${seg(clientId)}`, AdminAgentChanged, { policy });
+
+/** Replaces the agent's own budgets (DESIGN §16); `[]` clears them. */
+export const setAgentBudgets = (t: AdminTarget, clientId: string, budgets: BudgetRule[]) =>
+  adminCall(t, "PATCH", `${PATHS.adminAgents}/${seg(clientId)}`, AdminAgentChanged, { budgets });
+
 /** Approval rules from a document: a JSON array of rules, or an object holding one as `approval_rules`. */
-export function parseRules(value: unknown, where: string): ApprovalRule[] {
-  const list = value !== null && typeof value === "object" && !Array.isArray(value) && "approval_rules" in value ? (value as { approval_rules: unknown }).approval_rules : value;
-  const parsed = ApprovalRules.safeParse(list);
-  if (!parsed.success) throw usageError(`${where} is not a list of approval rules: ${formatIssues(parsed.error).join("; ")}`);
+export const parseRules = (value: unknown, where: string): ApprovalRule[] => parseList(ApprovalRules, "approval_rules", "approval rules", value, where);
+
+/** Policy rules from a document: a JSON array of rules, or an object holding one as `policy`. */
+export const parsePolicy = (value: unknown, where: string): PolicyRule[] => parseList(PolicyRules, "policy", "policy rules", value, where);
+
+/** Budgets from a document: a JSON array of budgets, or an object holding one as `budgets`. */
+export const parseBudgets = (value: unknown, where: string): BudgetRule[] => parseList(BudgetRules, "budgets", "budgets", value, where);
+
+/** A list read with `schema`: the document itself, or its `key` when it is an object (an agent's view as `get` prints it). */
+function parseList<T>(schema: z.ZodType<T>, key: string, what: string, value: unknown, where: string): T {
+  const list = value !== null && typeof value === "object" && !Array.isArray(value) && key in value ? (value as Record<string, unknown>)[key] : value;
+  const parsed = schema.safeParse(list);
+  if (!parsed.success) throw usageError(`${where} is not a list of ${what}: ${formatIssues(parsed.error).join("; ")}`);
   return parsed.data;
 }
 

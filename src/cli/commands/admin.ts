@@ -98,6 +98,16 @@ export default defineCommand({
         set: leaf("agents", "set", "Replace them from a JSON file (a list of rules, or {approval_rules}; - for stdin)", { ...id("client_id"), ...file }, (m) => m.rulesSet),
         clear: leaf("agents", "clear", "Remove them all", id("client_id"), (m) => m.rulesClear),
       }),
+      policy: group("policy", "The agent's own policy rules (allow/deny/approve with CEL `when`, after its providers'): show, set, clear", {
+        show: leaf("agents", "show", "Show the agent's policy rules", id("client_id"), (m) => m.policyShow),
+        set: leaf("agents", "set", "Replace them from a JSON file (a list of rules, or {policy}; - for stdin); a `when` that does not compile is refused", { ...id("client_id"), ...file }, (m) => m.policySet),
+        clear: leaf("agents", "clear", "Remove them all", id("client_id"), (m) => m.policyClear),
+      }),
+      budgets: group("budgets", "The agent's own call budgets (after its providers'): show, set, clear", {
+        show: leaf("agents", "show", "Show the agent's budgets", id("client_id"), (m) => m.budgetsShow),
+        set: leaf("agents", "set", "Replace them from a JSON file (a list of budgets, or {budgets}; - for stdin)", { ...id("client_id"), ...file }, (m) => m.budgetsSet),
+        clear: leaf("agents", "clear", "Remove them all", id("client_id"), (m) => m.budgetsClear),
+      }),
     }),
     approvals: group("approvals", "Requests waiting for an admin's approval: list, approve, deny", {
       list: leaf("approvals", "list", "List approvals, newest first", {

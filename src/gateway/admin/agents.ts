@@ -12,7 +12,7 @@ import { audit } from "../domain/audit.ts";
 import { afterRevocation } from "../domain/tokens.ts";
 import { approvePending } from "../rules/policy.ts";
 import type { Call, Gateway } from "../context.ts";
-import { readJson } from "../http/request.ts";
+import { parseWith, readJson } from "../http/request.ts";
 import { json } from "../http/response.ts";
 
 export async function list({ gw }: Call): Promise<Response> {
@@ -34,6 +34,26 @@ export async function patch(call: Call): Promise<Response> {
     if (status === undefined) return json(replaced);
   }
   return json(status !== undefined ? await setAgentStatus(call.gw, clientId, status) : view(await find(call.gw, clientId)));
+}
+
+/** The agent as the API shows it, by client_id (404 NOT_FOUND when there is none). */
+export async function agentByClientId(gw: Gateway, clientId: string): Promise<AdminAgent> {
+  return view(await find(gw, clientId));
+}
+
+/** The agent's own lists an admin replaces (DESIGN §15, §16). */
+export const AGENT_LISTS = ["approval_rules", "policy", "budgets"] as const;
+export type AgentList = (typeof AGENT_LISTS)[number];
+
+/**
+ * Replaces one of the agent's own lists from a value as it came (the console's form): checked as PATCH's body is —
+ * 400 INVALID_REQUEST naming the field, and for `policy` the first rule whose `when` does not compile.
+ */
+export async function setAgentList(gw: Gateway, clientId: string, key: AgentList, value: unknown): Promise<void> {
+  const body = parseWith(AdminAgentPatch, { [key]: value });
+  requireConditions(body.policy, "policy");
+  if (body.approval_rules !== undefined) await setApprovalRules(gw, clientId, body.approval_rules);
+  else await setPolicy(gw, clientId, { policy: body.policy, budgets: body.budgets });
 }
 
 /** Replaces the agent's own approval rules (added to its providers' at the proxy). */

@@ -5,7 +5,7 @@
  * (Post/Redirect/Get). Not signed in: GETs go to the sign-in page, POSTs are refused.
  */
 import { AthError, PATHS } from "../../protocol/index.ts";
-import { removeAgent, setAgentStatus, view as agentView } from "../admin/agents.ts";
+import { AGENT_LISTS, agentByClientId, removeAgent, setAgentList, setAgentStatus, view as agentView, type AgentList } from "../admin/agents.ts";
 import { adminDecide, listApprovals } from "../admin/approvals.ts";
 import { listAudit } from "../admin/audit.ts";
 import { removeProvider } from "../admin/providers.ts";
@@ -90,6 +90,43 @@ export async function agentAction(call: Call): Promise<Response> {
   const r = await setAgentStatus(call.gw, clientId, status);
   return done("agents", `Agent ${status}${r.tokens_revoked > 0 ? `; ${r.tokens_revoked} token(s) revoked` : ""}.`);
 }
+
+/** One agent's page: its approval rules, policy and budgets, each a JSON form (DESIGN §15, §16). */
+export async function agentPage(call: Call): Promise<Response> {
+  return page(call, async (user) => pages.agentPage(shell(call, user, "agents"), await agentByClientId(call.gw, call.params.client_id!)));
+}
+
+/**
+ * Saves one of the agent's lists from its form's JSON (empty clears it), checked as the admin API's PATCH checks it.
+ * A mistake — not JSON, a field the schema refuses, a `when` that does not compile (named: `policy.1.when: …`) — is
+ * shown on the page (400) with the text as it was sent, so the admin corrects it there.
+ */
+export async function agentListAction(call: Call): Promise<Response> {
+  const { user, form } = await action(call);
+  const clientId = call.params.client_id!;
+  const key = call.params.list as AgentList;
+  if (!AGENT_LISTS.includes(key)) throw new AthError("NOT_FOUND", `No list '${key}' on an agent.`);
+  const source = form.get("json") ?? "";
+  try {
+    let value: unknown = [];
+    if (source.trim() !== "") {
+      try {
+        value = JSON.parse(source);
+      } catch {
+        throw new AthError("INVALID_REQUEST", `That is not valid JSON: give a list (${LIST_LABELS[key]}), or [] to clear.`);
+      }
+    }
+    await setAgentList(call.gw, clientId, key, value);
+  } catch (err) {
+    if (!(err instanceof AthError) || err.status !== 400) throw err;
+    const agent = await agentByClientId(call.gw, clientId);
+    const html = pages.agentPage(shell(call, user, "agents"), agent, { list: key, message: err.message, source });
+    return htmlResponse(html, { status: 400 });
+  }
+  return done(`agents/${encodeURIComponent(clientId)}`, `${LIST_LABELS[key][0]!.toUpperCase()}${LIST_LABELS[key].slice(1)} saved.`);
+}
+
+const LIST_LABELS: Record<AgentList, string> = { approval_rules: "approval rules", policy: "policy rules", budgets: "budgets" };
 
 export async function approvals(call: Call): Promise<Response> {
   return page(call, async (user) => {
@@ -206,7 +243,7 @@ function shell(call: Call, user: ConsoleUser, section: pages.Shell["section"]): 
 }
 
 /** The messages `done` writes: a count and fixed words — anything else in `done=` is not shown. */
-const FLASHES = /^(Agent (approved|denied|suspended|removed)(; \d+ token\(s\) revoked)?\.|\d+ token\(s\) revoked\.|Provider removed\.|Webhook removed\.|Request (approved|denied)\.)$/;
+const FLASHES = /^(Agent (approved|denied|suspended|removed)(; \d+ token\(s\) revoked)?\.|\d+ token\(s\) revoked\.|(Approval rules|Policy rules|Budgets) saved\.|Provider removed\.|Webhook removed\.|Request (approved|denied)\.)$/;
 
 /** A body for reading: UTF-8 text (JSON pretty-printed), or a note for binary data. */
 function withoutFlash(search: string): string {

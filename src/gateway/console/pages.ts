@@ -83,13 +83,52 @@ export function agentsPage(s: Shell, agents: AgentRow[]): string {
 <td data-label="Requested">${requested(a)}</td>
 <td data-label="Registered">${e(short(a.created_at))}</td>
 <td data-label="Actions"><form method="post" action="${ROOT}/agents/${e(encodeURIComponent(a.client_id))}" class="row-actions">
-${csrfField(s.csrf)}${buttons}</form></td>
+${csrfField(s.csrf)}${buttons}</form><a class="agent-rules" href="${ROOT}/agents/${e(encodeURIComponent(a.client_id))}">Rules, policy, budgets</a></td>
 </tr>`;
   });
   const body = `<h1>Agents</h1>
 <p class="hint">Developer and purpose are claimed by the agent, not verified. Pending agents first. Deny, Suspend and Remove revoke the agent's tokens at once.</p>
 ${table(["Status", "Agent", "Developer", "Purpose", "Requested", "Registered", "Actions"], rows, "No agents have registered yet.")}`;
   return page(s, "Agents", body);
+}
+
+/** A form of the agent page that was refused: which list, why, and the text as it was sent. */
+export interface ListError {
+  list: "approval_rules" | "policy" | "budgets";
+  message: string;
+  source: string;
+}
+
+/**
+ * One agent (DESIGN §15, §16): its own approval rules, policy rules and budgets — added to (after) its providers' at
+ * the proxy — each edited as JSON in a form of its own; an empty list clears it. A refused form shows its error and
+ * the text as sent.
+ */
+export function agentPage(s: Shell, a: AdminAgent, error?: ListError): string {
+  const action = `${ROOT}/agents/${encodeURIComponent(a.client_id)}`;
+  const section = (list: ListError["list"], title: string, hint: string, example: string, value: unknown[]) => {
+    const failed = error?.list === list ? error : undefined;
+    const text = failed ? failed.source : value.length ? JSON.stringify(value, null, 2) : "[]";
+    return `<section id="${list}">
+<h2>${e(title)}</h2>
+<p class="hint">${hint}</p>
+<code class="block">${e(example)}</code>
+${failed ? `<p class="notice" role="alert">${e(failed.message)}</p>` : ""}<form method="post" action="${e(`${action}/${list}`)}">
+${csrfField(s.csrf)}<label for="json-${list}">${e(title)} (JSON)</label>
+<textarea id="json-${list}" name="json" rows="${Math.min(24, Math.max(4, text.split("\n").length + 1))}" spellcheck="false">${e(text)}</textarea>
+<div class="actions"><button type="submit" class="primary">Save ${e(title.toLowerCase())}</button></div>
+</form>
+</section>`;
+  };
+  const body = `<h1>Agent</h1>
+<p><span class="badge ${e(a.agent_status)}">${e(a.agent_status)}</span></p>
+<code class="id">${e(a.agent_id)}</code><code class="id hint">${e(a.client_id)}</code>
+<p>${e(a.developer.name)} <span class="hint">(${e(a.developer.id)})</span> — ${a.purpose ? e(a.purpose) : '<span class="hint">no purpose given</span>'}</p>
+<p class="hint">This agent's own rules, added to those of its providers. An empty list (<code>[]</code>) clears one. <a href="${ROOT}/agents">All agents</a></p>
+${section("approval_rules", "Approval rules", "Requests a person approves one by one, for example:", '[{"match": ["POST /v1/send"], "approver": "admin"}]', a.approval_rules)}
+${section("policy", "Policy rules", "Allow, deny or ask, with an optional CEL condition over the request, for example:", '[{"match": ["POST /v1/**"], "when": "request.body.amount > 100", "action": "deny", "reason": "too much"}]', a.policy)}
+${section("budgets", "Budgets", "At most limit matching calls per window (1h, 1d, 30d), for example:", '[{"match": ["GET /v1/**"], "limit": 100, "window": "1d"}]', a.budgets)}`;
+  return page(s, "Agent", body);
 }
 
 /** What the agent asked for at registration: each provider with its scopes, so an operator approves knowing it. */

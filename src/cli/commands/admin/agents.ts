@@ -1,5 +1,19 @@
-/** `ath admin agents list|get|approve|deny|suspend|remove` and `ath admin agents rules show|set|clear`. */
-import { getAgent, listAgents, parseRules, removeAgent, setAgentRules, setAgentStatus } from "../../../agent/flows/admin.ts";
+/**
+ * `ath admin agents list|get|approve|deny|suspend|remove`, and the agent's own rules: `ath admin agents rules|policy|budgets
+ * show|set|clear`.
+ */
+import {
+  getAgent,
+  listAgents,
+  parseBudgets,
+  parsePolicy,
+  parseRules,
+  removeAgent,
+  setAgentBudgets,
+  setAgentPolicy,
+  setAgentRules,
+  setAgentStatus,
+} from "../../../agent/flows/admin.ts";
 import type { AdminAgent } from "../../../protocol/admin.ts";
 import type { Invocation } from "../../kit/flags.ts";
 import { readDocument, setup, show, str, table, text, where, type Args } from "./common.ts";
@@ -63,9 +77,55 @@ export async function rulesClear({ args: a, format }: Invocation): Promise<void>
   c.out.success(`agent ${answer.client_id}: approval rules cleared`);
 }
 
+// policy and budgets (DESIGN §16: the agent's own, checked after its providers' at the proxy)
+
+export const policyShow = (inv: Invocation) => listShow(inv, "policy", "policy rules");
+export const budgetsShow = (inv: Invocation) => listShow(inv, "budgets", "budgets");
+
+export async function policySet({ args: a, format }: Invocation): Promise<void> {
+  const file = str(a.file);
+  const policy = parsePolicy(await readDocument(file), where(file));
+  const c = await setup(a, format);
+  const answer = await setAgentPolicy(c.target, str(a.id), policy);
+  if (c.out.json) return c.out.doc({ client_id: answer.client_id, policy: answer.policy });
+  c.out.success(`agent ${answer.client_id}: ${answer.policy.length} policy rule(s) set`);
+}
+
+export async function policyClear({ args: a, format }: Invocation): Promise<void> {
+  const c = await setup(a, format);
+  const answer = await setAgentPolicy(c.target, str(a.id), []);
+  if (c.out.json) return c.out.doc({ client_id: answer.client_id, policy: answer.policy });
+  c.out.success(`agent ${answer.client_id}: policy rules cleared`);
+}
+
+export async function budgetsSet({ args: a, format }: Invocation): Promise<void> {
+  const file = str(a.file);
+  const budgets = parseBudgets(await readDocument(file), where(file));
+  const c = await setup(a, format);
+  const answer = await setAgentBudgets(c.target, str(a.id), budgets);
+  if (c.out.json) return c.out.doc({ client_id: answer.client_id, budgets: answer.budgets });
+  c.out.success(`agent ${answer.client_id}: ${answer.budgets.length} budget(s) set`);
+}
+
+export async function budgetsClear({ args: a, format }: Invocation): Promise<void> {
+  const c = await setup(a, format);
+  const answer = await setAgentBudgets(c.target, str(a.id), []);
+  if (c.out.json) return c.out.doc({ client_id: answer.client_id, budgets: answer.budgets });
+  c.out.success(`agent ${answer.client_id}: budgets cleared`);
+}
+
 // internal
 
 /** What the agent asked for: `provider:scope,scope provider2:…`. */
+/** `show` of one of the agent's lists: json `{client_id, <key>}`, text the list as JSON (a file `set` takes back). */
+async function listShow({ args: a, format }: Invocation, key: "policy" | "budgets", what: string): Promise<void> {
+  const c = await setup(a, format);
+  const agent = await getAgent(c.target, str(a.id));
+  if (c.out.json) return c.out.doc({ client_id: agent.client_id, [key]: agent[key] });
+  if (agent[key].length === 0) return c.out.info(`agent ${agent.client_id} has no ${what} of its own`);
+  c.out.line(JSON.stringify(agent[key], null, 2));
+}
+
 function requested(x: AdminAgent): string {
   return x.requested_providers.map((p) => `${p.provider_id}:${p.scopes.join(",")}`).join(" ");
 }
