@@ -43,10 +43,16 @@ beforeAll(async () => {
     client_secret: auth.postClient.client_secret,
     mcp: { url: upstream.url },
     scope_rules: {
-      "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail"],
-      "mail:send": ["MCP tools/call send_email"],
+      "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail", "MCP tools/call delete_all"],
+      "mail:send": ["MCP tools/call send_email", "MCP tools/call forward_mail"],
     },
     approval_rules: [{ match: ["MCP tools/call send_email"], approver: "user" as const }],
+    // Policy in MCP terms (CEL over the call's arguments): compiled at the start, so the gateway starting proves `mcp` is known.
+    policy: [
+      { match: ["MCP tools/call delete_all"], action: "deny" as const, reason: "Nobody deletes every mail through ath" },
+      { match: ["MCP tools/call read_mail"], when: 'has(mcp.arguments.folder) && mcp.arguments.folder == "secret"', action: "deny" as const, reason: "The secret folder is off limits" },
+      { match: ["MCP tools/call *"], when: 'mcp.tool == "forward_mail" && !mcp.arguments.to.endsWith("@example.com")', action: "approve" as const },
+    ],
   };
   gw = await startGateway({ port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" } } });
   base = gw.baseUrl;
@@ -176,7 +182,9 @@ describe("the SDK client's journey, two people on one URL", () => {
     expect(provider.info?.client_id).toStartWith("mcp_");
     provider0ClientId = provider.info!.client_id;
     const tools = await client.listTools();
-    expect(tools.tools.map((t) => t.name).sort()).toEqual(["read_mail", "send_email", "whoami"]);
+    // delete_all, refused by a policy whatever its arguments, is not listed; forward_mail (approval when it leaves
+    // example.com) and send_email (a scope Alice may lack) are
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(["forward_mail", "read_mail", "send_email", "whoami"]);
     const who = await client.callTool({ name: "whoami", arguments: {} });
     expect((who.content as { text: string }[])[0]!.text).toBe("alice");
     // The upstream saw the person's upstream token, never ath's.
@@ -360,6 +368,55 @@ describe("approval-held tools", () => {
     expect(twice.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
     expect(twice.error?.data?.approval_id).not.toBe(held.error?.data?.approval_id);
     expect(upstream.calls.filter((c) => c.tool === "send_email")).toEqual([{ tool: "send_email", sub: "alice", args }]);
+  });
+});
+
+describe("policy in MCP terms", () => {
+  test("a CEL deny over a tool argument is a JSON-RPC error naming the rule's reason, and never reaches the upstream", async () => {
+    const id = await session(aliceToken);
+    const denied = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 31, method: "tools/call", params: { name: "read_mail", arguments: { folder: "secret" } } }, "mail", id));
+    expect(denied.error?.data?.ath_error).toBe("POLICY_DENIED");
+    expect(denied.error?.data?.reason).toBe("The secret folder is off limits");
+    expect(upstream.calls.filter((c) => c.tool === "read_mail" && (c.args as { folder?: string }).folder === "secret")).toEqual([]);
+    // the same tool with other arguments passes
+    const allowed = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 32, method: "tools/call", params: { name: "read_mail", arguments: { folder: "inbox" } } }, "mail", id));
+    expect(allowed.result?.content[0]!.text).toBe("inbox of alice: 1 message");
+    expect(upstream.calls.filter((c) => c.tool === "read_mail" && (c.args as { folder?: string }).folder === "inbox").length).toBe(1);
+  });
+
+  test("an unconditionally denied tool is missing from tools/list (JSON and SSE answers) and refused when called anyway", async () => {
+    const id = await session(aliceToken);
+    for (const accept of ["application/json, text/event-stream", "text/event-stream, application/json"]) {
+      const res = await fetch(`${base}/mcp/mail`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${aliceToken}`, "content-type": "application/json", accept, "mcp-session-id": id, "mcp-protocol-version": "2025-11-25" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 33, method: "tools/list", params: {} }),
+      });
+      expect(res.status).toBe(200);
+      const listed = (await answer(res)) as unknown as { result: { tools: { name: string }[] } };
+      expect(listed.result.tools.map((t) => t.name).sort()).toEqual(["forward_mail", "read_mail", "send_email", "whoami"]);
+    }
+    const refused = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 34, method: "tools/call", params: { name: "delete_all", arguments: {} } }, "mail", id));
+    expect(refused.error?.data?.ath_error).toBe("POLICY_DENIED");
+    expect(refused.error?.data?.reason).toBe("Nobody deletes every mail through ath");
+    expect(upstream.calls.filter((c) => c.tool === "delete_all")).toEqual([]);
+  });
+
+  test("a policy approve holds the call; after approval it runs exactly once", async () => {
+    const id = await session(aliceToken);
+    const inside = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 35, method: "tools/call", params: { name: "forward_mail", arguments: { to: "team@example.com" } } }, "mail", id));
+    expect(inside.result?.content[0]!.text).toBe("forwarded to team@example.com");
+    const call = { jsonrpc: "2.0", id: 36, method: "tools/call", params: { name: "forward_mail", arguments: { to: "rival@elsewhere.test" } } };
+    const held = await answer(await rpc(aliceToken, call, "mail", id));
+    expect(held.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    expect(upstream.calls.filter((c) => (c.args as { to?: string }).to === "rival@elsewhere.test")).toEqual([]);
+    await alicePage.goto(held.error!.data!.approval_url!);
+    await clickAndWait(alicePage, "Approve");
+    const ran = await answer(await rpc(aliceToken, { ...call, id: 37 }, "mail", id));
+    expect(ran.result?.content[0]!.text).toBe("forwarded to rival@elsewhere.test");
+    const twice = await answer(await rpc(aliceToken, { ...call, id: 38 }, "mail", id));
+    expect(twice.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    expect(upstream.calls.filter((c) => (c.args as { to?: string }).to === "rival@elsewhere.test")).toEqual([{ tool: "forward_mail", sub: "alice", args: { to: "rival@elsewhere.test" } }]);
   });
 });
 

@@ -18,8 +18,9 @@ import { agentResponseHeaders, upstreamRequestHeaders } from "../proxy/headers.t
 import { send, type PreparedBody } from "../proxy/relay.ts";
 import { passMcpApproval, type McpRefusal, isMcpRefusal } from "./approval.ts";
 import { Challenge, insufficientScope, reauthorize, requireMcpToken } from "./access.ts";
-import { callOf, decideMcpCall, type McpCall } from "./policy.ts";
+import { callOf, decideMcpCall, listable, type McpCall, type McpVerdict } from "./policy.ts";
 import { findMcpProvider } from "./providers.ts";
+import { filterToolLists } from "./tools-list.ts";
 
 /** How long an authenticated MCP request may stay idle: a GET stream, a long tool call (Bun's maximum). */
 const MCP_IDLE_TIMEOUT_S = 255;
@@ -67,7 +68,7 @@ export async function mcp(call: Call): Promise<Response> {
       if (typeof m.method !== "string") continue; // a response to the server's own request (sampling, elicitation)
       if (m.method === "initialize") opening = { urlElicitation: declaresUrlElicitation(m.params) };
       const c = callOf(m.method, m.params);
-      judged.push({ id: m.id, call: c, verdict: decideMcpCall(record.config, agent, token, c, gw.opts.strictScopes) });
+      judged.push({ id: m.id, call: c, verdict: decideMcpCall(record.config, agent, token, c, gw.opts.strictScopes, gw.now()) });
     }
     const stepUp = judged.filter((j) => j.verdict.kind === "step_up");
     if (stepUp.length) {
@@ -80,7 +81,7 @@ export async function mcp(call: Call): Promise<Response> {
     // alone, or spending its approval would not mean it was sent.
     const batchHolds = Array.isArray(parsed) && judged.some((j) => j.verdict.kind === "approve" || j.verdict.kind === "deny");
     for (const j of batchHolds ? [] : judged) {
-      if (j.verdict.kind === "deny") refusals.set(j, { ath_error: j.verdict.code, reason: j.verdict.reason, message: j.verdict.reason });
+      if (j.verdict.kind === "deny") refusals.set(j, refusalOf(j.verdict));
       else if (j.verdict.kind === "approve") {
         try {
           await passMcpApproval(gw, j.verdict.rule, token, j.call);
@@ -93,7 +94,7 @@ export async function mcp(call: Call): Promise<Response> {
     }
     if (batchHolds) {
       for (const j of judged) {
-        if (j.verdict.kind === "deny") refusals.set(j, { ath_error: j.verdict.code, reason: j.verdict.reason, message: j.verdict.reason });
+        if (j.verdict.kind === "deny") refusals.set(j, refusalOf(j.verdict));
         else if (j.verdict.kind === "approve") refusals.set(j, { ath_error: "APPROVAL_REQUIRED", reason: "batched", message: "A call that needs a person's approval must be sent alone, not in a batch" });
       }
     }
@@ -164,10 +165,20 @@ export async function mcp(call: Call): Promise<Response> {
   const out = agentResponseHeaders(res.headers);
   // The upstream's own challenge would send the client to the upstream's authorization server: ath is its AS.
   delete out["www-authenticate"];
+  // tools/list answers only the tools this client may call (tools-list.ts); nothing to filter without rules.
+  const listIds = new Set(judged.filter((j) => j.call.method === "tools/list" && j.id !== undefined).map((j) => JSON.stringify(j.id)));
+  if (listIds.size && res.ok && (record.config.scope_rules || record.config.policy || agent.policy || gw.opts.strictScopes)) {
+    const now = gw.now();
+    return filterToolLists(res, listIds, (name) => listable(record.config, agent, token, name, gw.opts.strictScopes, now), out);
+  }
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers: out });
 }
 
 // internal
+
+function refusalOf(v: Extract<McpVerdict, { kind: "deny" }>): McpRefusal {
+  return { ath_error: v.code, reason: v.reason, message: v.reason, ...(v.data ? { data: v.data } : {}) };
+}
 
 /** JSON-RPC error code of MCP's URLElicitationRequiredError (2025-11-25). */
 const URL_ELICITATION_REQUIRED = -32042;
