@@ -54,7 +54,8 @@ beforeAll(async () => {
       { match: ["MCP tools/call *"], when: 'mcp.tool == "forward_mail" && !mcp.arguments.to.endsWith("@example.com")', action: "approve" as const },
     ],
   };
-  gw = await startGateway({ port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" } } });
+  // MCP clients' refresh families obey --refresh-idle/--refresh-ttl like agents' (DESIGN §17)
+  gw = await startGateway({ port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" } }, extraArgs: ["--refresh-idle", "86400", "--refresh-ttl", "90000"] });
   base = gw.baseUrl;
   browser = await launchChromium();
 });
@@ -474,8 +475,11 @@ describe("refresh tokens", () => {
     // The client id the MCP client uses is its registration's; the agent record behind it shares it.
     const rotated = await refresh(aliceRefresh, clientId);
     expect(rotated.status).toBe(200);
-    const next = (await rotated.json()) as { access_token: string; refresh_token: string };
+    const next = (await rotated.json()) as { access_token: string; refresh_token: string; refresh_expires_in: number };
     expect(next.refresh_token).not.toBe(aliceRefresh);
+    // --refresh-idle (1 d), not a fixed 30 days: the rotated token expires unused after the gateway's idle limit
+    expect(next.refresh_expires_in).toBeLessThanOrEqual(86400);
+    expect(next.refresh_expires_in).toBeGreaterThan(86400 - 600);
     expect((await rpc(next.access_token, { jsonrpc: "2.0", id: 7, method: "ping" })).status).not.toBe(401);
     await Bun.sleep(2100); // past the 2 s in which a repeat is a race, not a theft (DESIGN §17)
     const reuse = await refresh(aliceRefresh, clientId);
