@@ -43,10 +43,11 @@ beforeAll(async () => {
     client_secret: auth.postClient.client_secret,
     mcp: { url: upstream.url },
     scope_rules: {
-      "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail", "MCP tools/call delete_all"],
+      "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail", "MCP tools/call delete_all", "MCP tools/call count_mail"],
       "mail:send": ["MCP tools/call send_email", "MCP tools/call forward_mail"],
     },
     approval_rules: [{ match: ["MCP tools/call send_email"], approver: "user" as const }],
+    budgets: [{ match: ["MCP tools/call count_mail"], per: "agent_user" as const, limit: 2, window: "1d" as const }],
     // Policy in MCP terms (CEL over the call's arguments): compiled at the start, so the gateway starting proves `mcp` is known.
     policy: [
       { match: ["MCP tools/call delete_all"], action: "deny" as const, reason: "Nobody deletes every mail through ath" },
@@ -185,7 +186,7 @@ describe("the SDK client's journey, two people on one URL", () => {
     const tools = await client.listTools();
     // delete_all, refused by a policy whatever its arguments, is not listed; forward_mail (approval when it leaves
     // example.com) and send_email (a scope Alice may lack) are
-    expect(tools.tools.map((t) => t.name).sort()).toEqual(["forward_mail", "read_mail", "send_email", "whoami"]);
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(["count_mail", "forward_mail", "read_mail", "send_email", "whoami"]);
     const who = await client.callTool({ name: "whoami", arguments: {} });
     expect((who.content as { text: string }[])[0]!.text).toBe("alice");
     // The upstream saw the person's upstream token, never ath's.
@@ -395,7 +396,7 @@ describe("policy in MCP terms", () => {
       });
       expect(res.status).toBe(200);
       const listed = (await answer(res)) as unknown as { result: { tools: { name: string }[] } };
-      expect(listed.result.tools.map((t) => t.name).sort()).toEqual(["forward_mail", "read_mail", "send_email", "whoami"]);
+      expect(listed.result.tools.map((t) => t.name).sort()).toEqual(["count_mail", "forward_mail", "read_mail", "send_email", "whoami"]);
     }
     const refused = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 34, method: "tools/call", params: { name: "delete_all", arguments: {} } }, "mail", id));
     expect(refused.error?.data?.ath_error).toBe("POLICY_DENIED");
@@ -418,6 +419,25 @@ describe("policy in MCP terms", () => {
     const twice = await answer(await rpc(aliceToken, { ...call, id: 38 }, "mail", id));
     expect(twice.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
     expect(upstream.calls.filter((c) => (c.args as { to?: string }).to === "rival@elsewhere.test")).toEqual([{ tool: "forward_mail", sub: "alice", args: { to: "rival@elsewhere.test" } }]);
+  });
+});
+
+describe("budgets in MCP terms", () => {
+  test("a budget on `MCP tools/call count_mail` counts each call: the third of a limit of 2 is a JSON-RPC BUDGET_EXHAUSTED, never sent", async () => {
+    const id = await session(aliceToken);
+    const count = (n: number) => rpc(aliceToken, { jsonrpc: "2.0", id: 40 + n, method: "tools/call", params: { name: "count_mail", arguments: {} } }, "mail", id);
+    const first = await count(1);
+    expect(first.headers.get("ath-budget-remaining")).toBe("1");
+    expect((await answer(first)).result?.content[0]!.text).toBe("1");
+    const second = await count(2);
+    expect(second.headers.get("ath-budget-remaining")).toBe("0");
+    expect((await answer(second)).result?.content[0]!.text).toBe("1");
+    const third = await answer(await count(3));
+    expect(third.error?.data?.ath_error).toBe("BUDGET_EXHAUSTED");
+    expect(third.error?.data).toMatchObject({ limit: 2, window: "1d" });
+    expect(upstream.calls.filter((c) => c.tool === "count_mail" && c.sub === "alice").length).toBe(2);
+    // Bob's own count (per agent and user) is untouched
+    expect((await answer(await rpc(bobToken, { jsonrpc: "2.0", id: 50, method: "tools/call", params: { name: "count_mail", arguments: {} } }, "mail", await session(bobToken)))).result?.content[0]!.text).toBe("1");
   });
 });
 
