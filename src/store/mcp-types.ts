@@ -65,7 +65,10 @@ export interface McpRefreshRecord {
   status: McpRefreshStatus;
   spent_at: number | null;
   created_at: number;
+  /** When this refresh token expires: --refresh-idle after it was issued, never past the family's end. */
   expires_at: number;
+  /** When the whole family ends: --refresh-ttl after the consent (DESIGN §17); rows from before it carry expires_at. */
+  family_expires_at: number;
 }
 
 export interface McpStore {

@@ -311,5 +311,8 @@ ALTER TABLE tokens ADD COLUMN family_id TEXT;
 ALTER TABLE tokens ADD COLUMN jkt TEXT;
 CREATE INDEX tokens_family ON tokens (family_id);
 ALTER TABLE agents ADD COLUMN pending_approvals TEXT;`,
+    // n: an MCP client's refresh family ends --refresh-ttl after the consent, each refresh token --refresh-idle after it
+    // was issued (DESIGN §17 for the MCP front door's clients, §18)
+    `ALTER TABLE mcp_refresh_tokens ADD COLUMN family_expires_at ${int};`,
   ];
 }

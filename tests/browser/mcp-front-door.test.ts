@@ -43,12 +43,20 @@ beforeAll(async () => {
     client_secret: auth.postClient.client_secret,
     mcp: { url: upstream.url },
     scope_rules: {
-      "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail"],
-      "mail:send": ["MCP tools/call send_email"],
+      "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail", "MCP tools/call delete_all", "MCP tools/call count_mail"],
+      "mail:send": ["MCP tools/call send_email", "MCP tools/call forward_mail"],
     },
     approval_rules: [{ match: ["MCP tools/call send_email"], approver: "user" as const }],
+    budgets: [{ match: ["MCP tools/call count_mail"], per: "agent_user" as const, limit: 2, window: "1d" as const }],
+    // Policy in MCP terms (CEL over the call's arguments): compiled at the start, so the gateway starting proves `mcp` is known.
+    policy: [
+      { match: ["MCP tools/call delete_all"], action: "deny" as const, reason: "Nobody deletes every mail through ath" },
+      { match: ["MCP tools/call read_mail"], when: 'has(mcp.arguments.folder) && mcp.arguments.folder == "secret"', action: "deny" as const, reason: "The secret folder is off limits" },
+      { match: ["MCP tools/call *"], when: 'mcp.tool == "forward_mail" && !mcp.arguments.to.endsWith("@example.com")', action: "approve" as const },
+    ],
   };
-  gw = await startGateway({ port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" } } });
+  // MCP clients' refresh families obey --refresh-idle/--refresh-ttl like agents' (DESIGN §17)
+  gw = await startGateway({ port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" } }, extraArgs: ["--refresh-idle", "86400", "--refresh-ttl", "90000"] });
   base = gw.baseUrl;
   browser = await launchChromium();
 });
@@ -176,7 +184,9 @@ describe("the SDK client's journey, two people on one URL", () => {
     expect(provider.info?.client_id).toStartWith("mcp_");
     provider0ClientId = provider.info!.client_id;
     const tools = await client.listTools();
-    expect(tools.tools.map((t) => t.name).sort()).toEqual(["read_mail", "send_email", "whoami"]);
+    // delete_all, refused by a policy whatever its arguments, is not listed; forward_mail (approval when it leaves
+    // example.com) and send_email (a scope Alice may lack) are
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(["count_mail", "forward_mail", "read_mail", "send_email", "whoami"]);
     const who = await client.callTool({ name: "whoami", arguments: {} });
     expect((who.content as { text: string }[])[0]!.text).toBe("alice");
     // The upstream saw the person's upstream token, never ath's.
@@ -363,6 +373,74 @@ describe("approval-held tools", () => {
   });
 });
 
+describe("policy in MCP terms", () => {
+  test("a CEL deny over a tool argument is a JSON-RPC error naming the rule's reason, and never reaches the upstream", async () => {
+    const id = await session(aliceToken);
+    const denied = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 31, method: "tools/call", params: { name: "read_mail", arguments: { folder: "secret" } } }, "mail", id));
+    expect(denied.error?.data?.ath_error).toBe("POLICY_DENIED");
+    expect(denied.error?.data?.reason).toBe("The secret folder is off limits");
+    expect(upstream.calls.filter((c) => c.tool === "read_mail" && (c.args as { folder?: string }).folder === "secret")).toEqual([]);
+    // the same tool with other arguments passes
+    const allowed = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 32, method: "tools/call", params: { name: "read_mail", arguments: { folder: "inbox" } } }, "mail", id));
+    expect(allowed.result?.content[0]!.text).toBe("inbox of alice: 1 message");
+    expect(upstream.calls.filter((c) => c.tool === "read_mail" && (c.args as { folder?: string }).folder === "inbox").length).toBe(1);
+  });
+
+  test("an unconditionally denied tool is missing from tools/list (JSON and SSE answers) and refused when called anyway", async () => {
+    const id = await session(aliceToken);
+    for (const accept of ["application/json, text/event-stream", "text/event-stream, application/json"]) {
+      const res = await fetch(`${base}/mcp/mail`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${aliceToken}`, "content-type": "application/json", accept, "mcp-session-id": id, "mcp-protocol-version": "2025-11-25" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 33, method: "tools/list", params: {} }),
+      });
+      expect(res.status).toBe(200);
+      const listed = (await answer(res)) as unknown as { result: { tools: { name: string }[] } };
+      expect(listed.result.tools.map((t) => t.name).sort()).toEqual(["count_mail", "forward_mail", "read_mail", "send_email", "whoami"]);
+    }
+    const refused = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 34, method: "tools/call", params: { name: "delete_all", arguments: {} } }, "mail", id));
+    expect(refused.error?.data?.ath_error).toBe("POLICY_DENIED");
+    expect(refused.error?.data?.reason).toBe("Nobody deletes every mail through ath");
+    expect(upstream.calls.filter((c) => c.tool === "delete_all")).toEqual([]);
+  });
+
+  test("a policy approve holds the call; after approval it runs exactly once", async () => {
+    const id = await session(aliceToken);
+    const inside = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 35, method: "tools/call", params: { name: "forward_mail", arguments: { to: "team@example.com" } } }, "mail", id));
+    expect(inside.result?.content[0]!.text).toBe("forwarded to team@example.com");
+    const call = { jsonrpc: "2.0", id: 36, method: "tools/call", params: { name: "forward_mail", arguments: { to: "rival@elsewhere.test" } } };
+    const held = await answer(await rpc(aliceToken, call, "mail", id));
+    expect(held.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    expect(upstream.calls.filter((c) => (c.args as { to?: string }).to === "rival@elsewhere.test")).toEqual([]);
+    await alicePage.goto(held.error!.data!.approval_url!);
+    await clickAndWait(alicePage, "Approve");
+    const ran = await answer(await rpc(aliceToken, { ...call, id: 37 }, "mail", id));
+    expect(ran.result?.content[0]!.text).toBe("forwarded to rival@elsewhere.test");
+    const twice = await answer(await rpc(aliceToken, { ...call, id: 38 }, "mail", id));
+    expect(twice.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    expect(upstream.calls.filter((c) => (c.args as { to?: string }).to === "rival@elsewhere.test")).toEqual([{ tool: "forward_mail", sub: "alice", args: { to: "rival@elsewhere.test" } }]);
+  });
+});
+
+describe("budgets in MCP terms", () => {
+  test("a budget on `MCP tools/call count_mail` counts each call: the third of a limit of 2 is a JSON-RPC BUDGET_EXHAUSTED, never sent", async () => {
+    const id = await session(aliceToken);
+    const count = (n: number) => rpc(aliceToken, { jsonrpc: "2.0", id: 40 + n, method: "tools/call", params: { name: "count_mail", arguments: {} } }, "mail", id);
+    const first = await count(1);
+    expect(first.headers.get("ath-budget-remaining")).toBe("1");
+    expect((await answer(first)).result?.content[0]!.text).toBe("1");
+    const second = await count(2);
+    expect(second.headers.get("ath-budget-remaining")).toBe("0");
+    expect((await answer(second)).result?.content[0]!.text).toBe("1");
+    const third = await answer(await count(3));
+    expect(third.error?.data?.ath_error).toBe("BUDGET_EXHAUSTED");
+    expect(third.error?.data).toMatchObject({ limit: 2, window: "1d" });
+    expect(upstream.calls.filter((c) => c.tool === "count_mail" && c.sub === "alice").length).toBe(2);
+    // Bob's own count (per agent and user) is untouched
+    expect((await answer(await rpc(bobToken, { jsonrpc: "2.0", id: 50, method: "tools/call", params: { name: "count_mail", arguments: {} } }, "mail", await session(bobToken)))).result?.content[0]!.text).toBe("1");
+  });
+});
+
 describe("approval as a URL elicitation", () => {
   test("a client that declared URL-mode elicitation gets the approval page as one (the SDK's UrlElicitationRequiredError), then its call runs once", async () => {
     const provider = new MemoryOAuthProvider(host.redirectUrl);
@@ -417,8 +495,11 @@ describe("refresh tokens", () => {
     // The client id the MCP client uses is its registration's; the agent record behind it shares it.
     const rotated = await refresh(aliceRefresh, clientId);
     expect(rotated.status).toBe(200);
-    const next = (await rotated.json()) as { access_token: string; refresh_token: string };
+    const next = (await rotated.json()) as { access_token: string; refresh_token: string; refresh_expires_in: number };
     expect(next.refresh_token).not.toBe(aliceRefresh);
+    // --refresh-idle (1 d), not a fixed 30 days: the rotated token expires unused after the gateway's idle limit
+    expect(next.refresh_expires_in).toBeLessThanOrEqual(86400);
+    expect(next.refresh_expires_in).toBeGreaterThan(86400 - 600);
     expect((await rpc(next.access_token, { jsonrpc: "2.0", id: 7, method: "ping" })).status).not.toBe(401);
     await Bun.sleep(2100); // past the 2 s in which a repeat is a race, not a theft (DESIGN §17)
     const reuse = await refresh(aliceRefresh, clientId);

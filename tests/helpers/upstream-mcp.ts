@@ -44,6 +44,18 @@ export async function startUpstreamMcp(auth: UpstreamAuth): Promise<UpstreamMcp>
       calls.push({ tool: "send_email", sub: who(extra), args });
       return { content: [{ type: "text", text: `sent to ${args.to}` }] };
     });
+    server.registerTool("forward_mail", { description: "Forward a mail", inputSchema: { to: z.string() } }, async (args, extra) => {
+      calls.push({ tool: "forward_mail", sub: who(extra), args });
+      return { content: [{ type: "text", text: `forwarded to ${args.to}` }] };
+    });
+    server.registerTool("count_mail", { description: "Count the inbox" }, async (extra) => {
+      calls.push({ tool: "count_mail", sub: who(extra), args: {} });
+      return { content: [{ type: "text", text: "1" }] };
+    });
+    server.registerTool("delete_all", { description: "Delete every mail" }, async (extra) => {
+      calls.push({ tool: "delete_all", sub: who(extra), args: {} });
+      return { content: [{ type: "text", text: "deleted" }] };
+    });
     return server;
   }
 

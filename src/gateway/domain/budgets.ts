@@ -22,10 +22,15 @@ export interface BudgetHit {
 
 /** The budgets — the provider's, then the agent's own — that count this request, with their rows for `now`. */
 export function matchingBudgets(config: ProviderConfig, agent: AgentRecord | null, r: CanonicalRequest, token: TokenRecord, now: number): BudgetHit[] {
+  return budgetsMatching(config, agent, (match) => anyRuleMatches(match, r, "either"), token, now);
+}
+
+/** The budgets whose `match` `matches` says holds (an HTTP request's forms, or an MCP call: mcp/policy.ts), with their rows. */
+export function budgetsMatching(config: ProviderConfig, agent: AgentRecord | null, matches: (match: readonly string[]) => boolean, token: TokenRecord, now: number): BudgetHit[] {
   const hits: BudgetHit[] = [];
   for (const [from, rules] of [["provider", config.budgets], ["agent", agent?.budgets]] as const) {
     (rules ?? []).forEach((rule, index) => {
-      if (!anyRuleMatches(rule.match, r, "either")) return;
+      if (!matches(rule.match)) return;
       const length = WINDOW_MS[rule.window];
       const windowStart = Math.floor(now / length) * length;
       const user = rule.per === "agent_user" ? token.user_id : null;

@@ -10,7 +10,7 @@ import { AthError, type PolicyRule, type ProviderConfig } from "../../protocol/i
 import type { AgentRecord, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { anyRuleMatches, type CanonicalRequest } from "../rules/canonical-request.ts";
-import { compileCondition, type ConditionInput } from "../rules/conditions.ts";
+import { compileCondition, conditionKind, type ConditionInput } from "../rules/conditions.ts";
 
 /** `--max-policy-body` default: a body a `when` reads is parsed up to this size; larger → 413. */
 export const MAX_POLICY_BODY_DEFAULT = 1024 * 1024;
@@ -40,7 +40,7 @@ export async function decidePolicy(
       const rule = rules[index]!;
       if (!anyRuleMatches(rule.match, r, rule.action === "allow" ? "both" : "either")) continue;
       if (rule.when === undefined) return { rule, from, index };
-      const condition = compileCondition(rule.when);
+      const condition = compileCondition(rule.when, conditionKind(rule.match));
       try {
         if (condition.evaluate(await input(condition.readsBody))) return { rule, from, index };
       } catch (err) {

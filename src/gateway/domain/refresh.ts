@@ -183,11 +183,13 @@ export async function rotateRefreshToken(gw: Gateway, r: RefreshRequest): Promis
 
 // internal
 
-function refreshTtl(gw: Gateway): number {
+/** --refresh-ttl in seconds: a refresh family's life from the consent. */
+export function refreshTtl(gw: Gateway): number {
   return gw.opts.refreshTtlSeconds ?? LIMITS.refreshTtlDefaultSeconds;
 }
 
-function refreshIdle(gw: Gateway): number {
+/** --refresh-idle in seconds: a refresh token's life unused. */
+export function refreshIdle(gw: Gateway): number {
   return gw.opts.refreshIdleSeconds ?? Math.min(LIMITS.refreshIdleDefaultSeconds, refreshTtl(gw));
 }
 

@@ -11,6 +11,7 @@ import type { AgentRecord, TokenRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { hashSecret } from "../crypto/secrets.ts";
 import { audit } from "../domain/audit.ts";
+import { applyBudgets, budgetsMatching, type BudgetHit } from "../domain/budgets.ts";
 import { currentAccess, refreshAfterRejection } from "../domain/grants.ts";
 import { readBounded } from "../http/body.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
@@ -18,8 +19,9 @@ import { agentResponseHeaders, upstreamRequestHeaders } from "../proxy/headers.t
 import { send, type PreparedBody } from "../proxy/relay.ts";
 import { passMcpApproval, type McpRefusal, isMcpRefusal } from "./approval.ts";
 import { Challenge, insufficientScope, reauthorize, requireMcpToken } from "./access.ts";
-import { callOf, decideMcpCall, type McpCall } from "./policy.ts";
+import { callOf, decideMcpCall, listable, mcpRuleMatches, type McpCall, type McpVerdict } from "./policy.ts";
 import { findMcpProvider } from "./providers.ts";
+import { filterToolLists } from "./tools-list.ts";
 
 /** How long an authenticated MCP request may stay idle: a GET stream, a long tool call (Bun's maximum). */
 const MCP_IDLE_TIMEOUT_S = 255;
@@ -46,6 +48,8 @@ export async function mcp(call: Call): Promise<Response> {
 
   let body: PreparedBody = { data: null, replayable: true };
   let approvalBound = false;
+  /** The calls left in the tightest budget that counted this call (ATH-Budget-Remaining), or null when none did. */
+  let budgetRemaining: number | null = null;
   const judged: Judged[] = [];
   /** Set when this POST opens a session: whether the client declared URL-mode elicitation. */
   let opening: { urlElicitation: boolean } | null = null;
@@ -67,7 +71,12 @@ export async function mcp(call: Call): Promise<Response> {
       if (typeof m.method !== "string") continue; // a response to the server's own request (sampling, elicitation)
       if (m.method === "initialize") opening = { urlElicitation: declaresUrlElicitation(m.params) };
       const c = callOf(m.method, m.params);
-      judged.push({ id: m.id, call: c, verdict: decideMcpCall(record.config, agent, token, c, gw.opts.strictScopes) });
+      const verdict = decideMcpCall(record.config, agent, token, c, gw.opts.strictScopes, gw.now());
+      // Budgets (DESIGN §16) count tools/call and the other named calls their `MCP …` match names
+      const budgets = verdict.kind !== "deny" && (record.config.budgets || agent.budgets)
+        ? budgetsMatching(record.config, agent, (match) => match.some((r) => mcpRuleMatches(r, c)), token, gw.now())
+        : [];
+      judged.push({ id: m.id, call: c, verdict, budgets });
     }
     const stepUp = judged.filter((j) => j.verdict.kind === "step_up");
     if (stepUp.length) {
@@ -78,23 +87,29 @@ export async function mcp(call: Call): Promise<Response> {
     const refusals = new Map<Judged, McpRefusal>();
     // A batch (MCP before 2025-06-18) is forwarded whole or not at all: a call that needs a person's approval must come
     // alone, or spending its approval would not mean it was sent.
-    const batchHolds = Array.isArray(parsed) && judged.some((j) => j.verdict.kind === "approve" || j.verdict.kind === "deny");
+    // The same for a call a budget counts: a count is a call sent.
+    const batchHolds = Array.isArray(parsed) && judged.some((j) => j.verdict.kind === "approve" || j.verdict.kind === "deny" || j.budgets.length > 0);
     for (const j of batchHolds ? [] : judged) {
-      if (j.verdict.kind === "deny") refusals.set(j, { ath_error: j.verdict.code, reason: j.verdict.reason, message: j.verdict.reason });
-      else if (j.verdict.kind === "approve") {
+      if (j.verdict.kind === "deny") refusals.set(j, refusalOf(j.verdict));
+      else if (j.verdict.kind === "approve" || j.budgets.length) {
+        // Budgets are counted first and given back if the call is not sent (a person has not approved it yet), as for REST.
         try {
-          await passMcpApproval(gw, j.verdict.rule, token, j.call);
-          approvalBound = true;
+          const applied = await applyBudgets(gw, j.budgets, token, j.verdict.kind === "approve" ? j.verdict.rule : null, (rule) => passMcpApproval(gw, rule, token, j.call));
+          if (applied.approval) approvalBound = true;
+          if (j.budgets.length) budgetRemaining = Math.min(budgetRemaining ?? Infinity, applied.remaining);
         } catch (err) {
-          if (!isMcpRefusal(err)) throw err;
-          refusals.set(j, err);
+          if (isMcpRefusal(err)) refusals.set(j, err);
+          else if (err instanceof AthError && err.code === "BUDGET_EXHAUSTED") {
+            refusals.set(j, { ath_error: err.code, reason: "budget_exhausted", message: err.message, data: { ...err.details } });
+          } else throw err;
         }
       }
     }
     if (batchHolds) {
       for (const j of judged) {
-        if (j.verdict.kind === "deny") refusals.set(j, { ath_error: j.verdict.code, reason: j.verdict.reason, message: j.verdict.reason });
+        if (j.verdict.kind === "deny") refusals.set(j, refusalOf(j.verdict));
         else if (j.verdict.kind === "approve") refusals.set(j, { ath_error: "APPROVAL_REQUIRED", reason: "batched", message: "A call that needs a person's approval must be sent alone, not in a batch" });
+        else if (j.budgets.length) refusals.set(j, { ath_error: "POLICY_DENIED", reason: "batched", message: "A call a budget counts must be sent alone, not in a batch" });
       }
     }
     if (refusals.size) {
@@ -164,10 +179,21 @@ export async function mcp(call: Call): Promise<Response> {
   const out = agentResponseHeaders(res.headers);
   // The upstream's own challenge would send the client to the upstream's authorization server: ath is its AS.
   delete out["www-authenticate"];
+  if (budgetRemaining !== null) out["ath-budget-remaining"] = String(budgetRemaining);
+  // tools/list answers only the tools this client may call (tools-list.ts); nothing to filter without rules.
+  const listIds = new Set(judged.filter((j) => j.call.method === "tools/list" && j.id !== undefined).map((j) => JSON.stringify(j.id)));
+  if (listIds.size && res.ok && (record.config.scope_rules || record.config.policy || agent.policy || gw.opts.strictScopes)) {
+    const now = gw.now();
+    return filterToolLists(res, listIds, (name) => listable(record.config, agent, token, name, gw.opts.strictScopes, now), out);
+  }
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers: out });
 }
 
 // internal
+
+function refusalOf(v: Extract<McpVerdict, { kind: "deny" }>): McpRefusal {
+  return { ath_error: v.code, reason: v.reason, message: v.reason, ...(v.data ? { data: v.data } : {}) };
+}
 
 /** JSON-RPC error code of MCP's URLElicitationRequiredError (2025-11-25). */
 const URL_ELICITATION_REQUIRED = -32042;
@@ -194,6 +220,8 @@ interface Judged {
   id: unknown;
   call: McpCall;
   verdict: ReturnType<typeof decideMcpCall>;
+  /** The budgets that count this call, if it is sent. */
+  budgets: BudgetHit[];
 }
 
 /** Per provider, the tool names metrics label by: the first 100 well-formed ones seen; the rest are `other`. */

@@ -2,10 +2,14 @@
  * Policy in MCP terms (DESIGN §18): what a JSON-RPC message needs before it may reach the upstream MCP server. Rules
  * are the provider's (and agent's) `scope_rules` and `approval_rules` entries written `MCP <method> [<name glob>]` —
  * `MCP tools/call send_email`, `MCP tools/call *`, `MCP resources/read **`. `decideMcpCall` is the one place the
- * matcher runs: CEL policy over `mcp.method`, `mcp.tool`, `mcp.arguments` (DESIGN §16) plugs in here (marked below).
+ * matcher runs, in §16's order: scope_rules, approval_rules, then `policy` rules (the provider's, then the agent's) whose
+ * `match` is an MCP entry, with CEL over `mcp.method`, `mcp.tool`, `mcp.arguments` and the usual agent, user, provider,
+ * token and `now`. An evaluation error counts as holding for `deny`/`approve`, as not for `allow` (fail closed).
+ * `listable` asks the same question of a tool before its arguments are known: what `tools/list` may show.
  */
-import type { ApprovalRule, ProviderConfig } from "../../protocol/index.ts";
+import type { ApprovalRule, PolicyRule, ProviderConfig } from "../../protocol/index.ts";
 import type { AgentRecord, TokenRecord } from "../../store/types.ts";
+import { compileCondition, conditionKind, type McpConditionInput } from "../rules/conditions.ts";
 import { matchSegments } from "../rules/glob.ts";
 
 /** One JSON-RPC request or notification, as policy sees it. */
@@ -21,7 +25,7 @@ export type McpVerdict =
   /** 403 insufficient_scope: the scopes that would allow it (the token's own included). */
   | { kind: "step_up"; scopes: string[] }
   /** No scope of the provider allows it at all: a JSON-RPC refusal. */
-  | { kind: "deny"; code: "SCOPE_NOT_APPROVED" | "POLICY_DENIED"; reason: string }
+  | { kind: "deny"; code: "SCOPE_NOT_APPROVED" | "POLICY_DENIED"; reason: string; data?: Record<string, unknown> }
   | { kind: "approve"; rule: ApprovalRule };
 
 /** Methods every token may send (DESIGN §18 "Pinned"): the session's housekeeping and the tool list. */
@@ -32,8 +36,32 @@ export function matchKey(call: McpCall): string {
   return call.name === null ? `MCP ${call.method}` : `MCP ${call.method} ${call.name}`;
 }
 
-/** What one JSON-RPC message needs: scope first (step-up), then approval rules; `strict` is --strict-scopes. */
-export function decideMcpCall(config: ProviderConfig, agent: AgentRecord | null, token: TokenRecord, call: McpCall, strict: boolean): McpVerdict {
+/**
+ * What one JSON-RPC message needs: scope first (step-up), then approval rules, then policy; `strict` is --strict-scopes,
+ * `now` the gateway's clock (CEL's `now`).
+ */
+export function decideMcpCall(config: ProviderConfig, agent: AgentRecord | null, token: TokenRecord, call: McpCall, strict: boolean, now = Date.now()): McpVerdict {
+  const v = decide(config, agent, token, call, strict, now, true);
+  return v === UNKNOWN ? { kind: "allow" } : v;
+}
+
+/**
+ * Whether `tools/list` shows `tool` (DESIGN §18): hidden only when every call of it is refused whatever its arguments —
+ * no scope of the provider allows it, or a `deny` policy holds unconditionally (no `when`, or a `when` that does not
+ * read `mcp.arguments` and holds) before any rule that could decide otherwise. A tool the token lacks scope for stays
+ * (calling it gets the step-up 403), as does one that needs approval.
+ */
+export function listable(config: ProviderConfig, agent: AgentRecord | null, token: TokenRecord, tool: string, strict: boolean, now = Date.now()): boolean {
+  const v = decide(config, agent, token, { method: "tools/call", name: tool, arguments: null }, strict, now, false);
+  return v === UNKNOWN || v.kind !== "deny";
+}
+
+// internal
+
+/** A rule reads the arguments, which `listable` does not know: the tool may be callable. */
+const UNKNOWN = Symbol("unknown");
+
+function decide(config: ProviderConfig, agent: AgentRecord | null, token: TokenRecord, call: McpCall, strict: boolean, now: number, argumentsKnown: boolean): McpVerdict | typeof UNKNOWN {
   if (FREE.has(call.method) || call.method.startsWith("notifications/")) return { kind: "allow" };
   // A provider's MCP rules (`MCP …` entries) judge its MCP calls; its HTTP rules (`GET /…`) never do, so a provider with
   // HTTP rules only (a template made for its REST API) is judged as one without rules.
@@ -47,12 +75,54 @@ export function decideMcpCall(config: ProviderConfig, agent: AgentRecord | null,
   } else if (strict) {
     return { kind: "deny", code: "SCOPE_NOT_APPROVED", reason: "This provider declares no MCP scope_rules (--strict-scopes)" };
   }
-  // ── CEL policy (DESIGN §16: `policy` rules over mcp.method, mcp.tool, mcp.arguments) is evaluated here, once it
-  // exists: its `deny` → { kind: "deny", code: "POLICY_DENIED", reason }, its `approve` → { kind: "approve", rule }.
   for (const rule of [...(config.approval_rules ?? []), ...(agent?.approval_rules ?? [])]) {
     if (rule.match.some((m) => mcpRuleMatches(m, call))) return { kind: "approve", rule };
   }
+  if (!config.policy && !agent?.policy) return { kind: "allow" };
+  let input: McpConditionInput | undefined;
+  for (const [from, rules] of [["provider", config.policy], ["agent", agent?.policy]] as const) {
+    for (let index = 0; index < (rules ?? []).length; index++) {
+      const rule = rules![index]!;
+      if (!rule.match.some((m) => mcpRuleMatches(m, call))) continue;
+      let failed: string | undefined;
+      if (rule.when !== undefined) {
+        const condition = compileCondition(rule.when, conditionKind(rule.match));
+        if (!argumentsKnown && condition.readsArguments) return UNKNOWN;
+        input ??= conditionInput(token, call, now);
+        try {
+          if (!condition.evaluate(input)) continue;
+        } catch (err) {
+          if (rule.action === "allow") continue;
+          failed = err instanceof Error ? err.message.split("\n")[0]! : String(err);
+        }
+      }
+      return verdictOf(rule, from, index, failed);
+    }
+  }
   return { kind: "allow" };
+}
+
+function verdictOf(rule: PolicyRule, from: "provider" | "agent", index: number, failed: string | undefined): McpVerdict {
+  if (rule.action === "allow") return { kind: "allow" };
+  if (rule.action === "approve") return { kind: "approve", rule };
+  return {
+    kind: "deny",
+    code: "POLICY_DENIED",
+    reason: rule.reason ?? "A policy rule of this gateway refuses this call",
+    data: { rule: { from, index }, ...(failed ? { evaluation_error: failed } : {}) },
+  };
+}
+
+/** What an MCP rule's `when` sees. */
+function conditionInput(token: TokenRecord, call: McpCall, now: number): McpConditionInput {
+  return {
+    mcp: { method: call.method, tool: call.name, arguments: call.arguments ?? {} },
+    agent: { id: token.agent_id, client_id: token.client_id },
+    user: { id: token.user_id },
+    provider: { id: token.provider_id },
+    token: { scopes: token.scopes },
+    now: new Date(now),
+  };
 }
 
 /** Whether `rule` (`MCP <method> [<glob>]`) matches; HTTP rules (`GET /…`) never match an MCP call. */

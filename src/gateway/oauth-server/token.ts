@@ -10,6 +10,7 @@ import type { McpRefreshRecord } from "../../store/mcp-types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret, mintSecret, randomSecret } from "../crypto/secrets.ts";
 import { requireApproved } from "../domain/agents.ts";
+import { refreshIdle, refreshTtl } from "../domain/refresh.ts";
 import { audit } from "../domain/audit.ts";
 import { readText } from "../http/request.ts";
 import { s256 } from "../oauth/pkce.ts";
@@ -17,8 +18,6 @@ import { intersectScopes } from "../rules/scopes.ts";
 import { resolveClient, type ResolvedClient } from "./clients.ts";
 import { noStoreJson, OAuthError } from "./errors.ts";
 
-/** A refresh family lives this long from the consent (DESIGN §17's default --refresh-ttl). */
-const REFRESH_TTL_MS = 30 * 24 * 3600 * 1000;
 /** A repeat of a just-rotated refresh token by its client within this long is a race, not a reuse (DESIGN §17). */
 const RACE_WINDOW_MS = 2000;
 
@@ -100,12 +99,13 @@ async function exchangeCode(gw: Gateway, client: ResolvedClient, form: URLSearch
       resource: request.resource,
       scopes,
       grantId: session.grant_id,
-      familyExpires: now + REFRESH_TTL_MS,
+      // the family lives --refresh-ttl from the consent, each refresh token --refresh-idle unused (as agents', DESIGN §17)
+      familyExpires: now + refreshTtl(gw) * 1000,
     });
     return { ...minted, scopes, providerId: session.provider_id, userId: session.user_id };
   });
   await audit(gw, "token.issued", { client_id: request.agent_client_id, provider_id: issued.providerId, user_id: issued.userId, data: { scopes: issued.scopes, mcp_client: client.clientId } });
-  return tokenResponse(gw, issued.accessToken, issued.refreshToken, issued.scopes);
+  return tokenResponse(gw, issued.accessToken, issued.refreshToken, issued.refreshExpiresAt, issued.scopes);
 }
 
 async function refresh(gw: Gateway, client: ResolvedClient, form: URLSearchParams): Promise<Response> {
@@ -152,12 +152,12 @@ async function refresh(gw: Gateway, client: ResolvedClient, form: URLSearchParam
       resource: spent.resource,
       scopes,
       grantId: spent.grant_id,
-      familyExpires: spent.expires_at,
+      familyExpires: spent.family_expires_at,
     });
     return { ...minted, scopes };
   });
   await audit(gw, "token.refreshed", { client_id: found.agent_client_id, provider_id: found.provider_id, user_id: found.user_id, data: { scopes: issued.scopes } });
-  return tokenResponse(gw, issued.accessToken, issued.refreshToken, issued.scopes);
+  return tokenResponse(gw, issued.accessToken, issued.refreshToken, issued.refreshExpiresAt, issued.scopes);
 }
 
 interface MintInput {
@@ -173,7 +173,7 @@ interface MintInput {
   familyExpires: number;
 }
 
-async function mint(tx: Gateway["store"], gw: Gateway, o: MintInput): Promise<{ accessToken: string; refreshToken: string }> {
+async function mint(tx: Gateway["store"], gw: Gateway, o: MintInput): Promise<{ accessToken: string; refreshToken: string; refreshExpiresAt: number }> {
   const now = gw.now();
   const accessToken = mintSecret(PREFIX.token);
   const refreshToken = mintSecret(MCP_PREFIX.refresh);
@@ -205,18 +205,21 @@ async function mint(tx: Gateway["store"], gw: Gateway, o: MintInput): Promise<{ 
     status: "live",
     spent_at: null,
     created_at: now,
-    expires_at: o.familyExpires,
+    expires_at: Math.min(o.familyExpires, now + refreshIdle(gw) * 1000),
+    family_expires_at: o.familyExpires,
   };
   await tx.createMcpRefresh(record);
-  return { accessToken, refreshToken };
+  return { accessToken, refreshToken, refreshExpiresAt: record.expires_at };
 }
 
-function tokenResponse(gw: Gateway, accessToken: string, refreshToken: string, scopes: string[]): Response {
+function tokenResponse(gw: Gateway, accessToken: string, refreshToken: string, refreshExpiresAt: number, scopes: string[]): Response {
   return noStoreJson({
     access_token: accessToken,
     token_type: "Bearer",
     expires_in: gw.opts.tokenTtlSeconds,
     refresh_token: refreshToken,
+    // ath's extension, as for agents (DESIGN §17): the earlier of --refresh-idle and the family's --refresh-ttl
+    refresh_expires_in: Math.max(0, Math.floor((refreshExpiresAt - gw.now()) / 1000)),
     scope: scopes.join(" "),
   });
 }

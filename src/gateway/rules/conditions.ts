@@ -4,6 +4,10 @@
  * the declared variables) once, when the configuration is read — a syntax error, an unknown variable or a non-boolean
  * result fails the start or the admin call, naming the rule — and then evaluated per request from the cache.
  *
+ * A rule whose `match` is all `MCP …` entries (DESIGN §18) is about MCP calls: its `when` sees `mcp` (`method`, `tool`,
+ * `arguments`) instead of `request`; a rule mixing both kinds may name both, and the one a call lacks fails its
+ * evaluation (fail closed).
+ *
  * The library is @marcbachmann/cel-js (zero dependencies, 284 KB): a body predicate evaluates in ~3 µs here where
  * @bufbuild/cel took ~11 µs and ~0.5 s to import (docs/policy.md has the measurement).
  */
@@ -28,24 +32,53 @@ export interface ConditionInput {
   now: Date;
 }
 
+/** What a `when` of an MCP rule sees (DESIGN §18): the JSON-RPC call instead of the HTTP request. */
+export interface McpConditionInput {
+  mcp: {
+    method: string;
+    /** The tool (tools/call), prompt (prompts/get) or resource URI (resources/read…); null for other methods. */
+    tool: string | null;
+    /** The call's `arguments` ({} when it sent none). */
+    arguments: unknown;
+  };
+  agent: { id: string; client_id: string };
+  user: { id: string };
+  provider: { id: string };
+  token: { scopes: readonly string[] };
+  now: Date;
+}
+
+/** Which variables a rule's `when` may name: `request` (HTTP rules), `mcp` (MCP rules), or both (a rule mixing them). */
+export type ConditionKind = "http" | "mcp" | "both";
+
+/** The kind of a rule by its `match`: all `MCP …` → mcp, none → http, some → both. */
+export function conditionKind(match: readonly string[]): ConditionKind {
+  const mcp = match.filter((m) => m.startsWith("MCP ")).length;
+  return mcp === 0 ? "http" : mcp === match.length ? "mcp" : "both";
+}
+
 export interface Condition {
   source: string;
+  /** Whether the expression may read `mcp.arguments` (conservative: any mention of `arguments`). */
+  readsArguments: boolean;
   /** Whether the expression may read `request.body` (then the body is read and parsed for it; else never). */
   readsBody: boolean;
   /** true / false; throws when evaluation fails (the caller decides what a failure means: fail closed). */
-  evaluate(input: ConditionInput): boolean;
+  evaluate(input: ConditionInput | McpConditionInput): boolean;
 }
 
 /** Compiles `source`, from the cache when it was compiled before; throws ConditionError naming what is wrong. */
-export function compileCondition(source: string): Condition {
-  let c = cache.get(source);
+export function compileCondition(source: string, kind: ConditionKind = "http"): Condition {
+  const key = `${kind}\u0000${source}`;
+  let c = cache.get(key);
   if (c === undefined) {
-    const checked = env().check(source);
+    const checked = env(kind).check(source);
     if (!checked.valid) throw new ConditionError(firstLine(checked.error?.message ?? "invalid expression"));
     if (checked.type !== "bool" && checked.type !== "dyn") throw new ConditionError(`the expression gives ${checked.type}, not a bool`);
-    const program = env().parse(source);
+    const program = env(kind).parse(source);
     c = {
       source,
+      readsArguments: /arguments/.test(source),
       // conservative: any mention of `body` counts (an index expression may name it as a string)
       readsBody: /body/.test(source.replace(/body_size/g, "")),
       evaluate(input) {
@@ -55,7 +88,7 @@ export function compileCondition(source: string): Condition {
       },
     };
     if (cache.size >= 10_000) cache.clear();
-    cache.set(source, c);
+    cache.set(key, c);
   }
   return c;
 }
@@ -73,7 +106,7 @@ export function policyProblems(rules: readonly PolicyRule[] | undefined, path: s
   (rules ?? []).forEach((rule, i) => {
     if (rule.when === undefined) return;
     try {
-      compileCondition(rule.when);
+      compileCondition(rule.when, conditionKind(rule.match));
     } catch (err) {
       problems.push(`${path}.${i}.when: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -91,20 +124,24 @@ export function requireConditions(rules: readonly PolicyRule[] | undefined, path
 
 // internal
 
-let environment: Environment | undefined;
+const environments = new Map<ConditionKind, Environment>();
 
-function env(): Environment {
-  environment ??= new Environment({
+function env(kind: ConditionKind): Environment {
+  let environment = environments.get(kind);
+  if (environment) return environment;
+  environment = new Environment({
     unlistedVariablesAreDyn: false,
     // bounds on what one expression may be (parse time): a policy is short
     limits: { maxAstNodes: 2000, maxDepth: 32, maxListElements: 1000, maxMapEntries: 1000, maxCallArguments: 32 },
   })
-    .registerVariable("request", "map")
     .registerVariable("agent", "map")
     .registerVariable("user", "map")
     .registerVariable("provider", "map")
     .registerVariable("token", "map")
     .registerVariable("now", "google.protobuf.Timestamp");
+  if (kind !== "mcp") environment.registerVariable("request", "map");
+  if (kind !== "http") environment.registerVariable("mcp", "map");
+  environments.set(kind, environment);
   return environment;
 }
 

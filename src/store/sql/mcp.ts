@@ -9,7 +9,7 @@ const AUTHORIZATION_COLUMNS = [
 ] as const satisfies readonly (keyof McpAuthorizationRecord)[];
 const REFRESH_COLUMNS = [
   "refresh_hash", "family_id", "client_id", "agent_client_id", "agent_id", "user_id", "provider_id", "resource", "scopes", "grant_id",
-  "access_token_hash", "status", "spent_at", "created_at", "expires_at",
+  "access_token_hash", "status", "spent_at", "created_at", "expires_at", "family_expires_at",
 ] as const satisfies readonly (keyof McpRefreshRecord)[];
 
 /** Requests older than this past their expiry are dropped when a new one is made: the table stays bounded. */
@@ -108,5 +108,6 @@ function toRefresh(r: Row): McpRefreshRecord {
     spent_at: r.spent_at == null ? null : Number(r.spent_at),
     created_at: Number(r.created_at),
     expires_at: Number(r.expires_at),
+    family_expires_at: Number(r.family_expires_at ?? r.expires_at),
   };
 }

@@ -46,14 +46,14 @@ function suite(name: string, makeHarness: () => Harness) {
       const base: McpRefreshRecord = {
         refresh_hash: "r1", family_id: "f1", client_id: "mcp_one", agent_client_id: "mcp_one", agent_id: "mcp:mcp_one", user_id: "alice",
         provider_id: "mail", resource: "https://gw/mcp/mail", scopes: ["mail:read"], grant_id: "g1", access_token_hash: "a1", status: "live",
-        spent_at: null, created_at: T0, expires_at: T0 + 3_600_000,
+        spent_at: null, created_at: T0, expires_at: T0 + 3_600_000, family_expires_at: T0 + 7_200_000,
       };
       await a.createMcpRefresh(base);
       await a.createMcpRefresh({ ...base, refresh_hash: "r2", access_token_hash: "a2" });
       await a.createMcpRefresh({ ...base, refresh_hash: "other", family_id: "f2" });
       const won = await Promise.all([a, b, a, b].map((s) => s.spendMcpRefresh("r1", T0 + 10)));
       expect(won.filter((r) => r !== null).length).toBe(1);
-      expect(await b.getMcpRefresh("r1")).toMatchObject({ status: "spent", spent_at: T0 + 10, scopes: ["mail:read"] });
+      expect(await b.getMcpRefresh("r1")).toMatchObject({ status: "spent", spent_at: T0 + 10, scopes: ["mail:read"], family_expires_at: T0 + 7_200_000 });
       expect(await a.spendMcpRefresh("r2", T0 + 3_600_000)).toBeNull(); // expired
       const family = await b.revokeMcpFamily("f1");
       expect(family.map((r) => r.refresh_hash).sort()).toEqual(["r1", "r2"]);
