@@ -160,7 +160,7 @@ await withCleanup(
   },
   async () => {
     for (const p of procs) p.kill(cpuProf ? "SIGTERM" : "SIGKILL"); // SIGTERM lets the profiler write
-    if (cpuProf) await Promise.race([Promise.all(procs.map((p) => p.exited)), Bun.sleep(5_000)]);
+    if (cpuProf) await Promise.race([Promise.all(procs.map((p) => p.exited)), Bun.sleep(30_000)]); // a loaded machine drains slowly
     for (const p of procs) p.kill("SIGKILL");
     await Promise.all(procs.map((p) => p.exited));
     await auth?.stop();
