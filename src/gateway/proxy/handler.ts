@@ -15,7 +15,7 @@ import { requireNotRevoked, requireUsableToken } from "../domain/tokens.ts";
 import { readBounded } from "../http/body.ts";
 import { bearerToken } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
-import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
+import { agentResponseHeaders, filterResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { prepareBody, send, type PreparedBody } from "./relay.ts";
 import { allowedByScopeRules } from "./scope-rules.ts";
 import { upstreamUrl } from "./url.ts";
@@ -132,7 +132,22 @@ export async function proxy(call: Call): Promise<Response> {
   if (res.status >= 400) {
     await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method, path: canonical.literal } });
   }
-  const answer = agentResponseHeaders(res.headers);
-  if (budgetRemaining !== null) answer[BUDGET_REMAINING] = String(budgetRemaining);
-  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: answer });
+  return answerOf(res, budgetRemaining);
+}
+
+/**
+ * The upstream's answer as the agent's: its headers filtered in place and its body passed through as it streams, not
+ * copied into a second Response per request (docs/performance-measured.md). A response whose headers cannot be
+ * changed (immutable) is copied instead.
+ */
+function answerOf(res: Response, budgetRemaining: number | null): Response {
+  try {
+    filterResponseHeaders(res.headers);
+    if (budgetRemaining !== null) res.headers.set(BUDGET_REMAINING, String(budgetRemaining));
+    return res;
+  } catch {
+    const answer = agentResponseHeaders(res.headers);
+    if (budgetRemaining !== null) answer[BUDGET_REMAINING] = String(budgetRemaining);
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers: answer });
+  }
 }
