@@ -55,8 +55,25 @@ prof.samples.forEach((id, i) => {
     for (const f of seen) inclusiveFile.set(f, (inclusiveFile.get(f) ?? 0) + 1);
   }
 });
+// Where the busy samples are: the upstream call itself, ath's JavaScript, native work ath's code called, libraries,
+// and what runs with no ath frame on the stack (Bun's server and client, GC, the event loop).
+const kinds = new Map<string, number>();
+prof.samples.forEach((id, i) => {
+  if ((prof.timeDeltas[i] ?? 0) > gapUs) return;
+  const leaf = byId.get(id)!.callFrame;
+  let ours = false;
+  for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) if (byId.get(cur)!.callFrame.url.includes("/src/")) ours = true;
+  const kind =
+    leaf.url === "" && leaf.functionName === "fetch" ? "native fetch (the upstream call)"
+    : leaf.url.includes("/src/") ? "ath JavaScript"
+    : leaf.url.includes("node_modules") ? "libraries' JavaScript"
+    : ours ? "native work called from ath code"
+    : "no ath frame (server, client, GC, event loop)";
+  kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+});
 console.log(`${file}: ${busy} busy samples (${idle} closing idle gaps left out)`);
-console.log("self%   frame");
+for (const [k, n] of [...kinds].sort((a, b) => b[1] - a[1])) console.log(`${((100 * n) / busy).toFixed(1).padStart(5)}%  ${k}`);
+console.log("\nself%   frame");
 for (const [name, n] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * n) / busy).toFixed(1).padStart(5)}   ${name}`);
 if (under) {
   console.log(`\ninclusive% by file under ${under}`);
