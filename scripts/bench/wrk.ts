@@ -14,7 +14,8 @@
  *          [--bin dist/ath] [--compare OTHER_BIN[,OTHER_BIN…]] [--tokens N] [--check]
  * --compare: other ath binaries (e.g. builds of older commits) measured in the same rounds, on SQLite.
  * --tokens: rows to add to the SQLite gateway's token table before measuring (scale: 1,000 vs 1,000,000).
- * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there.
+ * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there; the bare
+ *   hop is profiled too (read both with scripts/bench/profile-top.ts).
  */
 import { Database } from "bun:sqlite";
 import { SQL } from "bun";
@@ -39,6 +40,7 @@ const bin = resolve(flag("--bin", join(REPO, "dist/ath")));
 const compare = args.includes("--compare") ? flag("--compare", "").split(",").filter(Boolean).map((b) => resolve(b)) : [];
 const pgUrl = args.includes("--postgres") ? flag("--postgres", "postgres://postgres@127.0.0.1:5432/test") : undefined;
 const extraTokens = Number(flag("--tokens", "0"));
+const check = args.includes("--check");
 const cpuProf = args.includes("--cpu-prof") ? resolve(flag("--cpu-prof", "bench-profiles")) : undefined;
 for (const tool of ["wrk", "taskset"]) {
   if (Bun.spawnSync(["which", tool]).exitCode !== 0) {
@@ -76,6 +78,7 @@ console.log(s.port);`;
 /** The reference hop: forwards every request as is (POST bodies buffered, as ath buffers replayable ones). */
 const HOP_CODE = `
 const up = process.env.UPSTREAM;
+process.on("SIGTERM", () => process.exit(0)); // a clean exit, so a profiler writes its profile
 const s = Bun.serve({ hostname: "127.0.0.1", port: 0, async fetch(req) {
   const u = new URL(req.url);
   const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
@@ -92,6 +95,9 @@ interface Target {
 }
 
 const procs: ReturnType<typeof Bun.spawn>[] = [];
+/** Pids of the processes startBun started, by name (the bare hop's CPU time is read from /proc). */
+const pids = new Map<string, number>();
+const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
 /** Every figure measured, for --check. */
 const results: { shape: string; target: string; rps: number; ratio: number | null; cpuUs: number | null; p50Added?: number; p99Added?: number }[] = [];
 const dirs: string[] = [];
@@ -159,10 +165,13 @@ await withCleanup(
         const p50 = median(lat.get(t.name)!.p50);
         const p99 = median(lat.get(t.name)!.p99);
         const added = t.name === "direct" ? "" : `   +${(p50 - d50).toFixed(3)} / +${(p99 - d99).toFixed(3)} ms`;
+        const row = results.find((x) => x.shape === shape.name && x.target === t.name);
+        if (row) Object.assign(row, { p50Added: p50 - d50, p99Added: p99 - d99 });
         console.log(`  ${t.name.padEnd(44)} ${p50.toFixed(3)} / ${p99.toFixed(3)} ms${added}`);
       }
       console.log("");
     }
+    if (check) await checkBudgets();
     for (const t of targets) {
       if (t.pid === undefined) continue;
       const peak = await peakRss(t, () => wrk(t, SHAPES[0], 100, duration));
@@ -186,6 +195,33 @@ await withCleanup(
 
 // internal
 
+/**
+ * --check: each figure beside DESIGN §13's budget — throughput ≥ 0.85× the bare hop (GET and POST, SQLite and, with
+ * --postgres, PostgreSQL), added latency ≤ 0.3 ms p50 and ≤ 2 ms p99, and the CLI's cold starts (scripts/bench/cli.ts:
+ * status ≤ 2×, --version ≤ 1.3× the bare start). For a quiet machine: it says what was measured, it is no test.
+ */
+async function checkBudgets(): Promise<void> {
+  const lines: [boolean, string][] = [];
+  for (const r of results) {
+    if (!r.target.startsWith("ath (")) continue;
+    const at = `${r.shape}, ${r.target}`;
+    lines.push([r.ratio! >= 0.85, `${at}: throughput ${r.ratio!.toFixed(2)}× the bare hop (budget ≥ 0.85×)`]);
+    if (r.p50Added !== undefined) lines.push([r.p50Added <= 0.3, `${at}: p50 added ${r.p50Added.toFixed(3)} ms (budget ≤ 0.3 ms)`]);
+    if (r.p99Added !== undefined) lines.push([r.p99Added <= 2, `${at}: p99 added ${r.p99Added.toFixed(3)} ms (budget ≤ 2 ms)`]);
+  }
+  const cli = Bun.spawnSync([process.execPath, join(REPO, "scripts/bench/cli.ts"), "--runs", "30", "--bin", bin], { stdout: "pipe", stderr: "pipe" });
+  const out = cli.stdout.toString();
+  const ratio = (name: string) => Number(new RegExp(`${name.replace(/[-]/g, "\\$&")}\\s+[\\d.]+ ms\\s+([\\d.]+)×`).exec(out)?.[1]);
+  const status = ratio("ath status --format json");
+  const version = ratio("ath --version");
+  lines.push([status <= 2, `ath status --format json: ${status.toFixed(2)}× the bare start (budget ≤ 2×)`]);
+  lines.push([version <= 1.3, `ath --version: ${version.toFixed(2)}× the bare start (budget ≤ 1.3×)`]);
+  const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+  console.log(`── --check against DESIGN §13 (load average ${load}; figures mean something on a quiet machine only)`);
+  for (const [ok, text] of lines) console.log(`  ${ok ? "ok  " : "MISS"} ${text}`);
+  console.log("");
+}
+
 /** CPU time (user + system, all threads) a process has used so far, in µs, from /proc/PID/stat. */
 function cpuTimeUs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -193,7 +229,6 @@ function cpuTimeUs(pid: number): number {
   const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of proc(5))
   return (ticks / CLOCK_TICKS) * 1e6;
 }
-const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
 
 async function wrk(t: Target, shape: Shape, connections: number, seconds: number): Promise<{ rps: number; p50: number; p99: number; cpuUs: number | null }> {
   const cpuBefore = t.pid === undefined ? null : cpuTimeUs(t.pid);
@@ -222,11 +257,11 @@ async function wrk(t: Target, shape: Shape, connections: number, seconds: number
   return { rps, p50: pct("50"), p99: pct("99"), cpuUs };
 }
 
-/** Pids of the processes startBun started, by name (the bare hop's CPU time is read from /proc). */
-const pids = new Map<string, number>();
-
 async function startBun(name: string, code: string, cpu: string, env: Record<string, string>): Promise<string> {
-  const p = Bun.spawn(["taskset", "-c", cpu, process.execPath, "-e", code], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "inherit" });
+  // --cpu-prof: the bare hop is profiled too, the same way (its profile's file name carries its pid, printed below)
+  const prof = cpuProf && name === "bare hop" ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`] : [];
+  const p = Bun.spawn(["taskset", "-c", cpu, process.execPath, ...prof, "-e", code], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "inherit" });
+  if (prof.length) console.log(`${name}: pid ${p.pid}, profiled into ${cpuProf}`);
   procs.push(p);
   pids.set(name, p.pid);
   const port = Number((await firstLine(p.stdout)).trim());
