@@ -2,8 +2,10 @@
  * The top frames of a Bun `--cpu-prof` profile by samples taken while busy: a sample that closes a gap longer than
  * `--gap` ms (default 3; the sampler ticks every 1 ms) is idle time of the event loop, which Bun charges to whatever
  * ran last — a gateway profiled under wrk is idle between runs, and that would otherwise top the list.
- * Usage: bun scripts/bench/profile-top.ts FILE.cpuprofile [--top 40] [--gap 3] [--under src/]
+ * Usage: bun scripts/bench/profile-top.ts FILE.cpuprofile [--top 40] [--gap 3] [--under src/] [--us-per-request N]
  * --under: also total the busy samples whose stack passes through each file under that path (inclusive).
+ * --us-per-request: also charge each busy sample to the nearest ath function on its stack (its own time and the native
+ *   work it called), as µs of a request that costs N µs of CPU in all — the per-request breakdown.
  */
 import { readFileSync } from "node:fs";
 
@@ -75,6 +77,25 @@ console.log(`${file}: ${busy} busy samples (${idle} closing idle gaps left out)`
 for (const [k, n] of [...kinds].sort((a, b) => b[1] - a[1])) console.log(`${((100 * n) / busy).toFixed(1).padStart(5)}%  ${k}`);
 console.log("\nself%   frame");
 for (const [name, n] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * n) / busy).toFixed(1).padStart(5)}   ${name}`);
+const usPerRequest = Number(flag("--us-per-request", "0"));
+if (usPerRequest > 0) {
+  const charged = new Map<string, number>();
+  prof.samples.forEach((id, i) => {
+    if ((prof.timeDeltas[i] ?? 0) > gapUs) return;
+    let name: string | undefined;
+    for (let cur: number | undefined = id; cur !== undefined && name === undefined; cur = parent.get(cur)) {
+      const n = byId.get(cur)!;
+      if (n.callFrame.url.includes("/src/")) name = `${n.callFrame.functionName || "(anonymous)"}  ${short(n.callFrame.url)}`;
+    }
+    const leaf = byId.get(id)!.callFrame;
+    name ??= leaf.url === "" && leaf.functionName === "fetch" ? "fetch [native]" : "(no ath frame: server, client, GC, event loop)";
+    charged.set(name, (charged.get(name) ?? 0) + 1);
+  });
+  console.log(`\nper request, charged to the nearest ath function (own time + native work it called), of ${usPerRequest} µs`);
+  for (const [name, n] of [...charged].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+    console.log(`${((usPerRequest * n) / busy).toFixed(2).padStart(6)} µs  ${((100 * n) / busy).toFixed(1).padStart(5)}%  ${name}`);
+  }
+}
 if (under) {
   console.log(`\ninclusive% by file under ${under}`);
   for (const [f, n] of [...inclusiveFile].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * n) / busy).toFixed(1).padStart(5)}   ${f}`);
