@@ -109,7 +109,7 @@ function decodeParams(params: Record<string, string>): Record<string, string> {
       continue;
     }
     try {
-      out[k] = decodeURIComponent(v);
+      out[k] = v.includes("%") ? decodeURIComponent(v) : v; // nothing to decode in most values: no call
     } catch {
       throw new AthError("INVALID_REQUEST", "Malformed percent-encoding in the path", { field: "path" });
     }
