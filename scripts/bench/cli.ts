@@ -4,7 +4,8 @@
  * (`BUN_BE_BUN=1 dist/ath -e 0`: the runtime with nothing of ath loaded, DESIGN §13's baseline) and `node -e 0`,
  * measured in the same run, median of N runs each (default 25, `--runs N`), interleaved so machine noise hits every
  * command alike.
- * Usage: bun scripts/bench/cli.ts [--runs 25] [--bin dist/ath]
+ * Usage: bun scripts/bench/cli.ts [--runs 25] [--bin dist/ath] [--compare OTHER_BIN]
+ * --compare: another build's `status --format json` measured in the same interleaved runs (before/after a change).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -53,6 +54,8 @@ try {
     "ath --version": [bin, "--version"],
     "ath status --format json": [bin, "status", "--format", "json"],
   };
+  const other = flag("--compare", "");
+  if (other) commands["compared: status --format json"] = [other, "status", "--format", "json"];
   const samples: Record<string, number[]> = Object.fromEntries(Object.keys(commands).map((k) => [k, []]));
   for (const cmd of Object.values(commands)) run(cmd); // warm the page cache once
   for (let i = 0; i < runs; i++) {

@@ -11,10 +11,11 @@
  * Needs wrk and taskset: `apt-get install -y wrk util-linux`, and a built binary (`npx bun run build`).
  *
  * Usage: bun scripts/bench/wrk.ts [--duration 5] [--rounds 3] [--postgres [postgres://postgres@127.0.0.1:5432/test]]
- *          [--bin dist/ath] [--compare OTHER_BIN] [--tokens N]
- * --compare: a second ath binary (e.g. a build of an older commit) measured in the same rounds, on SQLite.
+ *          [--bin dist/ath] [--compare OTHER_BIN[,OTHER_BIN…]] [--tokens N] [--check]
+ * --compare: other ath binaries (e.g. builds of older commits) measured in the same rounds, on SQLite.
  * --tokens: rows to add to the SQLite gateway's token table before measuring (scale: 1,000 vs 1,000,000).
- * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there.
+ * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there; the bare
+ *   hop is profiled too (read both with scripts/bench/profile-top.ts).
  */
 import { Database } from "bun:sqlite";
 import { SQL } from "bun";
@@ -36,9 +37,10 @@ const flag = (name: string, fallback: string) => {
 const duration = Math.max(1, Number(flag("--duration", "5")));
 const rounds = Math.max(1, Number(flag("--rounds", "3")));
 const bin = resolve(flag("--bin", join(REPO, "dist/ath")));
-const compare = args.includes("--compare") ? resolve(flag("--compare", "")) : undefined;
+const compare = args.includes("--compare") ? flag("--compare", "").split(",").filter(Boolean).map((b) => resolve(b)) : [];
 const pgUrl = args.includes("--postgres") ? flag("--postgres", "postgres://postgres@127.0.0.1:5432/test") : undefined;
 const extraTokens = Number(flag("--tokens", "0"));
+const check = args.includes("--check");
 const cpuProf = args.includes("--cpu-prof") ? resolve(flag("--cpu-prof", "bench-profiles")) : undefined;
 for (const tool of ["wrk", "taskset"]) {
   if (Bun.spawnSync(["which", tool]).exitCode !== 0) {
@@ -76,6 +78,7 @@ console.log(s.port);`;
 /** The reference hop: forwards every request as is (POST bodies buffered, as ath buffers replayable ones). */
 const HOP_CODE = `
 const up = process.env.UPSTREAM;
+process.on("SIGTERM", () => process.exit(0)); // a clean exit, so a profiler writes its profile
 const s = Bun.serve({ hostname: "127.0.0.1", port: 0, async fetch(req) {
   const u = new URL(req.url);
   const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
@@ -92,6 +95,11 @@ interface Target {
 }
 
 const procs: ReturnType<typeof Bun.spawn>[] = [];
+/** Pids of the processes startBun started, by name (the bare hop's CPU time is read from /proc). */
+const pids = new Map<string, number>();
+const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
+/** Every figure measured, for --check. */
+const results: { shape: string; target: string; rps: number; ratio: number | null; cpuUs: number | null; p50Added?: number; p99Added?: number }[] = [];
 const dirs: string[] = [];
 let auth: UpstreamAuth | undefined;
 let schema: string | undefined;
@@ -102,36 +110,45 @@ await withCleanup(
   async () => {
     const upstream = await startBun("upstream", UPSTREAM_CODE, REST_CPU, {});
     const hop = await startBun("bare hop", HOP_CODE, LOAD_CPU, { UPSTREAM: upstream });
-    const gatewayPorts = [await freePort(), await freePort(), await freePort()];
+    const gatewayPorts = [await freePort(), await freePort(), ...(await Promise.all(compare.map(() => freePort())))];
     auth = await startUpstreamAuth({ redirectUris: gatewayPorts.map((p) => `http://127.0.0.1:${p}/ath/callback`) });
     const targets: Target[] = [];
     const athSqlite = await startAth("ath (SQLite)", cpuProf ? "source" : bin, gatewayPorts[0]!, upstream, []);
     if (extraTokens > 0) await addTokens(athSqlite, extraTokens);
     targets.push(athSqlite);
-    if (compare) targets.push(await startAth(`compared: ${compare} (SQLite)`, compare, gatewayPorts[1]!, upstream, []));
+    for (const [i, other] of compare.entries()) targets.push(await startAth(`compared: ${other} (SQLite)`, other, gatewayPorts[2 + i]!, upstream, []));
     if (pgUrl) {
       schema = `bench_${crypto.randomUUID().slice(0, 8)}`;
       const db = new URL(pgUrl);
       db.searchParams.set("schema", schema);
-      targets.push(await startAth("ath (PostgreSQL)", bin, gatewayPorts[2]!, upstream, ["--db", db.href]));
+      targets.push(await startAth("ath (PostgreSQL)", bin, gatewayPorts[1]!, upstream, ["--db", db.href]));
     }
     const upstreamToken = upstreamTokens[0]!; // what direct and the bare hop present: a token the upstream accepts
-    const all: Target[] = [{ name: "direct", url: upstream, token: upstreamToken }, { name: "bare hop", url: hop, token: upstreamToken }, ...targets];
+    const all: Target[] = [{ name: "direct", url: upstream, token: upstreamToken }, { name: "bare hop", url: hop, token: upstreamToken, pid: pids.get("bare hop")! }, ...targets];
     console.log(`wrk: ${rounds} interleaved rounds of ${duration} s, 64 connections, 1 thread; proxies pinned to CPU ${LOAD_CPU}, wrk and the upstream to CPU ${REST_CPU}`);
     console.log(`ath: ${bin}${extraTokens ? `; ${extraTokens.toLocaleString("en")} extra tokens in the SQLite gateway's store` : ""}\n`);
 
     for (const shape of SHAPES) {
       const rate = new Map<string, number[]>(all.map((t) => [t.name, []]));
+      const cpu = new Map<string, number[]>(all.map((t) => [t.name, []]));
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? all : [...all].reverse();
-        for (const t of order) rate.get(t.name)!.push((await wrk(t, shape, 64, duration)).rps);
+        for (const t of order) {
+          const w = await wrk(t, shape, 64, duration);
+          rate.get(t.name)!.push(w.rps);
+          if (w.cpuUs !== null) cpu.get(t.name)!.push(w.cpuUs);
+        }
       }
       const hopRps = median(rate.get("bare hop")!);
-      console.log(`── ${shape.name}: throughput (median req/s), 64 connections`);
+      const hopCpu = median(cpu.get("bare hop")!);
+      console.log(`── ${shape.name}: throughput (median req/s), 64 connections; the proxy's CPU time per request (all its threads)`);
       for (const t of all) {
         const rps = median(rate.get(t.name)!);
         const vs = t.name === "direct" ? "" : t.name === "bare hop" ? "  (the reference)" : `  ${(rps / hopRps).toFixed(2)}× bare hop`;
-        console.log(`  ${t.name.padEnd(44)} ${Math.round(rps).toLocaleString("en").padStart(8)}${vs}`);
+        const us = cpu.get(t.name)!.length ? median(cpu.get(t.name)!) : null;
+        const cpuText = us === null ? "" : `   ${us.toFixed(1).padStart(6)} µs CPU/request${t.name === "bare hop" ? "" : ` (+${(us - hopCpu).toFixed(1)}; bare/this ${(hopCpu / us).toFixed(2)}×)`}`;
+        console.log(`  ${t.name.padEnd(44)} ${Math.round(rps).toLocaleString("en").padStart(8)}${vs}${cpuText}`);
+        results.push({ shape: shape.name, target: t.name, rps, ratio: t.name === "direct" ? null : rps / hopRps, cpuUs: us });
       }
       const lat = new Map<string, { p50: number[]; p99: number[] }>(all.map((t) => [t.name, { p50: [], p99: [] }]));
       for (let r = 0; r < rounds; r++) {
@@ -148,10 +165,13 @@ await withCleanup(
         const p50 = median(lat.get(t.name)!.p50);
         const p99 = median(lat.get(t.name)!.p99);
         const added = t.name === "direct" ? "" : `   +${(p50 - d50).toFixed(3)} / +${(p99 - d99).toFixed(3)} ms`;
+        const row = results.find((x) => x.shape === shape.name && x.target === t.name);
+        if (row) Object.assign(row, { p50Added: p50 - d50, p99Added: p99 - d99 });
         console.log(`  ${t.name.padEnd(44)} ${p50.toFixed(3)} / ${p99.toFixed(3)} ms${added}`);
       }
       console.log("");
     }
+    if (check) await checkBudgets();
     for (const t of targets) {
       if (t.pid === undefined) continue;
       const peak = await peakRss(t, () => wrk(t, SHAPES[0], 100, duration));
@@ -160,7 +180,7 @@ await withCleanup(
   },
   async () => {
     for (const p of procs) p.kill(cpuProf ? "SIGTERM" : "SIGKILL"); // SIGTERM lets the profiler write
-    if (cpuProf) await Promise.race([Promise.all(procs.map((p) => p.exited)), Bun.sleep(5_000)]);
+    if (cpuProf) await Promise.race([Promise.all(procs.map((p) => p.exited)), Bun.sleep(30_000)]); // a loaded machine drains slowly
     for (const p of procs) p.kill("SIGKILL");
     await Promise.all(procs.map((p) => p.exited));
     await auth?.stop();
@@ -175,7 +195,43 @@ await withCleanup(
 
 // internal
 
-async function wrk(t: Target, shape: Shape, connections: number, seconds: number): Promise<{ rps: number; p50: number; p99: number }> {
+/**
+ * --check: each figure beside DESIGN §13's budget — throughput ≥ 0.85× the bare hop (GET and POST, SQLite and, with
+ * --postgres, PostgreSQL), added latency ≤ 0.3 ms p50 and ≤ 2 ms p99, and the CLI's cold starts (scripts/bench/cli.ts:
+ * status ≤ 2×, --version ≤ 1.3× the bare start). For a quiet machine: it says what was measured, it is no test.
+ */
+async function checkBudgets(): Promise<void> {
+  const lines: [boolean, string][] = [];
+  for (const r of results) {
+    if (!r.target.startsWith("ath (")) continue;
+    const at = `${r.shape}, ${r.target}`;
+    lines.push([r.ratio! >= 0.85, `${at}: throughput ${r.ratio!.toFixed(2)}× the bare hop (budget ≥ 0.85×)`]);
+    if (r.p50Added !== undefined) lines.push([r.p50Added <= 0.3, `${at}: p50 added ${r.p50Added.toFixed(3)} ms (budget ≤ 0.3 ms)`]);
+    if (r.p99Added !== undefined) lines.push([r.p99Added <= 2, `${at}: p99 added ${r.p99Added.toFixed(3)} ms (budget ≤ 2 ms)`]);
+  }
+  const cli = Bun.spawnSync([process.execPath, join(REPO, "scripts/bench/cli.ts"), "--runs", "30", "--bin", bin], { stdout: "pipe", stderr: "pipe" });
+  const out = cli.stdout.toString();
+  const ratio = (name: string) => Number(new RegExp(`${name.replace(/[-]/g, "\\$&")}\\s+[\\d.]+ ms\\s+([\\d.]+)×`).exec(out)?.[1]);
+  const status = ratio("ath status --format json");
+  const version = ratio("ath --version");
+  lines.push([status <= 2, `ath status --format json: ${status.toFixed(2)}× the bare start (budget ≤ 2×)`]);
+  lines.push([version <= 1.3, `ath --version: ${version.toFixed(2)}× the bare start (budget ≤ 1.3×)`]);
+  const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+  console.log(`── --check against DESIGN §13 (load average ${load}; figures mean something on a quiet machine only)`);
+  for (const [ok, text] of lines) console.log(`  ${ok ? "ok  " : "MISS"} ${text}`);
+  console.log("");
+}
+
+/** CPU time (user + system, all threads) a process has used so far, in µs, from /proc/PID/stat. */
+function cpuTimeUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of proc(5))
+  return (ticks / CLOCK_TICKS) * 1e6;
+}
+
+async function wrk(t: Target, shape: Shape, connections: number, seconds: number): Promise<{ rps: number; p50: number; p99: number; cpuUs: number | null }> {
+  const cpuBefore = t.pid === undefined ? null : cpuTimeUs(t.pid);
   const script = join(tmpdir(), `ath-wrk-${process.pid}.lua`);
   writeFileSync(
     script,
@@ -196,12 +252,18 @@ async function wrk(t: Target, shape: Shape, connections: number, seconds: number
     if (!m) throw new Error(`no ${p}% in wrk's output:\n${out}`);
     return Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[m[2]!]!;
   };
-  return { rps, p50: pct("50"), p99: pct("99") };
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+  const cpuUs = cpuBefore === null || !(requests > 0) ? null : (cpuTimeUs(t.pid!) - cpuBefore) / requests;
+  return { rps, p50: pct("50"), p99: pct("99"), cpuUs };
 }
 
 async function startBun(name: string, code: string, cpu: string, env: Record<string, string>): Promise<string> {
-  const p = Bun.spawn(["taskset", "-c", cpu, process.execPath, "-e", code], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "inherit" });
+  // --cpu-prof: the bare hop is profiled too, the same way (its profile's file name carries its pid, printed below)
+  const prof = cpuProf && name === "bare hop" ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`] : [];
+  const p = Bun.spawn(["taskset", "-c", cpu, process.execPath, ...prof, "-e", code], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "inherit" });
+  if (prof.length) console.log(`${name}: pid ${p.pid}, profiled into ${cpuProf}`);
   procs.push(p);
+  pids.set(name, p.pid);
   const port = Number((await firstLine(p.stdout)).trim());
   if (!Number.isInteger(port) || port <= 0) throw new Error(`${name} did not start`);
   return `http://127.0.0.1:${port}`;

@@ -1,10 +1,12 @@
 /**
  * The agent's ES256 (P-256) signing key: PEM generation and loading (PKCS#8 or SEC1), its public JWK,
- * RFC 7638 thumbprint and did:key, and the key file that is created once (0600) and reused.
+ * RFC 7638 thumbprint and did:key, and the key file that is created once (0600) and reused. WebCrypto directly (what
+ * jose's importPKCS8/exportJWK wrap): every command that reads the identity — `ath status` among them — then starts
+ * without loading jose (DESIGN §13's start budget); signing (attestation.ts, loaded lazily) still uses jose.
  */
 import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, importPKCS8, type JWK } from "jose";
+import type { JWK } from "jose";
 import { didKeyFromJwk } from "../protocol/did-key.ts";
 import { readIfExists } from "./files.ts";
 
@@ -18,8 +20,8 @@ export interface AgentKey {
 
 /** A new ES256 private key as a PKCS#8 PEM ("-----BEGIN PRIVATE KEY-----"). */
 export async function generateKeyPem(): Promise<string> {
-  const { privateKey } = await generateKeyPair("ES256", { extractable: true });
-  return exportPKCS8(privateKey);
+  const { privateKey } = (await crypto.subtle.generateKey(ES256, true, ["sign", "verify"])) as CryptoKeyPair;
+  return toPem(new Uint8Array(await crypto.subtle.exportKey("pkcs8", privateKey)), "PRIVATE KEY");
 }
 
 /**
@@ -38,28 +40,31 @@ export async function loadKey(pem: string): Promise<AgentKey> {
         : `agent key: unsupported PEM type "${label}" (expected a P-256 "PRIVATE KEY" or "EC PRIVATE KEY")`,
     );
   }
-  const der = pkcs8 ?? sec1ToPkcs8(sec1 as Uint8Array);
-  const pkcs8Pem = toPem(der, "PRIVATE KEY");
+  const der = (pkcs8 ?? sec1ToPkcs8(sec1 as Uint8Array)) as Uint8Array<ArrayBuffer>;
   let extractable: CryptoKey;
   let privateKey: CryptoKey;
   try {
-    extractable = await importPKCS8(pkcs8Pem, "ES256", { extractable: true });
-    privateKey = await importPKCS8(pkcs8Pem, "ES256", { extractable: false });
+    extractable = await crypto.subtle.importKey("pkcs8", der, ES256, true, ["sign"]);
+    privateKey = await crypto.subtle.importKey("pkcs8", der, ES256, false, ["sign"]);
   } catch (cause) {
     throw new Error("agent key: not a valid P-256 (ES256) private key", { cause });
   }
-  const { kty, crv, x, y } = await exportJWK(extractable);
+  const { kty, crv, x, y } = (await crypto.subtle.exportKey("jwk", extractable)) as JsonWebKey;
   if (kty !== "EC" || crv !== "P-256" || x === undefined || y === undefined) {
     throw new Error("agent key: not a P-256 (ES256) private key");
   }
   const publicJwk: JWK = { kty, crv, x, y };
-  return {
-    privateKey,
-    publicJwk,
-    thumbprint: await calculateJwkThumbprint(publicJwk, "sha256"),
-    didKey: didKeyFromJwk(publicJwk),
-  };
+  return { privateKey, publicJwk, thumbprint: thumbprintOf(publicJwk), didKey: didKeyFromJwk(publicJwk) };
 }
+
+/** RFC 7638 §3.2: SHA-256 of the required members (crv, kty, x, y for EC) in lexicographic order, base64url. */
+export function thumbprintOf(jwk: JWK): string {
+  const canonical = JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y });
+  return Buffer.from(new Bun.CryptoHasher("sha256").update(canonical).digest()).toString("base64url");
+}
+
+/** ECDSA on P-256: the algorithm ES256 signs with (RFC 7518 §3.4). */
+const ES256: EcKeyImportParams = { name: "ECDSA", namedCurve: "P-256" };
 
 /**
  * Loads the key at `path`, or creates it (parent directories 0700, file 0600) when there is none.

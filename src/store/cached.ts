@@ -74,20 +74,26 @@ export async function cachedStore(inner: Store, o: CacheOptions = {}): Promise<C
   });
 
   /** A cached read: the cache when trusted and warm, else the store (filling the cache if nothing changed meanwhile). */
-  async function read<T>(cache: Bounded<T>, id: string, load: () => Promise<T | null>, onFill?: (v: T) => void): Promise<T | null> {
+  // Not an async function: a hit — every warm proxied request, four times — is one resolved promise, no async frame.
+  function read<T>(cache: Bounded<T>, id: string, load: () => Promise<T | null>, onFill?: (v: T) => void): Promise<T | null> {
     if (!stats.live) {
       stats.bypassed++;
-      return load();
+      return fill(cache, id, load, undefined, false);
     }
     const hit = cache.get(id);
     if (hit !== undefined) {
       stats.hits++;
-      return hit;
+      return Promise.resolve(hit);
     }
     stats.misses++;
+    return fill(cache, id, load, onFill);
+  }
+
+  /** The store's answer; kept (`keep`) if nothing was invalidated meanwhile and the cache is trusted. */
+  async function fill<T>(cache: Bounded<T>, id: string, load: () => Promise<T | null>, onFill?: (v: T) => void, keep = true): Promise<T | null> {
     const before = generation;
     const value = await load();
-    if (value !== null && before === generation && stats.live) {
+    if (keep && value !== null && before === generation && stats.live) {
       cache.set(id, value);
       onFill?.(value);
     }

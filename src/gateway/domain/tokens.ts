@@ -14,8 +14,25 @@ import type { ProviderConfig } from "../../protocol/index.ts";
 
 /** The token a presented secret stands for, or null. */
 export function findToken(gw: Gateway, presented: string): Promise<TokenRecord | null> {
-  return gw.store.getToken(hashSecret(presented));
+  return gw.store.getToken(presentedHash(presented));
 }
+
+/**
+ * SHA-256 of a presented token, remembered by the token: an agent presents the same token on every call, and the
+ * store's cache is keyed by the hash. Bounded (emptied when full: a flood of made-up tokens only costs hashing again);
+ * a revoked token found here still reads as revoked — the record, not this map, says so.
+ */
+function presentedHash(presented: string): string {
+  let hash = presentedHashes.get(presented);
+  if (hash === undefined) {
+    hash = hashSecret(presented);
+    if (presentedHashes.size >= PRESENTED_HASHES_MAX) presentedHashes.clear();
+    presentedHashes.set(presented, hash);
+  }
+  return hash;
+}
+const presentedHashes = new Map<string, string>();
+const PRESENTED_HASHES_MAX = 10_000;
 
 /** RFC 6750 §3: 401s carry a WWW-Authenticate challenge. */
 const CHALLENGE = { "www-authenticate": 'Bearer realm="ath"' };

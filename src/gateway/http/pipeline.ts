@@ -37,14 +37,18 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
         throw new AthError("INVALID_REQUEST", "A request carries exactly one Host header field", { field: "host" });
       }
       // An authority-form target (CONNECT host:port): the gateway tunnels nothing, at no target (an empty Allow).
-      if (req.method === "CONNECT" && !req.url.includes("/")) {
+      // req.url is a new string at each read: read once
+      let url = req.url;
+      if (req.method === "CONNECT" && !url.includes("/")) {
         throw new AthError("METHOD_NOT_ALLOWED", "The gateway does not tunnel: CONNECT is not allowed", undefined, { headers: { allow: "" } });
       }
-      if (!URL.canParse(req.url)) {
-        if (req.url.startsWith("/") && !req.headers.has("host")) req = new Request(gw.opts.baseUrl + req.url, req);
-        else throw new AthError("INVALID_REQUEST", "The Host header or the request target is malformed", { field: "host" });
+      if (!URL.canParse(url)) {
+        if (url.startsWith("/") && !req.headers.has("host")) {
+          req = new Request(gw.opts.baseUrl + url, req);
+          url = req.url;
+        } else throw new AthError("INVALID_REQUEST", "The Host header or the request target is malformed", { field: "host" });
       }
-      const { path, search } = splitTarget(req.url);
+      const { path, search } = splitTarget(url);
       const m = router.match(req.method, path);
       if (!m.ok) {
         kind = m.kind;

@@ -28,8 +28,10 @@ export function createRouter(table: readonly Route[]): Router {
     match(method, path) {
       let candidates: { route: Route; params: Record<string, string> }[] = (exact.get(path) ?? []).map((route) => ({ route, params: {} }));
       if (candidates.length === 0) {
+        let parts: string[] | undefined; // split once, for the templates whose literal prefix the path has
         for (const c of templated) {
-          const params = c.match(path);
+          if (!path.startsWith(c.literalPrefix)) continue;
+          const params = c.match((parts ??= path.split("/")));
           if (params) candidates.push({ route: c.route, params });
         }
       }
@@ -64,7 +66,10 @@ export function splitTarget(requestUrl: string): { path: string; search: string 
 
 interface Compiled {
   route: Route;
-  match(path: string): Record<string, string> | null;
+  /** What every path this template matches starts with. */
+  literalPrefix: string;
+  /** The path's `/`-separated parts (it starts with literalPrefix) → the template's params, or null. */
+  match(parts: string[]): Record<string, string> | null;
 }
 
 /** `/a/{x}/b` matches one segment per `{x}`; a final `*` takes the rest (`/a/{x}/*` also matches `/a/v`, rest ""). */
@@ -74,9 +79,8 @@ function compile(route: Route): Compiled {
   const literalPrefix = route.path.slice(0, route.path.indexOf("{") < 0 ? route.path.length - 1 : route.path.indexOf("{"));
   return {
     route,
-    match(path) {
-      if (!path.startsWith(literalPrefix)) return null;
-      const parts = path.split("/");
+    literalPrefix,
+    match(parts) {
       if (parts.length < segments.length || (!rest && parts.length !== segments.length)) return null;
       const params: Record<string, string> = {};
       for (let i = 0; i < segments.length; i++) {
@@ -105,7 +109,7 @@ function decodeParams(params: Record<string, string>): Record<string, string> {
       continue;
     }
     try {
-      out[k] = decodeURIComponent(v);
+      out[k] = v.includes("%") ? decodeURIComponent(v) : v; // nothing to decode in most values: no call
     } catch {
       throw new AthError("INVALID_REQUEST", "Malformed percent-encoding in the path", { field: "path" });
     }

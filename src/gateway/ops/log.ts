@@ -157,6 +157,17 @@ function quote(s: string): string {
 }
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
+/** Field names, quoted once: the code names a few dozen and the access record writes seven per request. */
+function quotedKey(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = quote(k);
+    if (quotedKeys.size < 1000) quotedKeys.set(k, q);
+  }
+  return q;
+}
+const quotedKeys = new Map<string, string>();
+
 /** The ISO time of the last line: lines of one millisecond share it. */
 let lastTime = NaN;
 let lastIso = "";
@@ -173,7 +184,7 @@ function format(fmt: LogFormat, time: number, level: LogLevel, msg: string, fiel
       for (const k in fields) {
         const v = fields[k];
         if (v === undefined) continue;
-        line += `,${quote(k)}:${typeof v === "number" && Number.isFinite(v) ? v : typeof v === "string" ? quote(v) : JSON.stringify(v)}`;
+        line += `,${quotedKey(k)}:${typeof v === "number" && Number.isFinite(v) ? v : typeof v === "string" ? quote(v) : JSON.stringify(v)}`;
       }
     }
     return `${line}}\n`;

@@ -16,7 +16,7 @@ import { requireCallerToken, requireNotRevoked } from "../domain/tokens.ts";
 import { readBounded } from "../http/body.ts";
 import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
-import { agentResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
+import { agentResponseHeaders, filterResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { prepareBody, send, type PreparedBody } from "./relay.ts";
 import { allowedByScopeRules, ANY_SCOPE } from "./scope-rules.ts";
 import { upstreamUrl } from "./url.ts";
@@ -144,7 +144,22 @@ export async function proxy(call: Call): Promise<Response> {
     status: res.status,
     ...(rule ? { request_digest: requestDigest({ ...canonical, headers: boundHeaders(headers), body: read ?? new Uint8Array(0) }) } : {}),
   });
-  const answer = agentResponseHeaders(res.headers);
-  if (budgetRemaining !== null) answer[BUDGET_REMAINING] = String(budgetRemaining);
-  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: answer });
+  return answerOf(res, budgetRemaining);
+}
+
+/**
+ * The upstream's answer as the agent's: its headers filtered in place and its body passed through as it streams, not
+ * copied into a second Response per request (docs/performance-measured.md). A response whose headers cannot be
+ * changed (immutable) is copied instead.
+ */
+function answerOf(res: Response, budgetRemaining: number | null): Response {
+  try {
+    filterResponseHeaders(res.headers);
+    if (budgetRemaining !== null) res.headers.set(BUDGET_REMAINING, String(budgetRemaining));
+    return res;
+  } catch {
+    const answer = agentResponseHeaders(res.headers);
+    if (budgetRemaining !== null) answer[BUDGET_REMAINING] = String(budgetRemaining);
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers: answer });
+  }
 }

@@ -48,6 +48,23 @@ export function agentResponseHeaders(incoming: Headers): HeaderFields {
   return out;
 }
 
+/**
+ * The upstream's response headers made fit for the agent in place (the same rules as agentResponseHeaders), so the
+ * upstream's Response — its body untouched, streaming — is the agent's answer: no copy of the headers, no second
+ * Response per request.
+ */
+export function filterResponseHeaders(headers: Headers): Headers {
+  const connection = headers.get("connection");
+  const listed = connection === null ? [] : connection.toLowerCase().split(",").map((s) => s.trim());
+  const dropped: string[] = [];
+  for (const name of headers.keys()) {
+    if (TO_AGENT.has(name) || name.startsWith("x-ath-") || forwarding(name) || listed.includes(name)) dropped.push(name);
+  }
+  for (const name of dropped) headers.delete(name);
+  headers.set(HEADERS.upstream, "true");
+  return headers;
+}
+
 // internal
 
 /**
