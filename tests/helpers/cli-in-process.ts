@@ -42,12 +42,27 @@ export interface CliOnGatewayOptions extends InProcessOptions {
  * provider answers at once); the code the result page shows.
  */
 export async function personConsents(browser: Browser, url: string): Promise<string> {
-  let page = await browser.navigate(url);
-  page = await browser.submit(page, formWithButton(page, "Approve"), { button: "Approve" });
-  if (/value="Allow"|>Allow</.test(page.body)) page = await browser.submit(page, formWithButton(page, "Allow"), { button: "Allow" });
+  const page = await consentPages(browser, url);
   const code = /ath_code_[A-Za-z0-9_-]+/.exec(page.body)?.[0];
   if (!code) throw new Error(`no code on ${page.url} (${page.status}): ${page.body.slice(0, 400)}`);
   return code;
+}
+
+/**
+ * The person consents and their browser lands on the agent's loopback redirect URI — a real listener the CLI opened
+ * (`authorize --wait`), reached over the machine's loopback. The URL it landed on.
+ */
+export async function personConsentsToLoopback(browser: Browser, url: string): Promise<string> {
+  const page = await consentPages(browser, url, (u) => u.hostname === "127.0.0.1");
+  await (await fetch(page.url)).text();
+  return page.url;
+}
+
+async function consentPages(browser: Browser, url: string, stopAt?: (u: URL) => boolean) {
+  let page = await browser.navigate(url);
+  page = await browser.submit(page, formWithButton(page, "Approve"), { button: "Approve", stopAt });
+  if (/value="Allow"|>Allow</.test(page.body)) page = await browser.submit(page, formWithButton(page, "Allow"), { button: "Allow", stopAt });
+  return page;
 }
 
 export function cliOnGateway(o: CliOnGatewayOptions = {}) {
@@ -109,6 +124,8 @@ export function cliOnGateway(o: CliOnGatewayOptions = {}) {
     athWith,
     /** The person consents at `url` (an authorization_url); the code. */
     consent: (url: string) => personConsents(live().g.browser(), url),
+    /** The person consents at `url` and the browser lands on the agent's loopback redirect URI; that URL. */
+    consentToLoopback: (url: string) => personConsentsToLoopback(live().g.browser(), url),
     /** The Agent the flows act as on this home and gateway, built as a front end other than the CLI builds it. */
     agent: (a: AgentOptions = {}): Promise<Agent> => loadAgent({ env: { ATH_HOME: live().home.dir }, fetch: fetch as never, ...a }),
     /** `ath register` for the provider with `scopes`; the test fails unless it exits 0. */
