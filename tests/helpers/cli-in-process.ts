@@ -26,6 +26,8 @@ export interface Sent {
   headers: Headers;
   /** The body as text ("" for none). */
   text: string;
+  /** The body parsed: JSON, else a form. */
+  body: Record<string, unknown>;
 }
 
 export interface CliOnGatewayOptions extends InProcessOptions {
@@ -50,17 +52,17 @@ export async function personConsents(browser: Browser, url: string): Promise<str
 
 /**
  * The person consents and their browser lands on the agent's loopback redirect URI — a real listener the CLI opened
- * (`authorize --wait`), reached over the machine's loopback. The URL it landed on.
+ * (`authorize --wait`), reached over the machine's loopback. The URL it landed on and what the listener answered.
  */
-export async function personConsentsToLoopback(browser: Browser, url: string): Promise<string> {
-  const page = await consentPages(browser, url, (u) => u.hostname === "127.0.0.1");
-  await (await fetch(page.url)).text();
-  return page.url;
+export async function personConsentsToLoopback(browser: Browser, url: string, button: "Approve" | "Deny" = "Approve"): Promise<{ url: string; status: number; body: string }> {
+  const page = await consentPages(browser, url, (u) => u.hostname === "127.0.0.1", button);
+  const res = await fetch(page.url);
+  return { url: page.url, status: res.status, body: await res.text() };
 }
 
-async function consentPages(browser: Browser, url: string, stopAt?: (u: URL) => boolean) {
+async function consentPages(browser: Browser, url: string, stopAt?: (u: URL) => boolean, button: "Approve" | "Deny" = "Approve") {
   let page = await browser.navigate(url);
-  page = await browser.submit(page, formWithButton(page, "Approve"), { button: "Approve", stopAt });
+  page = await browser.submit(page, formWithButton(page, button), { button, stopAt });
   if (/value="Allow"|>Allow</.test(page.body)) page = await browser.submit(page, formWithButton(page, "Allow"), { button: "Allow", stopAt });
   return page;
 }
@@ -88,7 +90,8 @@ export function cliOnGateway(o: CliOnGatewayOptions = {}) {
     const req = new Request(input, init);
     const url = new URL(req.url);
     const text = req.body === null ? "" : await req.clone().text();
-    live().sent.push({ method: req.method, path: url.pathname + url.search, headers: new Headers(req.headers), text });
+    const body = req.headers.get("content-type")?.includes("json") ? JSON.parse(text || "{}") : Object.fromEntries(new URLSearchParams(text));
+    live().sent.push({ method: req.method, path: url.pathname + url.search, headers: new Headers(req.headers), text, body });
     return live().g.fetch(req);
   };
   function ath(argv: string[], tty = false): Promise<RunResult> {
@@ -125,7 +128,7 @@ export function cliOnGateway(o: CliOnGatewayOptions = {}) {
     /** The person consents at `url` (an authorization_url); the code. */
     consent: (url: string) => personConsents(live().g.browser(), url),
     /** The person consents at `url` and the browser lands on the agent's loopback redirect URI; that URL. */
-    consentToLoopback: (url: string) => personConsentsToLoopback(live().g.browser(), url),
+    consentToLoopback: (url: string, button: "Approve" | "Deny" = "Approve") => personConsentsToLoopback(live().g.browser(), url, button),
     /** The Agent the flows act as on this home and gateway, built as a front end other than the CLI builds it. */
     agent: (a: AgentOptions = {}): Promise<Agent> => loadAgent({ env: { ATH_HOME: live().home.dir }, fetch: fetch as never, ...a }),
     /** `ath register` for the provider with `scopes`; the test fails unless it exits 0. */

@@ -101,7 +101,7 @@ describe("a code this home already exchanged", () => {
     let landed = "";
     const r = await fx.athWith(["authorize", "-g", GW, "--provider", "github", "--scopes", "repo", "--wait", "--timeout", "30", "--format", "json"], {
       // the person consents in the browser the CLI opened, which lands on the CLI's loopback listener
-      openUrl: async (url) => void (landed = await fx.consentToLoopback(url)),
+      openUrl: async (url) => void (landed = (await fx.consentToLoopback(url)).url),
     });
     expect(r.code).toBe(0);
     const code = new URL(landed).searchParams.get("code")!;
