@@ -213,6 +213,21 @@ export async function tempHome(): Promise<{ dir: string; cleanup: () => Promise<
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 
+/** Per test: a fresh temporary home (beforeEach/afterEach), for tests that need no gateway. */
+export function homeFixture() {
+  let current: { dir: string; cleanup: () => Promise<void> } | undefined;
+  beforeEach(async () => {
+    current = await tempHome();
+  });
+  afterEach(() => current?.cleanup());
+  return {
+    get home() {
+      if (!current) throw new TypeError("homeFixture is used outside a test");
+      return current;
+    },
+  };
+}
+
 /**
  * Per test: a fresh temporary home and fake gateway (beforeEach/afterEach), `ath(argv, tty)` bound to them, the
  * steps most tests start from (registered, authorized), readers of what credentials.json holds, and `agent()`: the
