@@ -12,11 +12,17 @@ import { join } from "node:path";
 import { loadAgent, type Agent, type AgentOptions } from "../../src/agent/flows/agent.ts";
 import type { ProviderConfigInput } from "../../src/protocol/index.ts";
 import { formWithButton, type Browser } from "./browser.ts";
-import { BASE, inProcessGateway, type InProcess, type InProcessOptions } from "./in-process.ts";
+import { BASE, INTROSPECTION_TOKEN, inProcessGateway, type InProcess, type InProcessOptions } from "./in-process.ts";
 import { runAth, tempHome, type RunOptions, type RunResult } from "./cli-harness.ts";
 import { ScriptedProvider } from "./scripted-provider.ts";
 
 export { BASE as GATEWAY };
+
+/** Providers `github` (repo, read:user) and `gitlab` (api) on one scripted provider, for `scripted`. */
+export const githubAndGitlab = (p: ScriptedProvider): Record<string, ProviderConfigInput> => ({
+  github: p.config({ display_name: "GitHub", available_scopes: ["repo", "read:user"] }),
+  gitlab: p.config({ display_name: "GitLab", available_scopes: ["api"] }),
+});
 
 /** One request the CLI sent to the gateway, as it left the CLI. */
 export interface Sent {
@@ -145,6 +151,12 @@ export function cliOnGateway(o: CliOnGatewayOptions = {}) {
     },
     /** credentials.json, parsed. */
     credentials,
+    /** Whether the gateway still takes `token` (RFC 7662 introspection). */
+    async active(token: string): Promise<boolean> {
+      const r = await live().g.fetch("/ath/introspect", { method: "POST", headers: { authorization: `Bearer ${INTROSPECTION_TOKEN}` }, body: new URLSearchParams({ token }) });
+      if (r.status !== 200) throw new Error(`introspect: ${r.status} ${await r.text()}`);
+      return ((await r.json()) as { active: boolean }).active;
+    },
     /** The ath_session_ids of the pending sessions saved for the one registered agent, oldest first. */
     async pendingIds(): Promise<string[]> {
       return Object.keys((Object.values((await credentials()).gateways[BASE].agents)[0] as { pending: object }).pending);

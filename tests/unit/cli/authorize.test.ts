@@ -8,12 +8,12 @@
  * take one `--provider`.
  */
 import { beforeEach, describe, expect, test } from "bun:test";
-import { GATEWAY as GW, cliOnGateway, type Sent } from "../../helpers/cli-in-process.ts";
+import { GATEWAY as GW, cliOnGateway, githubAndGitlab, type Sent } from "../../helpers/cli-in-process.ts";
 import { setDeps } from "../../../src/cli/kit/deps.ts";
 import { run as main } from "../../../src/cli/root.ts";
 
 const fx = cliOnGateway({
-  scripted: (p) => ({ github: p.config({ display_name: "GitHub", available_scopes: ["repo", "read:user"] }), gitlab: p.config({ display_name: "GitLab", available_scopes: ["api"] }) }),
+  scripted: githubAndGitlab,
   provider: "github",
   scopes: "repo,read:user",
 });

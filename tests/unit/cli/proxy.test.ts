@@ -10,12 +10,12 @@ import { beforeEach, describe, expect, test } from "bun:test";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { runAth } from "../../helpers/cli-harness.ts";
-import { GATEWAY as GW, cliOnGateway } from "../../helpers/cli-in-process.ts";
+import { GATEWAY as GW, cliOnGateway, githubAndGitlab } from "../../helpers/cli-in-process.ts";
 import { setDeps } from "../../../src/cli/kit/deps.ts";
 import { run as main } from "../../../src/cli/root.ts";
 
 const fx = cliOnGateway({
-  scripted: (p) => ({ github: p.config({ display_name: "GitHub", available_scopes: ["repo", "read:user"] }), gitlab: p.config({ display_name: "GitLab", available_scopes: ["api"] }) }),
+  scripted: githubAndGitlab,
   provider: "github",
   scopes: "repo,read:user",
 });

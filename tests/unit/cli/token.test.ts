@@ -8,10 +8,10 @@
 import { describe, expect, setSystemTime, test } from "bun:test";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { GATEWAY as GW, cliOnGateway } from "../../helpers/cli-in-process.ts";
+import { GATEWAY as GW, cliOnGateway, githubAndGitlab } from "../../helpers/cli-in-process.ts";
 
 const fx = cliOnGateway({
-  scripted: (p) => ({ github: p.config({ display_name: "GitHub", available_scopes: ["repo", "read:user"] }), gitlab: p.config({ display_name: "GitLab", available_scopes: ["api"] }) }),
+  scripted: githubAndGitlab,
   provider: "github",
   scopes: "repo",
 });
