@@ -57,26 +57,34 @@ describe("authorize (Phase B)", () => {
     await fx.registered();
     let opened = "";
     let browserSaw = 0;
+    let foreignState = 0;
+    // the opener is not awaited (its failure would not fail the command): what it saw is checked after
+    let redirectUri = "";
+    let states: unknown[] = [];
+    let browserPage = "";
     const r = await wait(["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
       openUrl: async (url) => {
         opened = url;
         const sent = lastTo("/ath/authorize");
         const redirect = String(sent.body.user_redirect_uri);
-        expect(redirect).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+        redirectUri = redirect;
         const [session] = await fx.pendingIds();
         // A response with a foreign state is refused and the CLI keeps waiting.
-        const wrong = await fetch(`${redirect}?code=x&state=${"a".repeat(43)}&ath_session_id=${session}`);
-        expect(wrong.status).toBe(400);
+        foreignState = (await fetch(`${redirect}?code=x&state=${"a".repeat(43)}&ath_session_id=${session}`)).status;
         // the person consents; the browser lands on the loopback with the code and the right state
         const landed = await fx.consentToLoopback(url);
-        expect(new URL(landed.url).searchParams.get("state")).toBe(String(sent.body.state));
+        states = [new URL(landed.url).searchParams.get("state"), String(sent.body.state)];
         browserSaw = landed.status;
-        expect(landed.body).toContain("You can close this tab");
+        browserPage = landed.body;
       },
     });
     expect(r.code).toBe(0);
     expect(opened).toContain("/ath/consent/");
+    expect(redirectUri).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+    expect(foreignState).toBe(400);
+    expect(states[0]).toBe(states[1]);
     expect(browserSaw).toBe(200);
+    expect(browserPage).toContain("You can close this tab");
     expect(JSON.parse(r.stdout).scope_intersection.effective).toEqual(["repo", "read:user"]);
     expect(r.stderr).toContain(opened);
   });
@@ -86,14 +94,16 @@ describe("authorize (Phase B)", () => {
     const registeredUris = lastTo("/ath/agents/register").body.redirect_uris as string[];
     const waitOnce = async () => {
       let used = "";
+      let landedAt = "";
       const r = await wait(["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
         openUrl: async (url) => {
           used = String(lastTo("/ath/authorize").body.user_redirect_uri);
           // the gateway sends the browser to the redirect URI the CLI gave, which must be one it registered
-          expect(new URL((await fx.consentToLoopback(url)).url).origin).toBe(new URL(used).origin);
+          landedAt = new URL((await fx.consentToLoopback(url)).url).origin;
         },
       });
       expect(r.code).toBe(0);
+      expect(landedAt).toBe(new URL(used).origin);
       return used;
     };
     const first = await waitOnce();
@@ -110,10 +120,12 @@ describe("authorize (Phase B)", () => {
 
   test("authorize --wait: the user denying exits 4 USER_DENIED and saves no token", async () => {
     await fx.registered();
+    let landedError = "" as string | null;
     const r = await wait(["authorize", "-g", GW, "--provider", "github", "--wait", "--format", "json"], {
       // the person presses Deny on the gateway's consent page; the browser lands on the loopback with access_denied
-      openUrl: async (url) => expect(new URL((await fx.consentToLoopback(url, "Deny")).url).searchParams.get("error")).toBe("access_denied"),
+      openUrl: async (url) => void (landedError = new URL((await fx.consentToLoopback(url, "Deny")).url).searchParams.get("error")),
     });
+    expect(landedError).toBe("access_denied");
     expect(r.code).toBe(4);
     expect(JSON.parse(r.stdout).error.code).toBe("USER_DENIED");
     expect(fx.sent.some((q) => q.path === "/ath/token")).toBe(false);
@@ -233,6 +245,8 @@ describe("authorize --wait", () => {
   test("an interrupt (Ctrl-C) during the wait drops its pending session", async () => {
     let interrupt: ((signal: "SIGINT" | "SIGTERM") => Promise<void>) | undefined;
     let removed = false;
+    // the opener is not awaited (its failure would not fail the command): what it saw is checked after
+    const seen: { before?: string[]; after?: string[] } = {};
     const restore = setDeps({
       env: { ATH_HOME: fx.home.dir },
       fetch: fx.fetch,
@@ -242,9 +256,9 @@ describe("authorize --wait", () => {
       stdoutTTY: false,
       stderrTTY: false,
       openUrl: async (url) => {
-        expect(await fx.pendingIds()).toHaveLength(1);
+        seen.before = await fx.pendingIds();
         await interrupt!("SIGINT"); // what the SIGINT handler runs before it exits 130
-        expect(await fx.pendingIds()).toEqual([]);
+        seen.after = await fx.pendingIds();
         await redirect(url); // the real handler exits 130 here; in process, let the command end
       },
       onInterrupt: (cleanup) => {
@@ -258,6 +272,8 @@ describe("authorize --wait", () => {
       restore();
     }
     expect(interrupt).toBeDefined();
+    expect(seen.before).toHaveLength(1);
+    expect(seen.after).toEqual([]);
     expect(removed).toBe(true);
   });
 });
