@@ -1,27 +1,25 @@
 /**
  * The compiled `ath` as a process, where only a real process shows it: a reader that closes the pipe early
  * (`ath … | head`) gets no stack trace and no `ath: EPIPE`, and Ctrl-C during `authorize --wait` exits 130 having
- * dropped its pending session. The gateway is the CLI unit tests' fake one, served on a loopback port.
+ * dropped its pending session. The gateway is the same compiled binary as `ath serve --demo` on a loopback port.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fakeGateway, type FakeGateway } from "../helpers/cli-harness.ts";
+import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { tempDir } from "../helpers/net.ts";
 import { ATH_BIN, ath, athEnv, ensureBinary, readUntil, removeBinary, spawnAth } from "../helpers/cli-binary.ts";
 
-let server: ReturnType<typeof Bun.serve>;
-let gw: FakeGateway;
+let gw: Gateway | undefined;
 let base = "";
 
-beforeAll(() => {
+beforeAll(async () => {
   ensureBinary();
-  server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => gw.fetch(req) });
-  base = `http://127.0.0.1:${server.port}`;
-  gw = fakeGateway(base);
+  gw = await startGateway({ binary: ATH_BIN, providers: {}, extraArgs: ["--demo"] });
+  base = gw.baseUrl;
 }, 120_000);
-afterAll(() => {
-  server?.stop(true);
+afterAll(async () => {
+  await gw?.cleanup();
   removeBinary();
 });
 
@@ -56,8 +54,8 @@ describe("Ctrl-C during authorize --wait", () => {
   test("exits 130 and the pending session it saved is gone", async () => {
     const home = await tempDir("sigint");
     try {
-      expect((await ath(home.path, ["register", "-g", base, "--provider", "github", "--scopes", "repo"])).code).toBe(0);
-      const p = spawnAth(home.path, ["authorize", "-g", base, "--provider", "github", "--wait", "--no-open", "--timeout", "120"]);
+      expect((await ath(home.path, ["register", "-g", base, "--provider", "demo", "--scopes", "notes:read"])).code).toBe(0);
+      const p = spawnAth(home.path, ["authorize", "-g", base, "--provider", "demo", "--wait", "--no-open", "--timeout", "120"]);
       await readUntil(p.stderr, /waiting for the redirect on http:\/\/127\.0\.0\.1:\d+\/callback/);
       const saved = async () => JSON.parse(await readFile(join(home.path, "credentials.json"), "utf8")).gateways[base].agents;
       const pending = async () => Object.values(await saved()).flatMap((r) => Object.keys((r as { pending: object }).pending));
@@ -73,9 +71,9 @@ describe("Ctrl-C during authorize --wait", () => {
   test("with --format json, SIGINT and SIGTERM still print one error document (CANCELLED) on stdout", async () => {
     const home = await tempDir("sigint-json");
     try {
-      expect((await ath(home.path, ["register", "-g", base, "--provider", "github", "--scopes", "repo"])).code).toBe(0);
+      expect((await ath(home.path, ["register", "-g", base, "--provider", "demo", "--scopes", "notes:read"])).code).toBe(0);
       for (const [signal, exit] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
-        const p = spawnAth(home.path, ["authorize", "-g", base, "--provider", "github", "--wait", "--no-open", "--timeout", "120", "--format", "json"]);
+        const p = spawnAth(home.path, ["authorize", "-g", base, "--provider", "demo", "--wait", "--no-open", "--timeout", "120", "--format", "json"]);
         await readUntil(p.stderr, /"redirect_uri":"http:\/\/127\.0\.0\.1:\d+\/callback"/);
         p.kill(signal);
         const [stdout, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);

@@ -3,15 +3,18 @@
  * flags before the command words, the last `--format` deciding for output and errors alike, and `--version` /
  * `--help` keeping json mode's one document.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import pkg from "../../package.json" with { type: "json" };
-import { GW, fakeGateway, runAth, tempHome } from "../helpers/cli-harness.ts";
+import { runAth } from "../helpers/cli-harness.ts";
+import { GATEWAY as GW, cliOnGateway } from "../helpers/cli-in-process.ts";
 
-let home: { dir: string; cleanup: () => Promise<void> };
-beforeEach(async () => {
-  home = await tempHome();
-});
-afterEach(() => home.cleanup());
+// A fresh home and the real gateway in process (the fetch of the commands that reach one) per test.
+const fx = cliOnGateway();
+const home = {
+  get dir() {
+    return fx.home.dir;
+  },
+};
 
 /** A loopback port with nothing listening: bind one, then close it. */
 function closedPort(): number {
@@ -84,8 +87,7 @@ describe("usage errors exit 2", () => {
 
 describe("global flags (DESIGN.md §5) work before the command words as after them", () => {
   test("-g / --gateway=… / --format before the command give the same answer as after it", async () => {
-    const gw = fakeGateway();
-    const after = await runAth(home.dir, ["discover", "-g", GW, "--format", "json"], { fetch: gw.fetch });
+    const after = await fx.ath(["discover", "-g", GW, "--format", "json"]);
     expect(after.code).toBe(0);
     for (const argv of [
       ["-g", GW, "discover", "--format", "json"],
@@ -93,7 +95,7 @@ describe("global flags (DESIGN.md §5) work before the command words as after th
       [`--gateway=${GW}`, "--format=json", "discover"],
       ["-m", "gateway", "--agent-id", "https://agent.example/a", "-g", GW, "discover", "--format", "json"],
     ]) {
-      const before = await runAth(home.dir, argv, { fetch: gw.fetch });
+      const before = await fx.ath(argv);
       expect({ argv, ...before }).toEqual({ argv, ...after });
     }
   });
@@ -108,10 +110,9 @@ describe("global flags (DESIGN.md §5) work before the command words as after th
     const r = await runAth(home.dir, ["config", "--format", "json", "set-gateway", "local", GW]);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ name: "local", url: GW, default_gateway: "local" });
-    const gw = fakeGateway();
-    const last = await runAth(home.dir, ["-g", "nowhere", "discover", "-g", "local"], { fetch: gw.fetch });
+    const last = await fx.ath(["-g", "nowhere", "discover", "-g", "local"]);
     expect(last.code).toBe(0);
-    expect(gw.requests.map((q) => q.path)).toEqual(["/.well-known/ath.json"]);
+    expect(fx.sent.map((q) => q.path)).toEqual(["/.well-known/ath.json"]);
   });
 
   test("--help before the command shows that command's help", async () => {
@@ -125,19 +126,21 @@ describe("short flags with =value (`-g=local`)", () => {
   test("-g=<name> resolves the saved gateway named by the value, after and before the command", async () => {
     expect((await runAth(home.dir, ["config", "set-gateway", "local", GW])).code).toBe(0);
     expect((await runAth(home.dir, ["config", "set-gateway", "other", "http://127.0.0.1:9"])).code).toBe(0);
-    const gw = fakeGateway();
     for (const argv of [["discover", "-g=local"], ["-g=local", "discover"], ["-g=local", "config", "show"]]) {
-      const r = await runAth(home.dir, [...argv, "--format", "json"], { fetch: gw.fetch });
+      const r = await fx.ath([...argv, "--format", "json"]);
       expect({ argv, code: r.code, stderr: r.stderr }).toEqual({ argv, code: 0, stderr: "" });
     }
-    expect(gw.requests.map((q) => q.path)).toEqual(["/.well-known/ath.json", "/.well-known/ath.json"]);
+    expect(fx.sent.map((q) => q.path)).toEqual(["/.well-known/ath.json", "/.well-known/ath.json"]);
   });
 
-  test("-m=native -s=<url> select native mode", async () => {
-    const gw = fakeGateway();
-    const r = await runAth(home.dir, ["discover", "-m=native", `-s=${GW}`, "--format", "json"], { fetch: gw.fetch });
-    expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout).app_id).toBe("notes");
+  describe("on a native-mode gateway", () => {
+    const native = cliOnGateway({ mode: "native" });
+    test("-m=native -s=<url> select native mode", async () => {
+      const r = await native.ath(["discover", "-m=native", `-s=${GW}`, "--format", "json"]);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout).app_id).toBe("demo");
+      expect(native.sent.map((q) => q.path)).toEqual(["/.well-known/ath-app.json"]);
+    });
   });
 
   test("an unknown short flag with a value is still a usage error", async () => {

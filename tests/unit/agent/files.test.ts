@@ -7,9 +7,9 @@ import { describe, expect, test } from "bun:test";
 import { readFile, readdir, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { STALE_LOCK_MS, withLock, writeFileAtomic } from "../../../src/agent/files.ts";
-import { cliFixture } from "../../helpers/cli-harness.ts";
+import { homeFixture } from "../../helpers/cli-harness.ts";
 
-const fx = cliFixture();
+const fx = homeFixture();
 
 async function staleLock(file: string): Promise<void> {
   await writeFile(`${file}.lock`, "12345.crashed");

@@ -2,9 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { cliFixture, runAth } from "../../helpers/cli-harness.ts";
+import { homeFixture, runAth } from "../../helpers/cli-harness.ts";
 
-const fx = cliFixture();
+const fx = homeFixture();
 
 describe("config and identity", () => {
   test("set-gateway makes the first gateway the default; use switches; unset removes", async () => {

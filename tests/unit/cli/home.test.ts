@@ -7,9 +7,10 @@
 import { describe, expect, test } from "bun:test";
 import { chmod, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { GW, codeFor, runAth, cliFixture } from "../../helpers/cli-harness.ts";
+import { runAth } from "../../helpers/cli-harness.ts";
+import { GATEWAY as GW, cliOnGateway } from "../../helpers/cli-in-process.ts";
 
-const fx = cliFixture();
+const fx = cliOnGateway();
 const ath = fx.ath;
 
 async function modes(dir: string): Promise<Record<string, string>> {
@@ -25,12 +26,12 @@ describe("ATH_HOME file modes", () => {
     const previous = process.umask(0);
     try {
       const nested = join(fx.home.dir, "a", "b");
-      const run = (argv: string[]) => runAth(nested, argv, { fetch: fx.gw.fetch });
+      const run = (argv: string[]) => runAth(nested, argv, { fetch: fx.fetch as never });
       expect((await run(["config", "set-gateway", "local", GW])).code).toBe(0);
-      expect((await run(["register", "--provider", "github", "--scopes", "repo"])).code).toBe(0);
-      const a = await run(["authorize", "--provider", "github", "--no-wait", "--format", "json"]);
+      expect((await run(["register", "--provider", "demo", "--scopes", "notes:read"])).code).toBe(0);
+      const a = await run(["authorize", "--provider", "demo", "--no-wait", "--format", "json"]);
       expect(a.code).toBe(0);
-      expect((await run(["token", "--code", codeFor(JSON.parse(a.stdout).ath_session_id)])).code).toBe(0);
+      expect((await run(["token", "--code", await fx.consent(JSON.parse(a.stdout).authorization_url)])).code).toBe(0);
       expect(await modes(fx.home.dir)).toEqual({
         a: "700",
         "a/b": "700",
@@ -49,9 +50,9 @@ describe("a corrupted credentials.json", () => {
   const corrupt = ['{"gateways": {', "[]", "null", '{"gateways":{"x":{"agents":{"a":{"client_id":1}}}}}'];
   const commands = [
     ["status"],
-    ["authorize", "-g", GW, "--provider", "github", "--no-wait"],
+    ["authorize", "-g", GW, "--provider", "demo", "--no-wait"],
     ["token", "-g", GW, "--code", "ath_code_1"],
-    ["proxy", "github", "GET", "/user", "-g", GW],
+    ["proxy", "demo", "GET", "/notes", "-g", GW],
     ["revoke", "-g", GW, "--all"],
   ];
   for (const text of corrupt) {
@@ -67,7 +68,7 @@ describe("a corrupted credentials.json", () => {
         expect(doc.error.message).not.toContain("\n");
         expect(await readFile(file, "utf8")).toBe(text);
       }
-      expect(fx.gw.requests.filter((q) => q.path !== "/.well-known/ath.json")).toEqual([]);
+      expect(fx.sent.filter((q) => q.path !== "/.well-known/ath.json")).toEqual([]);
     });
   }
 });

@@ -3,7 +3,10 @@
  * an HTML page summarised), answers are read up to 1 MiB, and redirects and TLS failures are explained.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { GW, runAth, tempHome } from "../../helpers/cli-harness.ts";
+import { runAth, tempHome } from "../../helpers/cli-harness.ts";
+
+/** The gateway's address; nothing listens there — every test gives the one answer it needs as the fetch. */
+const GW = "http://127.0.0.1:8787";
 import { httpError } from "../../../src/agent/http.ts";
 
 let home: { dir: string; cleanup: () => Promise<void> };

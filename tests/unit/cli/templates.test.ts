@@ -4,10 +4,11 @@ import { ProviderConfig } from "../../../src/protocol/index.ts";
 import { TEMPLATES } from "../../../src/gateway/providers/templates/index.ts";
 import { loadProvidersFile } from "../../../src/gateway/providers/file.ts";
 import { stripAnsi } from "../../../src/cli/kit/render.ts";
-import { cliFixture } from "../../helpers/cli-harness.ts";
+import { cliOnGateway } from "../../helpers/cli-in-process.ts";
 import { tempDir } from "../../helpers/net.ts";
 
-const cli = cliFixture();
+// the real gateway in process is the fetch: `templates` is offline, and a request would show in `sent`
+const cli = cliOnGateway();
 
 describe("ath templates", () => {
   test("piped, the list is one tab-separated line per template: id, name, quirks; no request is made", async () => {
@@ -17,7 +18,7 @@ describe("ath templates", () => {
     expect(lines.map((l) => l.split("\t")[0])).toEqual(Object.keys(TEMPLATES));
     expect(lines.find((l) => l.startsWith("slack\t"))).toBe(`slack\tSlack\t${TEMPLATES.slack!.quirks.join("; ")}`);
     expect(r.stderr).toBe("");
-    expect(cli.gw.requests).toEqual([]);
+    expect(cli.sent).toEqual([]);
   });
 
   test("on a terminal the list has a header row", async () => {

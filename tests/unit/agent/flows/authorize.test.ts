@@ -1,13 +1,13 @@
 /**
- * The authorize flows (Phase B) without the CLI: `authorize` starts a session and saves it as pending;
+ * The authorize flows (Phase B) without the CLI, against the real gateway in process: `authorize` starts a session and saves it as pending;
  * `authorizeAndWait` hands the URL over before it waits, exchanges the code the loopback redirect brings, and
  * leaves no pending session behind when the wait is cancelled.
  */
 import { describe, expect, test } from "bun:test";
 import { abandon, authorize, authorizeAndWait } from "../../../../src/agent/flows/authorize.ts";
-import { GW, cliFixture } from "../../../helpers/cli-harness.ts";
+import { GATEWAY as GW, cliOnGateway, githubAndGitlab } from "../../../helpers/cli-in-process.ts";
 
-const fx = cliFixture();
+const fx = cliOnGateway({ scripted: githubAndGitlab, provider: "github", scopes: "repo,read:user" });
 const target = { base: GW, native: false };
 
 describe("authorize", () => {
@@ -21,18 +21,18 @@ describe("authorize", () => {
       provider_id: "github",
       scopes: ["repo", "read:user"],
       authorization_url: expect.stringContaining(`${GW}/ath/consent/`),
-      ath_session_id: "ath_sess_2",
+      ath_session_id: expect.stringMatching(/^ath_sess_/),
     });
-    const sent = fx.gw.requests.find((q) => q.path === "/ath/authorize")!;
+    const sent = fx.sent.find((q) => q.path === "/ath/authorize")!;
     expect(sent.body).toMatchObject({ provider_id: "github", scopes: ["repo", "read:user"], resource: "https://api.example/" });
-    expect(await fx.pendingIds()).toEqual(["ath_sess_2"]);
+    expect(await fx.pendingIds()).toEqual([a.ath_session_id]);
     await abandon(a, agent);
     expect(await fx.pendingIds()).toEqual([]);
   });
 
   test("before registration it is NOT_REGISTERED (config) and sends nothing", async () => {
     await expect(authorize({ target, provider: "github", scopes: [] }, await fx.agent())).rejects.toMatchObject({ kind: "config", code: "NOT_REGISTERED" });
-    expect(fx.gw.requests).toEqual([]);
+    expect(fx.sent).toEqual([]);
   });
 });
 
@@ -48,8 +48,8 @@ describe("authorizeAndWait", () => {
         timeoutMs: 30_000,
         onStarted: (a) => {
           expect(a.user_redirect_uri).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
-          const state = fx.gw.requests.find((q) => q.path === "/ath/authorize")!.body.state;
-          void fetch(`${a.user_redirect_uri}?code=ath_code_2&state=${state}&ath_session_id=${a.ath_session_id}`);
+          // the person consents; their browser lands on the loopback redirect URI with the code
+          void fx.consentToLoopback(a.authorization_url);
         },
       },
       agent,
@@ -66,6 +66,6 @@ describe("authorizeAndWait", () => {
     const waiting = authorizeAndWait({ target, provider: "github", scopes: [], timeoutMs: 30_000, signal: stop.signal, onStarted: () => stop.abort() }, await fx.agent());
     await expect(waiting).rejects.toMatchObject({ kind: "failure", code: "CANCELLED" });
     expect(await fx.pendingIds()).toEqual([]);
-    expect(fx.gw.requests.some((q) => q.path === "/ath/token")).toBe(false);
+    expect(fx.sent.some((q) => q.path === "/ath/token")).toBe(false);
   });
 });

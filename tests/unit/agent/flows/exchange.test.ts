@@ -1,10 +1,10 @@
-/** The exchange flow without the CLI: the only pending session is used, and a code is never sent twice. */
+/** The exchange flow without the CLI, against the real gateway in process: the only pending session is used, and a code is never sent twice. */
 import { describe, expect, test } from "bun:test";
 import { authorize } from "../../../../src/agent/flows/authorize.ts";
 import { exchange } from "../../../../src/agent/flows/exchange.ts";
-import { GW, cliFixture, codeFor } from "../../../helpers/cli-harness.ts";
+import { GATEWAY as GW, cliOnGateway, githubAndGitlab } from "../../../helpers/cli-in-process.ts";
 
-const fx = cliFixture();
+const fx = cliOnGateway({ scripted: githubAndGitlab, provider: "github", scopes: "repo,read:user" });
 const target = { base: GW, native: false };
 
 describe("exchange", () => {
@@ -12,18 +12,23 @@ describe("exchange", () => {
     await fx.registered();
     const agent = await fx.agent();
     const a = await authorize({ target, provider: "github", scopes: ["repo"] }, agent);
-    const first = await exchange({ target, code: codeFor(a.ath_session_id) }, agent);
+    const code = await fx.consent(a.authorization_url);
+    const first = await exchange({ target, code }, agent);
     expect(first).toMatchObject({ already_exchanged: false, response: { provider_id: "github", expires_in: 3600 }, saved: { provider_id: "github" } });
-    expect(fx.gw.requests.find((q) => q.path === "/ath/token")!.body.ath_session_id).toBe(a.ath_session_id);
+    expect(fx.sent.find((q) => q.path === "/ath/token")!.body.ath_session_id).toBe(a.ath_session_id);
     expect(await fx.pendingIds()).toEqual([]);
-    const again = await exchange({ target, code: codeFor(a.ath_session_id) }, agent);
-    expect(again).toEqual({ ...first, already_exchanged: true, response: { ...first.response, expires_in: expect.any(Number) } });
-    expect(fx.gw.requests.filter((q) => q.path === "/ath/token")).toHaveLength(1);
+    const again = await exchange({ target, code }, agent);
+    // the saved token's response; the refresh token the gateway issued with it is not repeated (the real gateway issues one; a re-run does not hand it out again)
+    const { refresh_token, refresh_expires_in, ...response } = first.response as typeof first.response & { refresh_token?: string; refresh_expires_in?: number };
+    expect(refresh_token).toMatch(/^ath_rt_/);
+    expect(refresh_expires_in).toBeGreaterThan(0);
+    expect(again).toEqual({ ...first, already_exchanged: true, response: { ...response, expires_in: expect.any(Number) } });
+    expect(fx.sent.filter((q) => q.path === "/ath/token")).toHaveLength(1);
   });
 
   test("with no pending session it is NO_PENDING_SESSION (config) and sends nothing", async () => {
     await fx.registered();
     await expect(exchange({ target, code: "ath_code_9" }, await fx.agent())).rejects.toMatchObject({ kind: "config", code: "NO_PENDING_SESSION" });
-    expect(fx.gw.requests.some((q) => q.path === "/ath/token")).toBe(false);
+    expect(fx.sent.some((q) => q.path === "/ath/token")).toBe(false);
   });
 });
