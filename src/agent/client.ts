@@ -83,6 +83,18 @@ export function proxyUrl(target: { base: string; apiBase?: string }, provider: s
 }
 
 /**
+ * The headers that present a saved token on a request (`method`, `url`): a DPoP-bound token (RFC 9449) as
+ * `Authorization: DPoP` with a fresh proof of that request by `key` (the URL's query is no part of it); a bearer
+ * token as `Bearer`.
+ */
+export async function tokenAuthorization(method: string, url: string, token: string, tokenType: string | undefined, key: AgentKey | undefined): Promise<Record<string, string>> {
+  if (tokenType?.toLowerCase() === "dpop" && key !== undefined) {
+    return { authorization: `DPoP ${token}`, dpop: await signDpopProof(key, { method, url, accessToken: token }) };
+  }
+  return { authorization: `Bearer ${token}` };
+}
+
+/**
  * Sends a proxied request; the answer (any status) is returned for the caller to relay. A DPoP-bound token (RFC 9449)
  * goes as `Authorization: DPoP` with a fresh proof of this request by `dpopKey`; a bearer token as `Bearer`.
  */
@@ -91,10 +103,7 @@ export async function callProxy(
   o: { method: string; token: string; tokenType?: string; dpopKey?: AgentKey; agentId: string; headers: Record<string, string>; body?: string },
   http: HttpOptions,
 ): Promise<Response> {
-  const bound = o.tokenType?.toLowerCase() === "dpop" && o.dpopKey !== undefined;
-  const auth: Record<string, string> = bound
-    ? { authorization: `DPoP ${o.token}`, dpop: await signDpopProof(o.dpopKey!, { method: o.method, url, accessToken: o.token }) }
-    : { authorization: `Bearer ${o.token}` };
+  const auth = await tokenAuthorization(o.method, url, o.token, o.tokenType, o.dpopKey);
   return send(
     {
       method: o.method,

@@ -8,6 +8,7 @@ import { HEADERS, PATHS } from "../../protocol/constants.ts";
 import { ApprovalState, isApprovalId, PendingApproval } from "../../protocol/lean.ts";
 import { ClientError, oneLine, usageError } from "../errors.ts";
 import type { z } from "zod";
+import { tokenAuthorization } from "../client.ts";
 import { requestJson } from "../http.ts";
 import { requireRegistration, requireToken } from "../tokens.ts";
 import type { Agent } from "./agent.ts";
@@ -31,11 +32,10 @@ export async function approvalState(input: Pick<RequestInput, "target" | "provid
   const identity = await agent.identity();
   const token = requireToken(await requireRegistration(agent.home, base, identity.agentId), base, provider, agent.now());
   // requestJson is typed for classic zod; the mini schema parses the same way (and keeps classic zod out of the CLI's start)
-  return requestJson(
-    ApprovalState as unknown as z.ZodType<ApprovalState>,
-    { method: "GET", url: `${base}${PATHS.approvals}/${encodeURIComponent(approvalId)}`, headers: { authorization: `Bearer ${token.access_token}` } },
-    agent.http,
-  );
+  const url = `${base}${PATHS.approvals}/${encodeURIComponent(approvalId)}`;
+  // presented as the proxied call presented it: a DPoP-bound token with a proof of this poll (DESIGN §17)
+  const headers = await tokenAuthorization("GET", url, token.access_token, token.token_type, identity.key);
+  return requestJson(ApprovalState as unknown as z.ZodType<ApprovalState>, { method: "GET", url, headers }, agent.http);
 }
 
 /**

@@ -99,10 +99,11 @@ export interface CallerCredentials {
 /**
  * The proxy's authentication step (and the native API's): the token of `Authorization: Bearer …` or `Authorization:
  * DPoP …`, live and its agent approved (requireUsableToken); then its binding (RFC 9449, DESIGN §17). A DPoP-bound token
- * needs the DPoP scheme and a proof of this request by the bound key; a bearer token is refused where DPoP is required.
- * Returns the token and its agent.
+ * needs the DPoP scheme and a proof of this request by the bound key; a bearer token is refused where DPoP is required
+ * (`providerId`: the provider called; by default the token's own, as for the approval poll). Returns the token and its
+ * agent.
  */
-export async function requireCallerToken(gw: Gateway, c: CallerCredentials, providerId: string): Promise<{ token: TokenRecord; agent: AgentRecord }> {
+export async function requireCallerToken(gw: Gateway, c: CallerCredentials, providerId?: string): Promise<{ token: TokenRecord; agent: AgentRecord }> {
   const { token, agent } = await requireUsableToken(gw, c.token);
   if (c.scheme === "dpop") {
     let jkt: string;
@@ -120,7 +121,7 @@ export async function requireCallerToken(gw: Gateway, c: CallerCredentials, prov
       headers: { "www-authenticate": 'DPoP algs="ES256", error="invalid_token"' },
     });
   }
-  if (dpopRequired(gw, (await gw.store.getProvider(providerId))?.config)) {
+  if (dpopRequired(gw, (await gw.store.getProvider(providerId ?? token.provider_id))?.config)) {
     throw new AthError("TOKEN_INVALID", "Bearer tokens are refused here: DPoP-bound tokens only (RFC 9449)", { reason: "dpop_required" }, {
       headers: { "www-authenticate": 'DPoP algs="ES256"' },
     });

@@ -22,8 +22,8 @@ import { redirect } from "../http/response.ts";
 import { authorizeUrl, exchangeCode, upstreamUserId } from "../oauth/client.ts";
 import { createPkce } from "../oauth/pkce.ts";
 import { userIdSource } from "../oauth/quirks.ts";
-import { requireUsableToken } from "../domain/tokens.ts";
-import { bearerToken, readText } from "../http/request.ts";
+import { requireCallerToken } from "../domain/tokens.ts";
+import { callerCredentials, readText } from "../http/request.ts";
 import { errorResponse, json } from "../http/response.ts";
 import { formActionSources, htmlResponse } from "../pages/index.ts";
 import { renderApprovalAdminPage, renderApprovalDecidedPage, renderApprovalPage, renderApprovalSigninPage } from "../pages/approval.ts";
@@ -210,9 +210,12 @@ async function signinPage(gw: Gateway, req: Request, a: ApprovalRecord): Promise
   });
 }
 
-/** The agent's poll: its bearer token, and an approval it asked for (any other: 404, never a hint it exists). */
+/**
+ * The agent's poll: its token — checked as the proxy checks it, so a DPoP-bound token needs its proof here too
+ * (DESIGN §17) — and an approval it asked for (any other: 404, never a hint it exists).
+ */
 async function agentsOwn(call: Call): Promise<ApprovalRecord> {
-  const { token } = await requireUsableToken(call.gw, bearerToken(call.req));
+  const { token } = await requireCallerToken(call.gw, callerCredentials(call.req, call.gw.opts.baseUrl));
   // polls count against the agent's proxy budget (the route's `limit`)
   await call.identify({ client_id: token.client_id, provider_id: token.provider_id });
   const a = await call.gw.store.getApproval(call.params.approval_id!);

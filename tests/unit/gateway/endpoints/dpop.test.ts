@@ -172,6 +172,18 @@ describe("DPoP at the proxy", () => {
   });
 });
 
+describe("DPoP at the approval poll (GET /ath/approvals/{id})", () => {
+  test("the bound token is checked as at the proxy: as Bearer 401 invalid_token; with a proof of this poll it is let in (an unknown approval: 404)", async () => {
+    const t = await boundToken();
+    const POLL_URL = `${BASE}/ath/approvals/ath_apr_unknown`;
+    const asBearer = await proxied(`Bearer ${t.access_token}`, undefined, POLL_URL);
+    expectError(asBearer, "TOKEN_INVALID");
+    expect(asBearer.headers.get("www-authenticate")).toBe('DPoP algs="ES256", error="invalid_token"');
+    expectProofRefused(await proxied(`DPoP ${t.access_token}`, await proofFor("GET", API_URL, t.access_token), POLL_URL));
+    expectError(await proxied(`DPoP ${t.access_token}`, await proofFor("GET", POLL_URL, t.access_token), POLL_URL), "NOT_FOUND");
+  });
+});
+
 describe("--require-dpop", () => {
   test("gateway-wide: a token request without a proof is 400 dpop_required, with one it is a DPoP token", async () => {
     const strict = await scriptedGateway((p) => ({ mail: p.config() }), { requireDpop: true });
