@@ -204,27 +204,27 @@ export function toAudit(r: Row): AuditEvent {
   return e;
 }
 
-// internal
+// column readers (every row mapper of store/sql/ reads its columns through these: one rule for both databases)
 
-function str(v: unknown): string {
+export function str(v: unknown): string {
   if (typeof v !== "string") throw new TypeError(`expected a string column, got ${typeof v}`);
   return v;
 }
 
-function strOrNull(v: unknown): string | null {
+export function strOrNull(v: unknown): string | null {
   return v == null ? null : str(v);
 }
 
-function num(v: unknown): number {
+export function num(v: unknown): number {
   const n = typeof v === "number" ? v : typeof v === "string" || typeof v === "bigint" ? Number(v) : NaN;
   if (!Number.isSafeInteger(n)) throw new TypeError(`expected an integer column, got ${String(v)}`);
   return n;
 }
 
-function numOrNull(v: unknown): number | null {
+export function numOrNull(v: unknown): number | null {
   return v == null ? null : num(v);
 }
 
-function json<T>(v: unknown): T {
+export function json<T>(v: unknown): T {
   return JSON.parse(str(v)) as T;
 }

@@ -19,15 +19,8 @@ import { audit } from "./audit.ts";
 import { dropGrant } from "./grants.ts";
 import { afterRevocation, requireProofWhereNeeded } from "./tokens.ts";
 
-/** Who the new tokens are for and what they allow. */
-export interface Grantee {
-  client_id: string;
-  agent_id: string;
-  user_id: string;
-  provider_id: string;
-  scopes: string[];
-  grant_id: string | null;
-}
+/** Who the new tokens are for and what they allow: the token record's own fields. */
+export type Grantee = Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id" | "scopes" | "grant_id">;
 
 /** The family a mint belongs to: a new one (at the code exchange) or the one being rotated. */
 export interface Family {

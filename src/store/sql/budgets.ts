@@ -5,7 +5,7 @@
  */
 import type { BudgetUsage, Store } from "../types.ts";
 import type { Driver } from "./driver.ts";
-import type { Row } from "../rows.ts";
+import { num, str, strOrNull, type Row } from "../rows.ts";
 
 export function budgetQueries(db: Driver): Pick<Store, "countBudget" | "uncountBudget" | "listBudgetUsage"> {
   return {
@@ -44,14 +44,14 @@ export function budgetQueries(db: Driver): Pick<Store, "countBudget" | "uncountB
 
 function toUsage(r: Row): BudgetUsage {
   return {
-    bkey: String(r.bkey),
-    window_start: Number(r.window_start),
-    used: Number(r.used),
-    limit: Number(r.budget_limit),
-    provider_id: String(r.provider_id),
-    client_id: String(r.client_id),
-    user_id: r.user_id === null || r.user_id === undefined ? null : String(r.user_id),
-    rule: String(r.rule),
-    expires_at: Number(r.expires_at),
+    bkey: str(r.bkey),
+    window_start: num(r.window_start),
+    used: num(r.used),
+    limit: num(r.budget_limit),
+    provider_id: str(r.provider_id),
+    client_id: str(r.client_id),
+    user_id: strOrNull(r.user_id),
+    rule: str(r.rule),
+    expires_at: num(r.expires_at),
   };
 }

@@ -1,6 +1,6 @@
 /** The MCP front door's rows (DESIGN §18): every "only once" (a code, a refresh token) is one guarded UPDATE … RETURNING. */
 import type { McpAuthorizationRecord, McpClientRecord, McpRefreshRecord, McpStore } from "../mcp-types.ts";
-import { toApproval, type Row, values } from "../rows.ts";
+import { json, num, numOrNull, str, strOrNull, toApproval, type Row, values } from "../rows.ts";
 import { type Driver, insert, one } from "./driver.ts";
 
 const CLIENT_COLUMNS = ["client_id", "client_secret_hash", "metadata", "created_at"] as const satisfies readonly (keyof McpClientRecord)[];
@@ -52,7 +52,7 @@ export function mcpQueries(db: Driver): McpStore {
       );
     },
     getMcpSession: (key) =>
-      one(db, "SELECT client_id, url_elicitation FROM mcp_sessions WHERE session_key = ?", [key], (r) => ({ client_id: String(r.client_id), url_elicitation: Number(r.url_elicitation) === 1 })),
+      one(db, "SELECT client_id, url_elicitation FROM mcp_sessions WHERE session_key = ?", [key], (r) => ({ client_id: str(r.client_id), url_elicitation: num(r.url_elicitation) === 1 })),
     findMcpApproval: (m, now) =>
       one(
         db,
@@ -69,45 +69,45 @@ export function mcpQueries(db: Driver): McpStore {
 
 function toClient(r: Row): McpClientRecord {
   return {
-    client_id: String(r.client_id),
-    client_secret_hash: r.client_secret_hash == null ? null : String(r.client_secret_hash),
-    metadata: JSON.parse(String(r.metadata)),
-    created_at: Number(r.created_at),
+    client_id: str(r.client_id),
+    client_secret_hash: strOrNull(r.client_secret_hash),
+    metadata: json(r.metadata),
+    created_at: num(r.created_at),
   };
 }
 
 function toAuthorization(r: Row): McpAuthorizationRecord {
   return {
-    session_id: String(r.session_id),
-    client_id: String(r.client_id),
-    agent_client_id: String(r.agent_client_id),
-    redirect_uri: String(r.redirect_uri),
-    state: r.state == null ? null : String(r.state),
-    code_challenge: String(r.code_challenge),
-    resource: String(r.resource),
-    code_hash: r.code_hash == null ? null : String(r.code_hash),
-    created_at: Number(r.created_at),
-    expires_at: Number(r.expires_at),
+    session_id: str(r.session_id),
+    client_id: str(r.client_id),
+    agent_client_id: str(r.agent_client_id),
+    redirect_uri: str(r.redirect_uri),
+    state: strOrNull(r.state),
+    code_challenge: str(r.code_challenge),
+    resource: str(r.resource),
+    code_hash: strOrNull(r.code_hash),
+    created_at: num(r.created_at),
+    expires_at: num(r.expires_at),
   };
 }
 
 function toRefresh(r: Row): McpRefreshRecord {
   return {
-    refresh_hash: String(r.refresh_hash),
-    family_id: String(r.family_id),
-    client_id: String(r.client_id),
-    agent_client_id: String(r.agent_client_id),
-    agent_id: String(r.agent_id),
-    user_id: String(r.user_id),
-    provider_id: String(r.provider_id),
-    resource: String(r.resource),
-    scopes: JSON.parse(String(r.scopes)) as string[],
-    grant_id: r.grant_id == null ? null : String(r.grant_id),
-    access_token_hash: String(r.access_token_hash),
-    status: String(r.status) as McpRefreshRecord["status"],
-    spent_at: r.spent_at == null ? null : Number(r.spent_at),
-    created_at: Number(r.created_at),
-    expires_at: Number(r.expires_at),
-    family_expires_at: Number(r.family_expires_at ?? r.expires_at),
+    refresh_hash: str(r.refresh_hash),
+    family_id: str(r.family_id),
+    client_id: str(r.client_id),
+    agent_client_id: str(r.agent_client_id),
+    agent_id: str(r.agent_id),
+    user_id: str(r.user_id),
+    provider_id: str(r.provider_id),
+    resource: str(r.resource),
+    scopes: json(r.scopes) as string[],
+    grant_id: strOrNull(r.grant_id),
+    access_token_hash: str(r.access_token_hash),
+    status: str(r.status) as McpRefreshRecord["status"],
+    spent_at: numOrNull(r.spent_at),
+    created_at: num(r.created_at),
+    expires_at: num(r.expires_at),
+    family_expires_at: num(r.family_expires_at ?? r.expires_at),
   };
 }

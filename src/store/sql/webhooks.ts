@@ -3,7 +3,7 @@
  * deliverers (every instance runs one) lease only the oldest pending row of each endpoint, so an endpoint gets its
  * events in order, and a lease that lapses (a killed instance) lets another take the row: at least once.
  */
-import type { Row } from "../rows.ts";
+import { json, num, str, type Row } from "../rows.ts";
 import type { Store, WebhookDelivery, WebhookRecord } from "../types.ts";
 import { type Driver, insert, one } from "./driver.ts";
 
@@ -57,7 +57,7 @@ export function webhookQueries(db: Driver): Pick<
     },
     async countWebhookOutbox() {
       const out = { pending: 0, delivered: 0, failed: 0 };
-      for (const r of await db.all("SELECT state, COUNT(*) AS n FROM webhook_outbox GROUP BY state")) out[String(r.state) as keyof typeof out] = Number(r.n);
+      for (const r of await db.all("SELECT state, COUNT(*) AS n FROM webhook_outbox GROUP BY state")) out[str(r.state) as keyof typeof out] = num(r.n);
       return out;
     },
   };
@@ -65,11 +65,11 @@ export function webhookQueries(db: Driver): Pick<
 
 function toWebhook(r: Row): WebhookRecord {
   return {
-    webhook_id: String(r.webhook_id), url: String(r.url), events: JSON.parse(String(r.events)) as string[], secret_sealed: String(r.secret_sealed),
-    created_at: Number(r.created_at),
+    webhook_id: str(r.webhook_id), url: str(r.url), events: json(r.events) as string[], secret_sealed: str(r.secret_sealed),
+    created_at: num(r.created_at),
   };
 }
 
 function toDelivery(r: Row): WebhookDelivery {
-  return { id: Number(r.id), webhook_id: String(r.webhook_id), event_id: String(r.event_id), body: String(r.body), created_at: Number(r.created_at), attempts: Number(r.attempts) };
+  return { id: num(r.id), webhook_id: str(r.webhook_id), event_id: str(r.event_id), body: str(r.body), created_at: num(r.created_at), attempts: num(r.attempts) };
 }

@@ -3,7 +3,6 @@
  * `audit export [--since T]`: the hash chain as JSONL; `audit verify FILE [--key FILE]`: offline, exit 1 naming the
  * first bad seq (agent/audit-verify.ts); `audit key`: the gateway's public audit key (DESIGN §20).
  */
-import { readFile } from "node:fs/promises";
 import { parseAuditKey, verifyAuditExport } from "../../../agent/audit-verify.ts";
 import { auditKey as fetchKey, exportAudit, followAudit, listAudit, type AuditEventView } from "../../../agent/flows/admin.ts";
 import { stringifyInert } from "../../../protocol/sanitize.ts";
@@ -11,7 +10,7 @@ import { getDeps } from "../../kit/deps.ts";
 import { ClientError, usageError } from "../../kit/errors.ts";
 import type { Invocation } from "../../kit/flags.ts";
 import { output } from "../../kit/render.ts";
-import { defined, filters, more, page, setup, table, text, time, type Args } from "./common.ts";
+import { defined, filters, more, page, readInput, setup, table, text, time, type Args } from "./common.ts";
 
 export async function audit(inv: Invocation): Promise<void> {
   const { args: a, format } = inv;
@@ -57,9 +56,9 @@ async function auditVerify({ args: a, format }: Invocation): Promise<void> {
   const file = text(a.file);
   if (file === undefined) throw usageError("say which export to verify: ath admin audit verify FILE [--key FILE]");
   const out = await output(format, getDeps());
-  const exported = await readText(file);
+  const exported = await readInput(file);
   const keyFile = text(a.key);
-  const key = keyFile === undefined ? undefined : parseAuditKey(await readText(keyFile));
+  const key = keyFile === undefined ? undefined : parseAuditKey(await readInput(keyFile));
   if (key === null) throw usageError(`${keyFile} holds no Ed25519 audit key (a JWK, or an export's key line)`);
   const r = verifyAuditExport(exported, key);
   if (!r.ok) {
@@ -83,14 +82,6 @@ async function auditKey({ args: a, format }: Invocation): Promise<void> {
   const jwk = await fetchKey(c.target);
   if (c.out.json) return c.out.doc(jwk);
   c.deps.stdout(`${JSON.stringify(jwk)}\n`);
-}
-
-async function readText(file: string): Promise<string> {
-  try {
-    return file === "-" ? await getDeps().readStdin() : await readFile(file, "utf8");
-  } catch (e) {
-    throw usageError(`cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
-  }
 }
 
 // internal

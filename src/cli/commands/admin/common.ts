@@ -45,14 +45,18 @@ async function tokenFromStdin(deps: Deps): Promise<string> {
   return token;
 }
 
-/** A JSON document from a file or stdin (`-`). */
-export async function readDocument(file: string): Promise<unknown> {
-  let textIn: string;
+/** A file's text, or stdin's (`-`); an unreadable file is a usage error naming it. */
+export async function readInput(file: string): Promise<string> {
   try {
-    textIn = file === "-" ? await getDeps().readStdin() : await readFile(file, "utf8");
+    return file === "-" ? await getDeps().readStdin() : await readFile(file, "utf8");
   } catch (e) {
     throw usageError(`cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
   }
+}
+
+/** A JSON document from a file or stdin (`-`). */
+export async function readDocument(file: string): Promise<unknown> {
+  const textIn = await readInput(file);
   try {
     return JSON.parse(textIn);
   } catch {
