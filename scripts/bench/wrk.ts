@@ -19,7 +19,7 @@
  */
 import { Database } from "bun:sqlite";
 import { SQL } from "bun";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fullFlow } from "../../tests/helpers/agent.ts";
@@ -131,12 +131,15 @@ await withCleanup(
     for (const shape of SHAPES) {
       const rate = new Map<string, number[]>(all.map((t) => [t.name, []]));
       const cpu = new Map<string, number[]>(all.map((t) => [t.name, []]));
+      /** The last round's split of CPU per request over the proxy's threads. */
+      const threads = new Map<string, string>();
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? all : [...all].reverse();
         for (const t of order) {
           const w = await wrk(t, shape, 64, duration);
           rate.get(t.name)!.push(w.rps);
           if (w.cpuUs !== null) cpu.get(t.name)!.push(w.cpuUs);
+          if (w.threads) threads.set(t.name, w.threads);
         }
       }
       const hopRps = median(rate.get("bare hop")!);
@@ -150,6 +153,7 @@ await withCleanup(
         console.log(`  ${t.name.padEnd(44)} ${Math.round(rps).toLocaleString("en").padStart(8)}${vs}${cpuText}`);
         results.push({ shape: shape.name, target: t.name, rps, ratio: t.name === "direct" ? null : rps / hopRps, cpuUs: us });
       }
+      for (const [name, split] of threads) console.log(`   µs per request by thread, ${name}: ${split}`);
       const lat = new Map<string, { p50: number[]; p99: number[] }>(all.map((t) => [t.name, { p50: [], p99: [] }]));
       for (let r = 0; r < rounds; r++) {
         for (const t of r % 2 === 0 ? all : [...all].reverse()) {
@@ -224,14 +228,46 @@ async function checkBudgets(): Promise<void> {
 
 /** CPU time (user + system, all threads) a process has used so far, in µs, from /proc/PID/stat. */
 function cpuTimeUs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return ticksOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
+}
+
+/** CPU time so far per thread name (/proc/PID/task/TID: the JS thread, Bun's HTTP client thread, GC helpers…), in µs. */
+function threadTimesUs(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const name = tid === String(pid) ? "main (JS)" : readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim().replace(/\d+$/, "");
+        out.set(name, (out.get(name) ?? 0) + ticksOf(readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")));
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+  } catch {
+    // the process ended
+  }
+  return out;
+}
+
+function ticksOf(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of proc(5))
   return (ticks / CLOCK_TICKS) * 1e6;
 }
 
-async function wrk(t: Target, shape: Shape, connections: number, seconds: number): Promise<{ rps: number; p50: number; p99: number; cpuUs: number | null }> {
+/** Per-thread µs per request between two readings, largest first, e.g. "main (JS) 120.1, HTTP Client 30.2". */
+function perThread(before: Map<string, number>, after: Map<string, number>, requests: number): string {
+  return [...after]
+    .map(([name, us]) => [name, (us - (before.get(name) ?? 0)) / requests] as const)
+    .filter(([, us]) => us >= 0.5)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, us]) => `${name} ${us.toFixed(1)}`)
+    .join(", ");
+}
+
+async function wrk(t: Target, shape: Shape, connections: number, seconds: number): Promise<{ rps: number; p50: number; p99: number; cpuUs: number | null; threads?: string }> {
   const cpuBefore = t.pid === undefined ? null : cpuTimeUs(t.pid);
+  const threadsBefore = t.pid === undefined ? null : threadTimesUs(t.pid);
   const script = join(tmpdir(), `ath-wrk-${process.pid}.lua`);
   writeFileSync(
     script,
@@ -254,7 +290,8 @@ async function wrk(t: Target, shape: Shape, connections: number, seconds: number
   };
   const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
   const cpuUs = cpuBefore === null || !(requests > 0) ? null : (cpuTimeUs(t.pid!) - cpuBefore) / requests;
-  return { rps, p50: pct("50"), p99: pct("99"), cpuUs };
+  const threads = threadsBefore === null || !(requests > 0) ? undefined : perThread(threadsBefore, threadTimesUs(t.pid!), requests);
+  return { rps, p50: pct("50"), p99: pct("99"), cpuUs, ...(threads ? { threads } : {}) };
 }
 
 async function startBun(name: string, code: string, cpu: string, env: Record<string, string>): Promise<string> {

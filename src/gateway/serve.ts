@@ -168,7 +168,13 @@ const IDLE_TIMEOUT_S = 10;
  */
 function inFlightPerIp(max: number) {
   const counts = new Map<string, number>();
-  return async (ip: string, handle: () => Promise<Response>): Promise<Response> => {
+  const release = (ip: string) => {
+    const left = (counts.get(ip) ?? 1) - 1;
+    if (left <= 0) counts.delete(ip);
+    else counts.set(ip, left);
+  };
+  // Not an async function: the handler's own promise, released when it settles (one promise and await fewer per request).
+  return (ip: string, handle: () => Promise<Response>): Response | Promise<Response> => {
     const n = counts.get(ip) ?? 0;
     if (n >= max) {
       const refused = new AthError("RATE_LIMITED", `Too many requests in flight from this address (at most ${max})`, { reason: "max_connections_per_ip" }, {
@@ -177,13 +183,20 @@ function inFlightPerIp(max: number) {
       return errorResponse(refused, () => undefined);
     }
     counts.set(ip, n + 1);
+    let answer: Promise<Response>;
     try {
-      return await handle();
-    } finally {
-      const left = (counts.get(ip) ?? 1) - 1;
-      if (left <= 0) counts.delete(ip);
-      else counts.set(ip, left);
+      answer = handle();
+    } catch (err) {
+      release(ip);
+      throw err;
     }
+    return answer.then(
+      (res) => (release(ip), res),
+      (err: unknown) => {
+        release(ip);
+        throw err;
+      },
+    );
   };
 }
 
