@@ -28,10 +28,9 @@ export function createRouter(table: readonly Route[]): Router {
     match(method, path) {
       let candidates: { route: Route; params: Record<string, string> }[] = (exact.get(path) ?? []).map((route) => ({ route, params: {} }));
       if (candidates.length === 0) {
-        let parts: string[] | undefined; // split once, for the templates whose literal prefix the path has
         for (const c of templated) {
           if (!path.startsWith(c.literalPrefix)) continue;
-          const params = c.match((parts ??= path.split("/")));
+          const params = c.match(path);
           if (params) candidates.push({ route: c.route, params });
         }
       }
@@ -68,8 +67,8 @@ interface Compiled {
   route: Route;
   /** What every path this template matches starts with. */
   literalPrefix: string;
-  /** The path's `/`-separated parts (it starts with literalPrefix) → the template's params, or null. */
-  match(parts: string[]): Record<string, string> | null;
+  /** The path (it starts with literalPrefix) → the template's params, or null. */
+  match(path: string): Record<string, string> | null;
 }
 
 /** `/a/{x}/b` matches one segment per `{x}`; a final `*` takes the rest (`/a/{x}/*` also matches `/a/v`, rest ""). */
@@ -80,18 +79,23 @@ function compile(route: Route): Compiled {
   return {
     route,
     literalPrefix,
-    match(parts) {
-      if (parts.length < segments.length || (!rest && parts.length !== segments.length)) return null;
+    // Walks the path's `/`-separated parts in place (a proxied path can be long: it is not split into an array).
+    match(path) {
       const params: Record<string, string> = {};
+      let pos = 0; // where the next part starts; past the end once the last part was read
       for (let i = 0; i < segments.length; i++) {
+        if (pos > path.length) return null; // fewer parts than the template has
+        const slash = path.indexOf("/", pos);
+        const end = slash < 0 ? path.length : slash;
         const s = segments[i]!;
-        const p = parts[i]!;
         if (s.startsWith("{")) {
-          if (p === "") return null;
-          params[s.slice(1, -1)] = p;
-        } else if (s !== p) return null;
+          if (end === pos) return null;
+          params[s.slice(1, -1)] = path.slice(pos, end);
+        } else if (s.length !== end - pos || !path.startsWith(s, pos)) return null;
+        pos = end + 1;
       }
-      if (rest) params["*"] = parts.slice(segments.length).join("/");
+      if (rest) params["*"] = pos > path.length ? "" : path.slice(pos);
+      else if (pos <= path.length) return null; // more parts than the template has
       return params;
     },
   };

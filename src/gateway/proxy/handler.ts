@@ -19,8 +19,8 @@ import { apiHeaders } from "../oauth/quirks.ts";
 import { agentResponseHeaders, filterResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { prepareBody, send, type PreparedBody } from "./relay.ts";
 import { allowedByScopeRules, ANY_SCOPE } from "./scope-rules.ts";
-import { upstreamUrl } from "./url.ts";
-import { boundHeaders, canonicalRequest } from "../rules/canonical-request.ts";
+import { requestLine } from "./request-line.ts";
+import { boundHeaders } from "../rules/canonical-request.ts";
 
 /** On answers to calls a budget counted: the calls left in the tightest matching budget's window (DESIGN §16). */
 const BUDGET_REMAINING = "ath-budget-remaining";
@@ -55,10 +55,10 @@ export async function proxy(call: Call): Promise<Response> {
     throw new AthError("UPSTREAM_UNAVAILABLE", `Provider '${providerId}' has no api_base_url configured`, { provider_id: providerId });
   }
   // The one canonical request every rule reads (DESIGN §16): an ambiguous path is refused here, nothing forwarded.
-  const canonical = canonicalRequest(req.method, rawPath, call.search, { pathParams: record.config.path_params });
-  const target = upstreamUrl(record.config.api_base_url, rawPath, call.search);
+  const line = requestLine(record.config as typeof record.config & { api_base_url: string }, req.method, rawPath, call.search);
+  const { canonical, target } = line;
   const rules = record.config.scope_rules;
-  if (rules ? !allowedByScopeRules(rules, token.scopes, canonical) : gw.opts.strictScopes) {
+  if (rules ? !line.allows(token.scopes) : gw.opts.strictScopes) {
     // the scopes that would allow it, so the agent knows what to ask for
     const needed = rules ? Object.keys(rules).filter((scope) => scope !== ANY_SCOPE && allowedByScopeRules(rules, [scope], canonical)) : [];
     const need = needed.length === 0 ? "" : `; it needs ${needed.length === 1 ? "the scope" : "one of the scopes"} ${needed.join(", ")}`;

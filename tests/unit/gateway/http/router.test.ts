@@ -3,6 +3,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { call } from "../../../helpers/agent.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
 import { BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
+import type { Route } from "../../../../src/gateway/context.ts";
+import { createRouter } from "../../../../src/gateway/http/router.ts";
 
 let g: InProcess;
 beforeEach(async () => {
@@ -31,5 +33,36 @@ describe("routing", () => {
       expectError(r, "METHOD_NOT_ALLOWED");
       expect({ method, path, allow: r.headers.get("allow") }).toEqual({ method, path, allow });
     }
+  });
+});
+
+describe("templates, matched part by part", () => {
+  const noop = async () => new Response(null);
+  const route = (path: string) => ({ method: "GET", path, kind: "api", auth: "none", handler: noop }) as unknown as Route;
+  const router = createRouter([route("/a/{x}/*"), route("/b/{x}"), route("/c/{x}/d")]);
+  const params = (path: string) => {
+    const m = router.match("GET", path);
+    return m.ok ? m.params : m.error.code;
+  };
+
+  test("a final * takes the rest as sent, or nothing", () => {
+    expect(params("/a/v")).toEqual({ x: "v", "*": "" });
+    expect(params("/a/v/")).toEqual({ x: "v", "*": "" });
+    expect(params("/a/v/b/c")).toEqual({ x: "v", "*": "b/c" });
+    expect(params("/a/v//b/")).toEqual({ x: "v", "*": "/b/" });
+    expect(params("/a/v/%2e%2e/x")).toEqual({ x: "v", "*": "%2e%2e/x" });
+  });
+
+  test("without *, exactly the template's parts; a {param} is never empty", () => {
+    expect(params("/b/v")).toEqual({ x: "v" });
+    expect(params("/b/v/")).toBe("NOT_FOUND");
+    expect(params("/b/v/w")).toBe("NOT_FOUND");
+    expect(params("/b/")).toBe("NOT_FOUND");
+    expect(params("/a/")).toBe("NOT_FOUND");
+    expect(params("/a//x")).toBe("NOT_FOUND");
+    expect(params("/c/v/d")).toEqual({ x: "v" });
+    expect(params("/c/v/dd")).toBe("NOT_FOUND");
+    expect(params("/c/v/")).toBe("NOT_FOUND");
+    expect(params("/c/v")).toBe("NOT_FOUND");
   });
 });
