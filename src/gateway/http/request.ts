@@ -71,18 +71,12 @@ export async function readJson<S extends z.ZodType>(call: Call, schema: S, opts 
 
 /** The token of `Authorization: Bearer <token>` (RFC 6750 §2.1: the scheme is case-insensitive), or null. */
 export function bearerToken(req: Request): string | null {
-  const header = req.headers.get("authorization");
-  if (header === null || header.slice(0, 6).toLowerCase() !== "bearer" || !/^\s$/.test(header.charAt(6))) return null;
-  const token = header.slice(7).trim();
-  return token === "" || /\s/.test(token) ? null : token;
+  return credentialOf(req.headers.get("authorization"), "bearer");
 }
 
 /** `Authorization: DPoP <token>` → the token; null for any other scheme (RFC 9449 §7.1: the scheme is case-insensitive). */
 export function dpopToken(req: Request): string | null {
-  const header = req.headers.get("authorization");
-  if (header === null || header.slice(0, 4).toLowerCase() !== "dpop" || !/^\s$/.test(header.charAt(4))) return null;
-  const token = header.slice(5).trim();
-  return token === "" || /\s/.test(token) ? null : token;
+  return credentialOf(req.headers.get("authorization"), "dpop");
 }
 
 /** The DPoP proof of a request (RFC 9449 §4.1), or null. Two headers arrive joined and fail verification as one. */
@@ -92,20 +86,34 @@ export function dpopHeader(req: Request): string | null {
 
 /**
  * What a caller of the proxy presents (DESIGN §17): its token (`Bearer` or `DPoP` scheme), the DPoP proof, and the
- * request the proof must be of — the public URL (`baseUrl` + path, no query) and the method.
+ * request the proof must be of — the public URL (`baseUrl` + path, no query; worked out only when read, which only a
+ * DPoP proof's check does) and the method.
  */
 export function callerCredentials(req: Request, baseUrl: string) {
-  const dpop = dpopToken(req);
+  const header = req.headers.get("authorization");
+  const dpop = credentialOf(header, "dpop");
   return {
-    token: dpop ?? bearerToken(req),
+    token: dpop ?? credentialOf(header, "bearer"),
     scheme: dpop !== null ? ("dpop" as const) : ("bearer" as const),
     proof: dpopHeader(req),
     method: req.method,
-    url: baseUrl + new URL(req.url).pathname,
+    get url(): string {
+      return baseUrl + new URL(req.url).pathname;
+    },
   };
 }
 
 // internal
+
+/** The credential of an Authorization header in `scheme` (lower case; compared case-insensitively), or null. */
+function credentialOf(header: string | null, scheme: "bearer" | "dpop"): string | null {
+  const n = scheme.length;
+  if (header === null || header.length <= n + 1 || header.slice(0, n).toLowerCase() !== scheme || !WHITESPACE.test(header.charAt(n))) return null;
+  const token = header.slice(n + 1).trim();
+  return token === "" || HAS_WHITESPACE.test(token) ? null : token;
+}
+const WHITESPACE = /^\s$/;
+const HAS_WHITESPACE = /\s/;
 
 /** DESIGN §10: objects and arrays nest at most 32 deep in a protocol body. */
 const MAX_JSON_DEPTH = 32;

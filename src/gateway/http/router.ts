@@ -26,7 +26,8 @@ export function createRouter(table: readonly Route[]): Router {
   }
   return {
     match(method, path) {
-      let candidates: { route: Route; params: Record<string, string> }[] = (exact.get(path) ?? []).map((route) => ({ route, params: {} }));
+      const exactRoutes = exact.get(path);
+      const candidates: { route: Route; params: Record<string, string> }[] = exactRoutes === undefined ? [] : exactRoutes.map((route) => ({ route, params: {} }));
       if (candidates.length === 0) {
         for (const c of templated) {
           if (!path.startsWith(c.literalPrefix)) continue;
@@ -107,7 +108,8 @@ function pick<T extends { route: Route }>(candidates: T[], method: string): T | 
 
 function decodeParams(params: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(params)) {
+  for (const k in params) {
+    const v = params[k]!;
     if (k === "*") {
       out[k] = v;
       continue;
