@@ -5,9 +5,11 @@
  * is ath's own µs per request: the figure the proxy's throughput ratio depends on (DESIGN §13). Under load the
  * absolute µs grow; the difference's share and the CPU profile's proportions hold.
  *
- * Usage: bun [--cpu-prof --cpu-prof-dir DIR] scripts/bench/inproc.ts [--requests 20000] [--rounds 5] [--post]
+ * Usage: bun [--cpu-prof --cpu-prof-dir DIR] scripts/bench/inproc.ts [--requests 20000] [--rounds 5] [--post] [--log]
+ * --log: the gateway writes its JSON access records (into a sink: the formatting, not the write, is measured).
  */
 import { fullFlow } from "../../tests/helpers/agent.ts";
+import { createLogger } from "../../src/gateway/ops/log.ts";
 import { scriptedGateway } from "../../tests/helpers/in-process.ts";
 import { median } from "./lib.ts";
 
@@ -20,11 +22,12 @@ const flag = (name: string, fallback: string) => {
 const requests = Math.max(1_000, Number(flag("--requests", "20000")));
 const rounds = Math.max(1, Number(flag("--rounds", "5")));
 const post = args.includes("--post");
+const log = args.includes("--log") ? createLogger({ format: "json", level: "info", write: () => undefined }) : undefined;
 
 const SMALL = JSON.stringify({ id: "msg_1", subject: "Quarterly numbers", unread: true, labels: ["inbox"] });
 const POST_BODY = JSON.stringify({ data: "x".repeat(1024 - 11) });
 
-const { g, p } = await scriptedGateway((p) => ({ mail: p.config({ scope_rules: { "mail:read": ["GET /small"], "mail:send": ["POST /items"] } }) }));
+const { g, p } = await scriptedGateway((p) => ({ mail: p.config({ scope_rules: { "mail:read": ["GET /small"], "mail:send": ["POST /items"] } }) }), log ? { log } : {});
 const { accessToken } = await fullFlow(g, { provider_id: "mail", scopes: ["mail:read", "mail:send"] });
 // The scripted API answers these two fixed bodies (it still records each request: cleared between batches).
 p.routes.set("/small", () => new Response(SMALL, { headers: { "content-type": "application/json" } }));
