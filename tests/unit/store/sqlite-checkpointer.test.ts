@@ -55,6 +55,9 @@ describe("the WAL checkpointer", () => {
       try {
         await until("the worker", () => ready);
         db.query("INSERT INTO t (x) VALUES (?)").run("x".repeat(2_000_000));
+        // The store's change feed reads data_version as "another connection wrote": a checkpoint must not move it.
+        const version = () => (db.query("PRAGMA data_version").get() as { data_version: number }).data_version;
+        const v0 = version();
         const before = size(path);
         expect(size(`${path}-wal`)).toBeGreaterThan(2_000_000);
         const t = Date.now();
@@ -63,6 +66,7 @@ describe("the WAL checkpointer", () => {
         expect(Date.now() - t).toBeLessThan(CHECKPOINT_EVERY_MS + 1000);
         await until("the checkpoint to finish", () => spans.length === 2);
         expect(spans).toEqual(["hold", "release"]);
+        expect(version()).toBe(v0);
         // Fully checkpointed: the next write starts the WAL over instead of appending.
         const r = await ck.checkpoint();
         expect(r.busy).toBe(0);
