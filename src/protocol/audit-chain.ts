@@ -90,32 +90,27 @@ export function chainRecord(e: {
  * gives it (UTF-16 order: agent_id, at, client_id, data, prev_hash, provider_id, seq, type, user_id). The store's
  * append path uses it; verification goes through the generic path, and a test holds the two byte-identical.
  */
-export function hashChainedText(
-  e: {
-    seq: number;
-    prev_hash: string;
-    type: string;
-    at: number;
-    client_id?: string | null;
-    agent_id?: string | null;
-    user_id?: string | null;
-    provider_id?: string | null;
-  },
-  canonicalData: string | null,
-): string {
-  return Bun.SHA256.hash(canonicalRecordText(e, canonicalData), "hex");
+export function hashChainedText(e: ChainedEvent, seq: number, prevHash: string, canonicalData: string | null): string {
+  return Bun.SHA256.hash(canonicalRecordText(e, seq, prevHash, canonicalData), "hex");
+}
+
+/** What hashChainedText reads of an event besides its place in the chain. */
+export interface ChainedEvent {
+  type: string;
+  at: number;
+  client_id?: string | null;
+  agent_id?: string | null;
+  user_id?: string | null;
+  provider_id?: string | null;
 }
 
 /** The JCS text hashChainedText hashes (see there). */
-export function canonicalRecordText(
-  e: Parameters<typeof hashChainedText>[0],
-  canonicalData: string | null,
-): string {
-  if (!Number.isFinite(e.seq)) throw new TypeError(`JCS: ${e.seq} is not a JSON number`);
+export function canonicalRecordText(e: ChainedEvent, seq: number, prevHash: string, canonicalData: string | null): string {
+  if (!Number.isFinite(seq)) throw new TypeError(`JCS: ${seq} is not a JSON number`);
   return (
     `{"agent_id":${textOrNull(e.agent_id)},"at":"${new Date(e.at).toISOString()}","client_id":${textOrNull(e.client_id)},` +
-    `"data":${canonicalData ?? "null"},"prev_hash":${JSON.stringify(e.prev_hash)},"provider_id":${textOrNull(e.provider_id)},` +
-    `"seq":${JSON.stringify(e.seq)},"type":${JSON.stringify(e.type)},"user_id":${textOrNull(e.user_id)}}`
+    `"data":${canonicalData ?? "null"},"prev_hash":${JSON.stringify(prevHash)},"provider_id":${textOrNull(e.provider_id)},` +
+    `"seq":${JSON.stringify(seq)},"type":${JSON.stringify(e.type)},"user_id":${textOrNull(e.user_id)}}`
   );
 }
 

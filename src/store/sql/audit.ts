@@ -38,7 +38,7 @@ export function auditQueries(db: Driver): Pick<
           const dataText = canonicalData(e.data);
           const seq = head.seq + 1;
           const prev = head.hash;
-          const hash = hashChainedText({ ...e, seq, prev_hash: prev }, dataText);
+          const hash = hashChainedText(e, seq, prev, dataText);
           head.seq = seq;
           head.hash = hash;
           values.push(e.type, e.at, e.client_id ?? null, e.agent_id ?? null, e.provider_id ?? null, e.user_id ?? null, dataText, seq, prev, hash);

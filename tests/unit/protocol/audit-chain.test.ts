@@ -28,7 +28,7 @@ function generic(e: Ev, seq: number, prev: string): { text: string; hash: string
 
 function direct(e: Ev, seq: number, prev: string): { text: string; hash: string } {
   const data = canonicalData(e.data);
-  return { text: canonicalRecordText({ ...e, seq, prev_hash: prev }, data), hash: hashChainedText({ ...e, seq, prev_hash: prev }, data) };
+  return { text: canonicalRecordText(e, seq, prev, data), hash: hashChainedText(e, seq, prev, data) };
 }
 
 class Thing {
