@@ -2,7 +2,9 @@
  * The audit chain's costs (DESIGN §20), in one run:
  * 1. the offline verifier on an export of 10,000 records made by the gateway (HTTP export, in process) — budget < 1 s;
  * 2. proxy throughput with every call audited (proxy.call, hashed and chained in batches) against the same gateway
- *    with proxied calls left out of the audit — interleaved rounds, same process, same store file — budget ≥ 0.95×.
+ *    with proxied calls left out of the audit — interleaved rounds, same process, same store file — budget ≥ 0.95×;
+ *    beside req/s, the process's CPU time per request (process.cpuUsage; the in-process load generator's included),
+ *    which holds better than throughput on a shared machine: the difference is what the audit record costs a call.
  * Measured in process (no sockets: the strictest ratio) and over HTTP on loopback (Bun.serve in front of the same
  * gateway); the demo upstream answers from memory in both.
  *
@@ -62,8 +64,11 @@ try {
     // Over HTTP too: the same gateway behind Bun.serve on loopback (the upstream still answers from memory).
     const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => g.app.fetch(req) });
     const overHttp = `http://127.0.0.1:${server.port}/ath/proxy/demo/notes`;
+    /** Process CPU (user + system) per request of the last round, in µs: the load generator's share included. */
+    let cpuPerRequest = 0;
     const round = async (http: boolean): Promise<number> => {
       let next = 0;
+      const cpu = process.cpuUsage();
       const t = performance.now();
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
@@ -76,21 +81,28 @@ try {
         }),
       );
       await g.gw.auditLog.flush(); // the audited side pays for its writes inside its round
-      return REQUESTS / ((performance.now() - t) / 1000);
+      const elapsed = performance.now() - t;
+      const used = process.cpuUsage(cpu);
+      cpuPerRequest = (used.user + used.system) / REQUESTS;
+      return REQUESTS / (elapsed / 1000);
     };
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     for (const http of [false, true]) {
       await round(http); // warm-up
       const on: number[] = [];
       const off: number[] = [];
+      const cpuOn: number[] = [];
+      const cpuOff: number[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         for (const audited of r % 2 === 0 ? [true, false] : [false, true]) {
           g.gw.auditLog.push = audited ? push : skipProxyCalls;
           (audited ? on : off).push(await round(http));
+          (audited ? cpuOn : cpuOff).push(cpuPerRequest);
         }
       }
       const head = await g.gw.store.auditHead();
       console.log(`proxy ${http ? "over HTTP (loopback)" : "in process"}, ${CONCURRENCY} concurrent, ${REQUESTS} requests × ${ROUNDS} rounds each: audited ${med(on).toFixed(0)} req/s, not audited ${med(off).toFixed(0)} req/s → ratio ${(med(on) / med(off)).toFixed(3)} (chain head seq ${head.seq})`);
+      console.log(`  process CPU per request (load generator included): audited ${med(cpuOn).toFixed(1)} µs, not audited ${med(cpuOff).toFixed(1)} µs → audit ${(med(cpuOn) - med(cpuOff)).toFixed(1)} µs per call`);
     }
     g.gw.auditLog.push = push;
     server.stop(true);

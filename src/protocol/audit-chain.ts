@@ -84,6 +84,36 @@ export function chainRecord(e: {
   };
 }
 
+/**
+ * hashRecord(chainRecord(e)) for a record whose `data` is already canonical JSON text (or null), without building the
+ * record object and sorting its members: its canonical text is written in the fixed order of the names chainRecord
+ * gives it (UTF-16 order: agent_id, at, client_id, data, prev_hash, provider_id, seq, type, user_id). The store's
+ * append path uses it; verification goes through the generic path, and a test holds the two byte-identical.
+ */
+export function hashChainedText(e: ChainedEvent, seq: number, prevHash: string, canonicalData: string | null): string {
+  return Bun.SHA256.hash(canonicalRecordText(e, seq, prevHash, canonicalData), "hex");
+}
+
+/** What hashChainedText reads of an event besides its place in the chain. */
+export interface ChainedEvent {
+  type: string;
+  at: number;
+  client_id?: string | null;
+  agent_id?: string | null;
+  user_id?: string | null;
+  provider_id?: string | null;
+}
+
+/** The JCS text hashChainedText hashes (see there). */
+export function canonicalRecordText(e: ChainedEvent, seq: number, prevHash: string, canonicalData: string | null): string {
+  if (!Number.isFinite(seq)) throw new TypeError(`JCS: ${seq} is not a JSON number`);
+  return (
+    `{"agent_id":${textOrNull(e.agent_id)},"at":"${new Date(e.at).toISOString()}","client_id":${textOrNull(e.client_id)},` +
+    `"data":${canonicalData ?? "null"},"prev_hash":${JSON.stringify(prevHash)},"provider_id":${textOrNull(e.provider_id)},` +
+    `"seq":${JSON.stringify(seq)},"type":${JSON.stringify(e.type)},"user_id":${textOrNull(e.user_id)}}`
+  );
+}
+
 export function hashRecord(record: ChainRecord): string {
   // Bun's one-shot SHA-256: a node:crypto hasher object per record costs 3–5× more (scripts/bench/audit.ts).
   return Bun.SHA256.hash(canonicalize(record), "hex");
@@ -116,4 +146,10 @@ export function isAuditPublicJwk(v: unknown): v is AuditPublicJwk {
     typeof o === "object" && o !== null && o.kty === "OKP" && o.crv === "Ed25519" && typeof o.x === "string" &&
     /^[A-Za-z0-9_-]{43}$/.test(o.x) && typeof o.kid === "string"
   );
+}
+
+// internal
+
+function textOrNull(v: string | null | undefined): string {
+  return v === null || v === undefined ? "null" : canonicalize(v);
 }

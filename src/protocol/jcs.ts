@@ -48,3 +48,49 @@ export function canonicalize(value: unknown): string {
 function fail(why: string): never {
   throw new TypeError(`JCS: ${why}`);
 }
+
+/**
+ * canonicalize() for plain JSON data only — null, booleans, finite numbers, strings, arrays without holes or undefined,
+ * and objects whose prototype is Object.prototype or null, with no toJSON — else a TypeError. For such a value it
+ * equals `canonicalize(JSON.parse(JSON.stringify(value)))` without the round trip; anything JSON.stringify would
+ * change on the way (toJSON, boxed primitives, class instances, dropped functions) is refused, so a caller can fall
+ * back to the round trip.
+ */
+export function canonicalizePlain(value: unknown): string {
+  if (value === null) return "null";
+  switch (typeof value) {
+    case "boolean":
+      return value ? "true" : "false";
+    case "string":
+      return JSON.stringify(value);
+    case "number":
+      if (!Number.isFinite(value)) throw new TypeError(`JCS: ${value} is not a JSON number`);
+      return JSON.stringify(value);
+    case "object": {
+      if (Array.isArray(value)) {
+        let out = "[";
+        for (let i = 0; i < value.length; i++) {
+          if (value[i] === undefined) fail("undefined in an array");
+          out += (i === 0 ? "" : ",") + canonicalizePlain(value[i]);
+        }
+        return out + "]";
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) fail("not a plain object");
+      const o = value as Record<string, unknown>;
+      if ("toJSON" in o) fail("an object with toJSON");
+      const names = Object.keys(o).sort();
+      let out = "{";
+      let first = true;
+      for (const k of names) {
+        const v = o[k];
+        if (v === undefined) continue;
+        out += (first ? "" : ",") + JSON.stringify(k) + ":" + canonicalizePlain(v);
+        first = false;
+      }
+      return out + "}";
+    }
+    default:
+      return fail(`a ${typeof value} is not JSON`);
+  }
+}

@@ -8,6 +8,7 @@ import { dirname } from "node:path";
 import { META_TABLE, SCHEMA_VERSION_KEY, migrations } from "./migrations.ts";
 import type { ChangeFeed } from "./notify.ts";
 import type { Row } from "./rows.ts";
+import { BACKSTOP_PAGES, type Checkpointer, startCheckpointer } from "./sqlite-checkpointer.ts";
 import { type Driver, sqlStore } from "./sql-store.ts";
 import type { Store } from "./types.ts";
 
@@ -22,9 +23,10 @@ export function openSqliteStore(path: string): Store {
     db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
-    // Small WAL checkpoints, often: a checkpoint runs in the committing statement, on the event loop, and the
-    // default of 1,000 pages stalled a sweep's batches by 30–40 ms (scripts/bench/sweep.ts; 100 pages: under 20 ms).
-    db.exec("PRAGMA wal_autocheckpoint = 100");
+    // Until the checkpointer below runs (and should it fail): small WAL checkpoints, often — an automatic checkpoint
+    // runs in the committing statement, on the event loop, and the default of 1,000 pages stalled a sweep's batches
+    // by 30–40 ms (scripts/bench/sweep.ts; 100 pages: under 20 ms).
+    db.exec(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
     db.exec("PRAGMA foreign_keys = ON");
     // The file holds hashes and sealed upstream tokens: owner-only (SQLite gives -wal/-shm the same mode).
     if (!memory) chmodSync(path, 0o600);
@@ -33,7 +35,28 @@ export function openSqliteStore(path: string): Store {
     db.close();
     throw err;
   }
-  return sqlStore(driver(db));
+  // A file's WAL is checkpointed by a worker thread (sqlite-checkpointer.ts): the gateway's own connection then only
+  // checkpoints as a backstop, at BACKSTOP_PAGES.
+  const d = driver(db);
+  if (!memory) {
+    d.checkpointer = startCheckpointer(path, {
+      onReady: () => setAutocheckpoint(db, BACKSTOP_PAGES),
+      onFailed: () => setAutocheckpoint(db, AUTOCHECKPOINT_PAGES),
+      exclusive: d.exclusive,
+    });
+  }
+  return sqlStore(d);
+}
+
+/** Pages of WAL after which a commit checkpoints on its own connection, when no checkpointer runs. */
+const AUTOCHECKPOINT_PAGES = 100;
+
+function setAutocheckpoint(db: Database, pages: number): void {
+  try {
+    db.exec(`PRAGMA wal_autocheckpoint = ${pages}`);
+  } catch {
+    // closed meanwhile
+  }
 }
 
 // internal
@@ -42,11 +65,18 @@ export function openSqliteStore(path: string): Store {
  * bun:sqlite has one connection, so a statement issued by another request while a transaction awaits would run
  * inside it: outside a transaction, every statement (and every other transaction) first waits for the running one.
  */
-function driver(db: Database): Driver {
+function driver(db: Database): Driver & { checkpointer: Checkpointer | null; exclusive: (fn: () => Promise<void>) => Promise<void> } {
   const bind = (params: unknown[]) => params.map((p) => (p === undefined ? null : p)) as SQLQueryBindings[];
   const all = (sql: string, params: unknown[] = []) => db.query<Row, SQLQueryBindings[]>(sql).all(...bind(params));
   const run = (sql: string, params: unknown[] = []) => db.query<Row, SQLQueryBindings[]>(sql).run(...bind(params)).changes;
+  /** A statement outside a transaction, or a transaction, committed: the checkpointer is told (reads are not). */
+  const wrote = () => self.checkpointer?.wrote();
   let running: Promise<void> | null = null;
+  /**
+   * A WAL checkpoint in progress (sqlite-checkpointer.ts): writes wait for it, reads need not. (Each wait is a loop
+   * in the waiting function itself, so the check and what follows it run with no other waiter in between.)
+   */
+  let checkpointing: Promise<void> | null = null;
   const feed = dataVersionFeed(db);
   const inside: Driver = {
     kind: "sqlite",
@@ -58,18 +88,35 @@ function driver(db: Database): Driver {
       throw new TypeError("close() inside a transaction");
     },
   };
-  return {
-    kind: "sqlite",
-    async all(sql, params) {
-      while (running) await running;
-      return all(sql, params);
+  const self = {
+    kind: "sqlite" as const,
+    checkpointer: null as Checkpointer | null,
+    async exclusive(fn: () => Promise<void>) {
+      while (running || checkpointing) await (running ?? checkpointing);
+      let end: () => void = () => undefined;
+      checkpointing = new Promise((resolve) => (end = resolve));
+      try {
+        await fn();
+      } finally {
+        checkpointing = null;
+        end();
+      }
     },
-    async run(sql, params) {
-      while (running) await running;
-      return run(sql, params);
+    async all(sql: string, params?: unknown[]) {
+      const writes = !sql.startsWith("SELECT"); // UPDATE … RETURNING
+      while (running || (writes && checkpointing)) await (running ?? checkpointing);
+      const rows = all(sql, params);
+      if (writes) wrote();
+      return rows;
     },
-    async transaction(fn) {
-      while (running) await running;
+    async run(sql: string, params?: unknown[]) {
+      while (running || checkpointing) await (running ?? checkpointing);
+      const changes = run(sql, params);
+      wrote();
+      return changes;
+    },
+    async transaction<T>(fn: (tx: Driver) => Promise<T>): Promise<T> {
+      while (running || checkpointing) await (running ?? checkpointing);
       let end: () => void = () => undefined;
       running = new Promise((resolve) => (end = resolve));
       try {
@@ -78,6 +125,7 @@ function driver(db: Database): Driver {
         try {
           const result = await fn(inside);
           db.exec("COMMIT");
+          wrote();
           return result;
         } catch (err) {
           if (db.inTransaction) db.exec("ROLLBACK");
@@ -89,8 +137,13 @@ function driver(db: Database): Driver {
       }
     },
     changes: () => feed,
-    close: async () => db.close(),
+    close: async () => {
+      // The worker's connection closes first, so this one (the last) checkpoints and removes the WAL as it closes.
+      await self.checkpointer?.close();
+      db.close();
+    },
   };
+  return self;
 }
 
 /** How often another process's commits to the same file are looked for. */

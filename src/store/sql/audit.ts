@@ -4,7 +4,8 @@
  * only write lock), gives each event the next `seq`, the previous record's hash and its own, and moves the head: two
  * instances appending at once take turns, so the chain never forks.
  */
-import { chainRecord, hashRecord } from "../../protocol/audit-chain.ts";
+import { chainRecord, hashChainedText, hashRecord } from "../../protocol/audit-chain.ts";
+import { canonicalize, canonicalizePlain } from "../../protocol/jcs.ts";
 import type { Row } from "../rows.ts";
 import { toAudit } from "../rows.ts";
 import type { AuditCheckpoint, AuditEvent, AuditHead, Store } from "../types.ts";
@@ -33,10 +34,14 @@ export function auditQueries(db: Driver): Pick<
         const head = await lockHead(tx);
         const values: unknown[] = [];
         for (const e of events) {
-          // What is stored is what is hashed: data goes through its JSON text (undefined members dropped, dates as strings).
-          const dataText = e.data === undefined || e.data === null ? null : JSON.stringify(e.data);
-          const link = chain(head, { ...e, data: dataText === null ? undefined : (JSON.parse(dataText) as Record<string, unknown>) });
-          values.push(e.type, e.at, e.client_id ?? null, e.agent_id ?? null, e.provider_id ?? null, e.user_id ?? null, dataText, ...link);
+          // What is stored is what is hashed: data's canonical JSON text, which the record's text embeds as it is.
+          const dataText = canonicalData(e.data);
+          const seq = head.seq + 1;
+          const prev = head.hash;
+          const hash = hashChainedText(e, seq, prev, dataText);
+          head.seq = seq;
+          head.hash = hash;
+          values.push(e.type, e.at, e.client_id ?? null, e.agent_id ?? null, e.provider_id ?? null, e.user_id ?? null, dataText, seq, prev, hash);
         }
         // One statement per batch (the gateway's audit queue writes them in batches).
         await tx.run(`INSERT INTO audit (${COLUMNS.join(", ")}) VALUES ${events.map(() => `(${COLUMNS.map(() => "?").join(", ")})`).join(", ")}`, values);
@@ -116,6 +121,21 @@ export function auditQueries(db: Driver): Pick<
 }
 
 // internal
+
+/**
+ * An event's data as the chain hashes and the store keeps it: the JCS text of its JSON form (undefined members
+ * dropped, dates as strings), null for none. Plain data is canonicalized directly; anything else goes through
+ * JSON.stringify first, as it always did.
+ */
+export function canonicalData(data: Record<string, unknown> | null | undefined): string | null {
+  if (data === undefined || data === null) return null;
+  try {
+    return canonicalizePlain(data);
+  } catch {
+    const text = JSON.stringify(data);
+    return text === undefined ? null : canonicalize(JSON.parse(text));
+  }
+}
 
 /** The next link after `head` (which it moves): [seq, prev_hash, hash]. */
 function chain(head: AuditHead, e: AuditEvent): [number, string, string] {
