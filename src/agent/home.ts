@@ -1,93 +1,14 @@
 /**
  * The agent's home directory (`$ATH_HOME`, default `~/.ath`): config.json, credentials.json and keys/agent.pem.
- * Both JSON files have a zod schema, are 0600 in a 0700 directory, and change only under a lock.
+ * Both JSON files are checked against their shapes (home-files.ts), are 0600 in a 0700 directory, and change only
+ * under a lock.
  */
-import * as z from "zod/mini";
 import { LIMITS } from "../protocol/constants.ts";
-// zod/mini and the lean protocol module: `ath status` reads these files on every start (DESIGN §13).
-import { AgentStatus, ProviderApproval, ScopeIntersection, formatIssues } from "../protocol/lean.ts";
+import { checkConfigFile, checkCredentialsFile, type Checked, type ConfigFile, type CredentialsFile, type PendingSession, type Registration } from "./home-files.ts";
 import { readIfExists, withLock, writeFileAtomic } from "./files.ts";
 
-export const ConfigFile = z.object({
-  /** Named gateways: name → base URL. */
-  gateways: z._default(z.record(z.string(), z.string()), {}),
-  /** A gateway name or URL used when `-g` is not given. */
-  default_gateway: z.optional(z.string()),
-  agent_id: z.optional(z.string()),
-  key_path: z.optional(z.string()),
-  developer_name: z.optional(z.string()),
-  developer_id: z.optional(z.string()),
-});
-export type ConfigFile = z.infer<typeof ConfigFile>;
-
-export const SavedToken = z.object({
-  access_token: z.string(),
-  token_type: z.string(),
-  provider_id: z.string(),
-  agent_id: z.string(),
-  effective_scopes: z.array(z.string()),
-  scope_intersection: z.optional(ScopeIntersection),
-  obtained_at: z.string(),
-  expires_at: z.string(),
-  /** ath's refresh token (DESIGN §17) and when its family ends (idle or absolute), if the gateway gave one. */
-  refresh_token: z.optional(z.string()),
-  refresh_expires_at: z.optional(z.string()),
-});
-export type SavedToken = z.infer<typeof SavedToken>;
-
-export const PendingSession = z.object({
-  provider_id: z.string(),
-  scopes: z.array(z.string()),
-  state: z.string(),
-  authorization_url: z.string(),
-  created_at: z.string(),
-  user_redirect_uri: z.optional(z.string()),
-});
-export type PendingSession = z.infer<typeof PendingSession>;
-
-/** A code this home exchanged, kept (by its SHA-256) so a re-run of `ath token --code` sends nothing again. */
-export const ExchangedCode = z.object({
-  ath_session_id: z.string(),
-  provider_id: z.string(),
-  exchanged_at: z.string(),
-});
-export type ExchangedCode = z.infer<typeof ExchangedCode>;
-
-export const Registration = z.object({
-  client_id: z.string(),
-  client_secret: z.string(),
-  /** As registered, or as `ath status --refresh` last read it (an admin may suspend an agent: `suspended`). */
-  agent_status: z.union([AgentStatus, z.literal("suspended")]),
-  approved_providers: z.array(ProviderApproval),
-  approval_expires: z.string(),
-  /** Scopes asked for since registration that wait for the gateway's admin (DESIGN §17). */
-  pending_providers: z.optional(z.array(z.object({ provider_id: z.string(), scopes: z.array(z.string()) }))),
-  registered_at: z.string(),
-  /** The identity's loopback port, registered as http://127.0.0.1:<port>/callback (see agent/loopback.ts). */
-  loopback_port: z.optional(z.number()),
-  tokens: z._default(z.record(z.string(), SavedToken), {}),
-  /** Authorization sessions started but not yet exchanged, by ath_session_id. */
-  pending: z._default(z.record(z.string(), PendingSession), {}),
-  /** Codes exchanged in the last EXCHANGED_TTL_MS, by SHA-256 (hex) of the code. */
-  exchanged: z._default(z.record(z.string(), ExchangedCode), {}),
-});
-export type Registration = z.infer<typeof Registration>;
-
-export const CredentialsFile = z.object({
-  /** Gateway (or native service) base URL → agent_id → registration. */
-  gateways: z._default(
-    z.record(
-      z.string(),
-      z.object({
-        agents: z._default(z.record(z.string(), Registration), {}),
-        /** `ath admin login`: this gateway's admin token (DESIGN §9), for the operator's `ath admin` commands. */
-        admin_token: z.optional(z.string()),
-      }),
-    ),
-    {},
-  ),
-});
-export type CredentialsFile = z.infer<typeof CredentialsFile>;
+// The files' shapes and checks are in home-files.ts (hand-written: `ath status` reads these files on every start).
+export type { ConfigFile, CredentialsFile, ExchangedCode, PendingSession, Registration, SavedToken } from "./home-files.ts";
 
 export interface Home {
   dir: string;
@@ -109,16 +30,16 @@ export function homePaths(env: Record<string, string | undefined> = process.env)
 }
 
 export async function readConfig(home: Home): Promise<ConfigFile> {
-  return parseFile(ConfigFile, home.config, await readIfExists(home.config));
+  return parseFile(checkConfigFile, home.config, await readIfExists(home.config));
 }
 
 export async function readCredentials(home: Home): Promise<CredentialsFile> {
-  return parseFile(CredentialsFile, home.credentials, await readIfExists(home.credentials));
+  return parseFile(checkCredentialsFile, home.credentials, await readIfExists(home.credentials));
 }
 
 /** Read-modify-write of config.json under its lock; returns the new content. */
 export function updateConfig(home: Home, mutate: (c: ConfigFile) => void): Promise<ConfigFile> {
-  return update(ConfigFile, home.config, mutate);
+  return update(checkConfigFile, home.config, mutate);
 }
 
 /** A pending session is dead once the gateway's maximum session lifetime (600 s) has passed since it started. */
@@ -139,7 +60,7 @@ const EXCHANGED_TTL_MS = 24 * 3600 * 1000;
  * records of codes exchanged more than EXCHANGED_TTL_MS ago.
  */
 export function updateCredentials(home: Home, mutate: (c: CredentialsFile) => void, now: () => number = Date.now): Promise<CredentialsFile> {
-  return update(CredentialsFile, home.credentials, (c) => {
+  return update(checkCredentialsFile, home.credentials, (c) => {
     mutate(c);
     const at = now();
     for (const gw of Object.values(c.gateways)) {
@@ -157,7 +78,7 @@ export function updateCredentials(home: Home, mutate: (c: CredentialsFile) => vo
  */
 export function withCredentials<T>(home: Home, fn: (c: CredentialsFile, save: () => Promise<void>) => Promise<T>): Promise<T> {
   return withLock(home.credentials, async () => {
-    const c = parseFile(CredentialsFile, home.credentials, await readIfExists(home.credentials));
+    const c = parseFile(checkCredentialsFile, home.credentials, await readIfExists(home.credentials));
     return fn(c, () => writeFileAtomic(home.credentials, `${JSON.stringify(c, null, 2)}\n`));
   });
 }
@@ -169,22 +90,24 @@ export function findRegistration(c: CredentialsFile, gateway: string, agentId: s
 
 // internal
 
-function parseFile<S extends z.ZodMiniType>(schema: S, path: string, text: string | undefined): z.infer<S> {
-  if (text === undefined || text.trim() === "") return schema.parse({});
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new Error(`${path} is not valid JSON: fix or remove it`);
+/** The file's content (`text`, undefined when there is no file) checked by `check`: no file or an empty one is `{}`. */
+function parseFile<T>(check: (v: unknown) => Checked<T>, path: string, text: string | undefined): T {
+  let json: unknown = {};
+  if (text !== undefined && text.trim() !== "") {
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new Error(`${path} is not valid JSON: fix or remove it`);
+    }
   }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) throw new Error(`${path} is invalid: ${formatIssues(parsed.error).join("; ")}`);
-  return parsed.data;
+  const parsed = check(json);
+  if (!parsed.ok) throw new Error(`${path} is invalid: ${parsed.issues.join("; ")}`);
+  return parsed.value;
 }
 
-function update<S extends z.ZodMiniType>(schema: S, path: string, mutate: (v: z.infer<S>) => void): Promise<z.infer<S>> {
+function update<T>(check: (v: unknown) => Checked<T>, path: string, mutate: (v: T) => void): Promise<T> {
   return withLock(path, async () => {
-    const value = parseFile(schema, path, await readIfExists(path));
+    const value = parseFile(check, path, await readIfExists(path));
     mutate(value);
     await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`);
     return value;

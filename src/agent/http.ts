@@ -7,6 +7,7 @@
 import type { z } from "zod";
 import { ATHError, formatIssues } from "../protocol/lean.ts";
 import { athErrorKind, ClientError, oneLine } from "./errors.ts";
+import { timeoutFromEnv } from "./timeout.ts";
 
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -26,12 +27,6 @@ export interface HttpRequest {
   json?: unknown;
   form?: URLSearchParams;
   body?: BodyInit;
-}
-
-/** The timeout in force: `ATH_HTTP_TIMEOUT_MS` when it is a positive number, else 30 s. */
-export function timeoutFromEnv(env: Record<string, string | undefined> = process.env): number {
-  const n = Number(env.ATH_HTTP_TIMEOUT_MS);
-  return Number.isFinite(n) && n > 0 ? n : DEFAULT_TIMEOUT_MS;
 }
 
 /**
@@ -159,7 +154,6 @@ function label(req: Pick<HttpRequest, "method" | "url">): string {
   return `[${req.method.toUpperCase()}] "${req.url}"`;
 }
 
-const DEFAULT_TIMEOUT_MS = 30_000;
 /** The largest ATH answer read: discovery documents and error bodies are a few KiB; more is not an ATH server. */
 const MAX_ANSWER_BYTES = 1024 * 1024;
 

@@ -3,7 +3,9 @@
  * created once) and the agent_id (`--agent-id`, config agent_id, or the key's did:key). A `--key` that cannot be
  * used is a usage error (exit 2); a configured or default key that cannot be used is BAD_KEY (exit 3), named.
  */
-// node:fs/promises is loaded when a key is read (lazily: `ath status` starts without it, DESIGN §13).
+// node:fs/promises is loaded when a key file is read or fixed here (lazily: `ath status` starts without it, DESIGN
+// §13); the mode check is node:fs's statSync, which the CLI has loaded already (cli/kit/deps.ts).
+import { statSync } from "node:fs";
 const fsp = () => import("node:fs/promises");
 import type { ConfigFile, Home } from "./home.ts";
 import { notConfigured, usageError } from "./errors.ts";
@@ -53,7 +55,7 @@ export async function loadIdentity(o: IdentityOptions, config: ConfigFile, home:
     } catch (e) {
       throw bad(`cannot be used (${reason(e)})`);
     }
-    if ((await modeOf(explicit)) & 0o077) warnings.push(`the key ${explicit} can be read by other users: run \`chmod 600 ${explicit}\``);
+    if (modeOf(explicit) & 0o077) warnings.push(`the key ${explicit} can be read by other users: run \`chmod 600 ${explicit}\``);
   } else {
     try {
       ({ key, created } = await loadOrCreateKey(keyPath));
@@ -66,7 +68,7 @@ export async function loadIdentity(o: IdentityOptions, config: ConfigFile, home:
       );
     }
     // Ours to fix: a default key widened (a copy, a umask-less restore) is made private again.
-    if ((await modeOf(keyPath)) & 0o077) await (await fsp()).chmod(keyPath, 0o600).catch(() => undefined);
+    if (modeOf(keyPath) & 0o077) await (await fsp()).chmod(keyPath, 0o600).catch(() => undefined);
   }
   const agentId = o.agentId ?? config.agent_id ?? key.didKey;
   if (!URL.canParse(agentId)) throw usageError(`agent id must be a URI (https://… or did:key:…), got "${agentId}"`);
@@ -86,6 +88,10 @@ function reason(e: unknown): string {
   return (err?.code ?? err?.message ?? String(e)).replace(/^agent key: /, "");
 }
 
-async function modeOf(path: string): Promise<number> {
-  return (await fsp()).stat(path).then((st) => st.mode & 0o777, () => 0);
+function modeOf(path: string): number {
+  try {
+    return statSync(path).mode & 0o777;
+  } catch {
+    return 0;
+  }
 }

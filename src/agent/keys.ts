@@ -4,8 +4,6 @@
  * jose's importPKCS8/exportJWK wrap): every command that reads the identity — `ath status` among them — then starts
  * without loading jose (DESIGN §13's start budget); signing (attestation.ts, loaded lazily) still uses jose.
  */
-import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
 import type { JWK } from "jose";
 import { didKeyFromJwk } from "../protocol/did-key.ts";
 import { readIfExists } from "./files.ts";
@@ -73,6 +71,8 @@ const ES256: EcKeyImportParams = { name: "ECDSA", namedCurve: "P-256" };
 export async function loadOrCreateKey(path: string): Promise<{ key: AgentKey; created: boolean }> {
   const existing = await readIfExists(path);
   if (existing !== undefined) return { key: await loadKey(existing), created: false };
+  // node:fs/promises and node:path only to create the key: reading it (every `ath status`) needs neither (DESIGN §13)
+  const [{ link, mkdir, readFile, unlink, writeFile }, { dirname }] = await Promise.all([import("node:fs/promises"), import("node:path")]);
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const pem = await generateKeyPem();
   // Write aside, then link(2) into place: link fails with EEXIST instead of replacing, and readers never

@@ -50,18 +50,25 @@ export function jwkFromDidKey(did: string): JWK {
   return { kty: "EC", crv: "P-256", x: Buffer.from(x).toString("base64url"), y: Buffer.from(fromBigInt(yn)).toString("base64url") };
 }
 
-/** Bitcoin's base58 alphabet, as multibase `z` uses it. */
+/**
+ * Bitcoin's base58 alphabet, as multibase `z` uses it. Base 256 → base 58 on small integers with index loops: the
+ * agent names its did:key at every start (`ath status`), and BigInt division or a typed array's iterator cost a cold
+ * process ≈ 1 ms there (DESIGN §13).
+ */
 export function base58btcEncode(bytes: Uint8Array): string {
-  let n = toBigInt(bytes);
+  const digits: number[] = []; // base 58, least significant first
+  for (let i = 0; i < bytes.length; i++) {
+    let carry = bytes[i] as number;
+    for (let j = 0; j < digits.length; j++) {
+      carry += (digits[j] as number) * 256;
+      digits[j] = carry % 58;
+      carry = (carry - (digits[j] as number)) / 58;
+    }
+    for (; carry > 0; carry = (carry - (carry % 58)) / 58) digits.push(carry % 58);
+  }
   let out = "";
-  while (n > 0n) {
-    out = ALPHABET[Number(n % 58n)] + out;
-    n /= 58n;
-  }
-  for (const b of bytes) {
-    if (b !== 0) break;
-    out = "1" + out; // each leading zero byte is one leading '1'
-  }
+  for (let i = 0; i < bytes.length && bytes[i] === 0; i++) out += "1"; // each leading zero byte is one leading '1'
+  for (let j = digits.length - 1; j >= 0; j--) out += ALPHABET[digits[j] as number];
   return out;
 }
 
@@ -119,9 +126,7 @@ function decodeCoordinate(value: unknown, name: string): Uint8Array {
 }
 
 function toBigInt(bytes: Uint8Array): bigint {
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  return n;
+  return bytes.length === 0 ? 0n : BigInt(`0x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("hex")}`);
 }
 
 function fromBigInt(n: bigint): Uint8Array {

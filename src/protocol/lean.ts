@@ -1,8 +1,9 @@
 /**
- * The wire objects the CLI reads on every start — approvals, the scope intersection, the ATH error body — and the
- * issue formatter, on zod/mini: `ath status` validates its home files with them, and classic zod alone costs a
- * quarter of the CLI's start-up budget (DESIGN §13). schemas.ts builds the rest of the protocol on these same
- * definitions (zod's classic and mini schemas compose), so each object still has one schema.
+ * The wire objects the agent reads often — approvals, the scope intersection, the ATH error body — and the issue
+ * formatter, on zod/mini (classic zod alone costs a quarter of the CLI's start-up budget, DESIGN §13). `ath status`
+ * loads none of it: the home files' checks (agent/home-files.ts) are written by hand with these same shapes.
+ * schemas.ts builds the rest of the protocol on these definitions (zod's classic and mini schemas compose), so each
+ * object still has one schema.
  */
 import * as z from "zod/mini";
 import { ERROR_CODES, type ErrorCode } from "./errors.ts";

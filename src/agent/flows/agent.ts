@@ -4,9 +4,10 @@
  * same `ATH_HOME`, so both act with the same key and credentials.
  */
 import { homePaths, readConfig, type ConfigFile, type Home } from "../home.ts";
-import { timeoutFromEnv, type Fetch, type HttpOptions } from "../http.ts";
+import type { Fetch, HttpOptions } from "../http.ts";
 import { keyPathOf, loadIdentity, type Identity, type IdentityOptions } from "../identity.ts";
 import { resolveBase, type TargetOptions } from "../target.ts";
+import { timeoutFromEnv } from "../timeout.ts";
 
 export interface AgentOptions extends IdentityOptions {
   /** `ATH_HOME` (else `$HOME/.ath`) and `ATH_HTTP_TIMEOUT_MS` are read from it; default `process.env`. */

@@ -35,6 +35,13 @@ describe("config.json and credentials.json", () => {
     expect(await readCredentials(paths())).toEqual({ gateways: {} });
   });
 
+  test("a file saved with a byte order mark reads as without it", async () => {
+    const h = paths();
+    await updateConfig(h, () => {});
+    await writeFile(h.config, `\uFEFF${JSON.stringify({ gateways: { a: "http://a" } })}`);
+    expect(await readConfig(h)).toEqual({ gateways: { a: "http://a" } });
+  });
+
   test("an invalid file is reported with its path and the bad field, not overwritten", async () => {
     const h = paths();
     await updateConfig(h, () => {});

@@ -78,4 +78,25 @@ describe("did:key (P-256, multicodec 0x1200, base58btc)", () => {
     expect(base58btcDecode(text)).toEqual(bytes);
     expect(base58btcEncode(new TextEncoder().encode("Hello World!"))).toBe("2NEpo7TZRRrLZSi2U");
   });
+
+  test("base58btc encodes as the plain BigInt conversion does (random bytes, leading zeros, all-0xff)", () => {
+    const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+    const reference = (bytes: Uint8Array) => {
+      let n = 0n;
+      for (const b of bytes) n = (n << 8n) | BigInt(b);
+      let out = "";
+      for (; n > 0n; n /= 58n) out = ALPHABET[Number(n % 58n)] + out;
+      for (const b of bytes) {
+        if (b !== 0) break;
+        out = `1${out}`;
+      }
+      return out;
+    };
+    for (let k = 0; k < 2000; k++) {
+      const bytes = crypto.getRandomValues(new Uint8Array(k % 40));
+      if (k % 3 === 0) bytes.fill(0, 0, k % 4);
+      if (k % 7 === 0) bytes.fill(k % 2 ? 0 : 255);
+      expect(base58btcEncode(bytes)).toBe(reference(bytes));
+    }
+  });
 });
