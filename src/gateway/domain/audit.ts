@@ -24,10 +24,25 @@ export function auditProxyCall(
   c: { method: string; path: string; status: number; request_digest?: string },
 ): void {
   const at = gw.now();
-  const call: Record<string, unknown> = { at: new Date(at).toISOString(), method: c.method, path: c.path, status: c.status };
+  // members in canonical (RFC 8785) order, so the record's hash writes each call in one JSON.stringify (protocol/jcs.ts)
+  const call: Record<string, unknown> = { at: isoOf(at), method: c.method, path: c.path };
   if (c.request_digest !== undefined) call.request_digest = c.request_digest;
+  call.status = c.status;
   // keyed by the token record itself (the cache hands out one object per token): no key string per call
   gw.auditLog.group(token, () => ({
     type: "proxy.call", at, client_id: token.client_id, agent_id: token.agent_id, user_id: token.user_id, provider_id: token.provider_id,
   }), call);
+}
+
+// internal
+
+/** The ISO time of the last call's millisecond: calls of one millisecond share it. */
+let lastMs = NaN;
+let lastIso = "";
+function isoOf(ms: number): string {
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
 }

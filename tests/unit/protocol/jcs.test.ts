@@ -32,3 +32,38 @@ describe("canonicalize (RFC 8785)", () => {
     expect(() => canonicalize(1n)).toThrow(TypeError);
   });
 });
+
+describe("objects written in one JSON.stringify (keys already in order, primitive values)", () => {
+  /** RFC 8785 the long way: every object's keys sorted, every member written on its own. */
+  const reference = (v: unknown): string => {
+    if (v === null || typeof v !== "object") return JSON.stringify(v);
+    if (Array.isArray(v)) return `[${v.map(reference).join(",")}]`;
+    const o = v as Record<string, unknown>;
+    const names = Object.keys(o).filter((k) => o[k] !== undefined).sort();
+    return `{${names.map((k) => `${JSON.stringify(k)}:${reference(o[k])}`).join(",")}}`;
+  };
+  const KEYS = ["at", "method", "path", "status", "request_digest", "a", "B", "é", "ü", "\u{1F600}", "\u20ac", "1", "10", "9", "", "a b", "__proto__x"];
+  const VALUES: unknown[] = ["", "x", "é\u0000\n\"\\", "\u2028", "\u{1F600}", "\ud800", 0, -0, 1, -1.5, 1e21, 1e-7, 2 ** 53 + 2, true, false, null, undefined];
+  let seed = 7;
+  const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+
+  test("equal to the long way on 3,000 random flat objects, keys in order or not", () => {
+    for (let i = 0; i < 3000; i++) {
+      const o: Record<string, unknown> = {};
+      const keys = [...new Set(Array.from({ length: rand(6) }, () => KEYS[rand(KEYS.length)]!))];
+      if (rand(2) === 0) keys.sort();
+      for (const k of keys) o[k] = VALUES[rand(VALUES.length)];
+      expect(canonicalize(o)).toBe(reference(o));
+      expect(canonicalize([o, { calls: [o, o] }])).toBe(reference([o, { calls: [o, o] }]));
+    }
+  });
+
+  test("what JSON.stringify would write differently still takes the long way", () => {
+    expect(canonicalize({ b: 1, a: 2 })).toBe('{"a":2,"b":1}');
+    expect(canonicalize({ "9": 1, "10": 2 })).toBe('{"10":2,"9":1}');
+    expect(() => canonicalize({ a: Number.NaN })).toThrow(TypeError);
+    expect(() => canonicalize({ a: Infinity })).toThrow(TypeError);
+    expect(() => canonicalize({ a: 1n })).toThrow(TypeError);
+    expect(canonicalize({ a: { toJSON: () => "x" } })).toBe('{"a":"x"}');
+  });
+});
