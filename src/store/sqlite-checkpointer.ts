@@ -3,7 +3,8 @@
  * into the database file and two fsyncs — runs inside whichever statement commits past the threshold, on the JS
  * thread: under a stream of audit batches that was a few ms of blocked event loop per batch or two (the COMMIT was
  * ≈ 5% of a loaded gateway's profile). Here a Bun Worker with its own connection to the same file runs
- * `PRAGMA wal_checkpoint(PASSIVE)`, at most once every CHECKPOINT_EVERY_MS after a write, one at a time; while it
+ * `PRAGMA wal_checkpoint(PASSIVE)`, at most once every CHECKPOINT_EVERY_MS after a write (CHECKPOINT_BUSY_MS when
+ * writes come fast), one at a time; while it
  * runs, the gateway's connection holds its writes back (they wait asynchronously — `exclusive`, given by the driver;
  * reads go on), so the checkpoint always reaches the WAL's end.
  *
@@ -11,14 +12,25 @@
  * page, so the WAL holds about one interval's writes. Should another process's commits keep landing during
  * checkpoints, or the worker fail, the gateway's own connection still checkpoints automatically at BACKSTOP_PAGES.
  */
-/** Checkpoints are at most this often (a checkpoint follows the first write after one, this long after the last). */
-export const CHECKPOINT_EVERY_MS = 50;
+/**
+ * Checkpoints are at most this often while writes are few (a checkpoint follows the first write after one, this long
+ * after the last): each one costs two fsyncs and the copy of what changed, and a gateway writing an audit batch every
+ * 50 ms paid ≈ 10 µs of CPU per proxied call for checkpointing every 50 ms (scripts/bench/wrk.ts, one core; every
+ * 500 ms: ≈ 1 µs). The WAL then holds about half a second of such writes.
+ */
+export const CHECKPOINT_EVERY_MS = 500;
+/**
+ * …and this often once BUSY_ROWS rows were changed since the last one (a sweep's batches, a backlog of ungrouped
+ * audit records): the WAL stays small where it grows fast. A gateway's steady writes change a row or a few each.
+ */
+export const CHECKPOINT_BUSY_MS = 50;
+export const BUSY_ROWS = 1000;
 /** The gateway connection's wal_autocheckpoint while the worker runs: a bound, not the usual path. */
 export const BACKSTOP_PAGES = 4000;
 
 export interface Checkpointer {
-  /** Tells it the connection committed a write. */
-  wrote(): void;
+  /** Tells it the connection committed a write that changed `rows` rows. */
+  wrote(rows: number): void;
   /** Checkpoints now (waits for a running one first); resolves when done. */
   checkpoint(): Promise<CheckpointResult>;
   /** Stops the worker, after closing its connection. */
@@ -80,6 +92,8 @@ export function startCheckpointer(
   let closed = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let lastStart = 0;
+  /** Rows changed since the running or last checkpoint started. */
+  let rows = 0;
   /** The running checkpoint's waiters, and whether another is wanted after it. */
   let running: ((r: CheckpointResult) => void)[] | null = null;
   let again = false;
@@ -109,7 +123,7 @@ export function startCheckpointer(
       settle(m.result ?? NONE);
       if (again) {
         again = false;
-        schedule();
+        schedule(0);
       }
     } else if (m.op === "close") waiting?.();
   };
@@ -125,6 +139,7 @@ export function startCheckpointer(
       const waiters: ((r: CheckpointResult) => void)[] = [resolve];
       running = waiters;
       lastStart = Date.now();
+      rows = 0;
       void o.exclusive(
         () =>
           new Promise<void>((done) => {
@@ -135,17 +150,25 @@ export function startCheckpointer(
       );
     });
   }
-  function schedule(): void {
-    if (timer !== undefined || closed || failed || !ready) return;
+  /** `changed`: rows the write changed (none when a checkpoint that ran asks for the next one). */
+  function schedule(changed: number): void {
+    const wasBusy = rows >= BUSY_ROWS;
+    rows += changed;
+    if (closed || failed || !ready) return;
     if (running) {
       again = true;
       return;
+    }
+    const busy = rows >= BUSY_ROWS;
+    if (timer !== undefined) {
+      if (!busy || wasBusy) return;
+      clearTimeout(timer); // writes just turned busy: the sooner checkpoint replaces the quiet one
     }
     timer = setTimeout(() => {
       timer = undefined;
       if (closed || failed) return;
       void run();
-    }, Math.max(0, lastStart + CHECKPOINT_EVERY_MS - Date.now()));
+    }, Math.max(0, lastStart + (busy ? CHECKPOINT_BUSY_MS : CHECKPOINT_EVERY_MS) - Date.now()));
     timer.unref();
   }
 

@@ -69,8 +69,10 @@ function driver(db: Database): Driver & { checkpointer: Checkpointer | null; exc
   const bind = (params: unknown[]) => params.map((p) => (p === undefined ? null : p)) as SQLQueryBindings[];
   const all = (sql: string, params: unknown[] = []) => db.query<Row, SQLQueryBindings[]>(sql).all(...bind(params));
   const run = (sql: string, params: unknown[] = []) => db.query<Row, SQLQueryBindings[]>(sql).run(...bind(params)).changes;
-  /** A statement outside a transaction, or a transaction, committed: the checkpointer is told (reads are not). */
-  const wrote = () => self.checkpointer?.wrote();
+  /** A statement outside a transaction, or a transaction, committed: the checkpointer is told how many rows it changed (reads are not). */
+  const wrote = (rows: number) => self.checkpointer?.wrote(rows);
+  /** Rows the running transaction changed so far. */
+  let txRows = 0;
   let running: Promise<void> | null = null;
   /**
    * A WAL checkpoint in progress (sqlite-checkpointer.ts): writes wait for it, reads need not. (Each wait is a loop
@@ -80,8 +82,16 @@ function driver(db: Database): Driver & { checkpointer: Checkpointer | null; exc
   const feed = dataVersionFeed(db);
   const inside: Driver = {
     kind: "sqlite",
-    all: async (sql, params) => all(sql, params),
-    run: async (sql, params) => run(sql, params),
+    all: async (sql, params) => {
+      const rows = all(sql, params);
+      if (!sql.startsWith("SELECT")) txRows += rows.length;
+      return rows;
+    },
+    run: async (sql, params) => {
+      const changes = run(sql, params);
+      txRows += changes;
+      return changes;
+    },
     transaction: (fn) => fn(inside),
     changes: () => feed,
     close: async () => {
@@ -106,13 +116,13 @@ function driver(db: Database): Driver & { checkpointer: Checkpointer | null; exc
       const writes = !sql.startsWith("SELECT"); // UPDATE … RETURNING
       while (running || (writes && checkpointing)) await (running ?? checkpointing);
       const rows = all(sql, params);
-      if (writes) wrote();
+      if (writes) wrote(rows.length);
       return rows;
     },
     async run(sql: string, params?: unknown[]) {
       while (running || checkpointing) await (running ?? checkpointing);
       const changes = run(sql, params);
-      wrote();
+      wrote(changes);
       return changes;
     },
     async transaction<T>(fn: (tx: Driver) => Promise<T>): Promise<T> {
@@ -125,7 +135,7 @@ function driver(db: Database): Driver & { checkpointer: Checkpointer | null; exc
         try {
           const result = await fn(inside);
           db.exec("COMMIT");
-          wrote();
+          wrote(txRows);
           return result;
         } catch (err) {
           if (db.inTransaction) db.exec("ROLLBACK");

@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CHECKPOINT_EVERY_MS, startCheckpointer } from "../../../src/store/sqlite-checkpointer.ts";
+import { CHECKPOINT_BUSY_MS, CHECKPOINT_EVERY_MS, startCheckpointer } from "../../../src/store/sqlite-checkpointer.ts";
 import { openSqliteStore } from "../../../src/store/index.ts";
 
 const size = (p: string) => (existsSync(p) ? statSync(p).size : 0);
@@ -61,7 +61,7 @@ describe("the WAL checkpointer", () => {
         const before = size(path);
         expect(size(`${path}-wal`)).toBeGreaterThan(2_000_000);
         const t = Date.now();
-        ck.wrote();
+        ck.wrote(1);
         await until("the database file to take the WAL's pages", () => size(path) > before + 2_000_000);
         expect(Date.now() - t).toBeLessThan(CHECKPOINT_EVERY_MS + 1000);
         await until("the checkpoint to finish", () => spans.length === 2);
@@ -104,7 +104,7 @@ describe("the WAL checkpointer", () => {
       for (let b = 0; b < 40; b++) {
         await store.appendAudit(...Array.from({ length: 200 }, (_, i) => event(b * 200 + i)));
         maxWal = Math.max(maxWal, size(`${path}-wal`));
-        await Bun.sleep(CHECKPOINT_EVERY_MS / 2);
+        await Bun.sleep(CHECKPOINT_BUSY_MS / 2); // a busy stream: checkpoints every CHECKPOINT_BUSY_MS
       }
       // 40 batches of 200 records wrote far more than this; without checkpoints the WAL would hold it all.
       const total = 40 * 200 * 300;
