@@ -14,11 +14,14 @@
  */
 /**
  * Checkpoints are at most this often while writes are few (a checkpoint follows the first write after one, this long
- * after the last): each one costs two fsyncs and the copy of what changed, and a gateway writing an audit batch every
- * 50 ms paid ≈ 10 µs of CPU per proxied call for checkpointing every 50 ms (scripts/bench/wrk.ts, one core; every
- * 500 ms: ≈ 1 µs). The WAL then holds about half a second of such writes.
+ * after the last). Each one costs two fsyncs and the copy of what changed here, and one more fsync on the gateway's
+ * own thread: the first write after a completed checkpoint restarts the WAL, and SQLite syncs the new WAL header in
+ * that write (synchronous=NORMAL). A gateway writing an audit batch every 50 ms lost throughput to that in proportion
+ * to the checkpoints' rate (scripts/bench/wrk.ts GET, one core, each against the build without the audit record in
+ * the same run; noisy: every 50 ms 0.89–0.91×, every 500 ms 0.73–0.97×, every 5 s 0.94× in one run beside 500 ms's
+ * 0.83×). The WAL then holds about five seconds of steady writes — grouped audit records and tokens: a few hundred pages.
  */
-export const CHECKPOINT_EVERY_MS = 500;
+export const CHECKPOINT_EVERY_MS = 5000;
 /**
  * …and this often once BUSY_ROWS rows were changed since the last one (a sweep's batches, a backlog of ungrouped
  * audit records): the WAL stays small where it grows fast. A gateway's steady writes change a row or a few each.
