@@ -60,17 +60,7 @@ export interface KeyLine {
 }
 
 /** The record as it is hashed and exported, from what the store keeps (times in epoch ms, data parsed). */
-export function chainRecord(e: {
-  seq: number;
-  prev_hash: string;
-  type: string;
-  at: number;
-  client_id?: string | null;
-  agent_id?: string | null;
-  user_id?: string | null;
-  provider_id?: string | null;
-  data?: Record<string, unknown> | null;
-}): ChainRecord {
+export function chainRecord(e: ChainedEvent & { seq: number; prev_hash: string; data?: Record<string, unknown> | null }): ChainRecord {
   return {
     seq: e.seq,
     prev_hash: e.prev_hash,
@@ -94,7 +84,7 @@ export function hashChainedText(e: ChainedEvent, seq: number, prevHash: string, 
   return Bun.SHA256.hash(canonicalRecordText(e, seq, prevHash, canonicalData), "hex");
 }
 
-/** What hashChainedText reads of an event besides its place in the chain. */
+/** An audit event as the chain reads it, besides its place in the chain and its data. */
 export interface ChainedEvent {
   type: string;
   at: number;

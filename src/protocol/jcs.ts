@@ -7,6 +7,24 @@
  * Written with loops and string concatenation: it runs for every audit record the gateway writes and verifies.
  */
 export function canonicalize(value: unknown): string {
+  return write(value, false);
+}
+
+/**
+ * canonicalize() for plain JSON data only — null, booleans, finite numbers, strings, arrays without holes or undefined,
+ * and objects whose prototype is Object.prototype or null, with no toJSON — else a TypeError. For such a value it
+ * equals `canonicalize(JSON.parse(JSON.stringify(value)))` without the round trip; anything JSON.stringify would
+ * change on the way (toJSON, boxed primitives, class instances, dropped functions) is refused, so a caller can fall
+ * back to the round trip.
+ */
+export function canonicalizePlain(value: unknown): string {
+  return write(value, true);
+}
+
+// internal
+
+/** Both: `plain` refuses what JSON.stringify would change on the way (a toJSON, a class instance) instead of following it. */
+function write(value: unknown, plain: boolean): string {
   if (value === null) return "null";
   switch (typeof value) {
     case "boolean":
@@ -22,12 +40,16 @@ export function canonicalize(value: unknown): string {
         let out = "[";
         for (let i = 0; i < value.length; i++) {
           if (value[i] === undefined) fail("undefined in an array");
-          out += (i === 0 ? "" : ",") + canonicalize(value[i]);
+          out += (i === 0 ? "" : ",") + write(value[i], plain);
         }
         return out + "]";
       }
       const o = value as Record<string, unknown>;
-      if (typeof (o as { toJSON?: unknown }).toJSON === "function") return canonicalize((o as { toJSON(): unknown }).toJSON());
+      if (plain) {
+        const proto = Object.getPrototypeOf(o);
+        if (proto !== Object.prototype && proto !== null) fail("not a plain object");
+        if ("toJSON" in o) fail("an object with toJSON");
+      } else if (typeof (o as { toJSON?: unknown }).toJSON === "function") return write((o as { toJSON(): unknown }).toJSON(), false);
       const names = Object.keys(o);
       if (flatInOrder(o, names)) return JSON.stringify(o);
       // Default sort compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
@@ -37,7 +59,7 @@ export function canonicalize(value: unknown): string {
       for (const k of names) {
         const v = o[k];
         if (v === undefined) continue;
-        out += (first ? "" : ",") + JSON.stringify(k) + ":" + canonicalize(v);
+        out += (first ? "" : ",") + JSON.stringify(k) + ":" + write(v, plain);
         first = false;
       }
       return out + "}";
@@ -80,50 +102,3 @@ function fail(why: string): never {
   throw new TypeError(`JCS: ${why}`);
 }
 
-/**
- * canonicalize() for plain JSON data only — null, booleans, finite numbers, strings, arrays without holes or undefined,
- * and objects whose prototype is Object.prototype or null, with no toJSON — else a TypeError. For such a value it
- * equals `canonicalize(JSON.parse(JSON.stringify(value)))` without the round trip; anything JSON.stringify would
- * change on the way (toJSON, boxed primitives, class instances, dropped functions) is refused, so a caller can fall
- * back to the round trip.
- */
-export function canonicalizePlain(value: unknown): string {
-  if (value === null) return "null";
-  switch (typeof value) {
-    case "boolean":
-      return value ? "true" : "false";
-    case "string":
-      return JSON.stringify(value);
-    case "number":
-      if (!Number.isFinite(value)) throw new TypeError(`JCS: ${value} is not a JSON number`);
-      return JSON.stringify(value);
-    case "object": {
-      if (Array.isArray(value)) {
-        let out = "[";
-        for (let i = 0; i < value.length; i++) {
-          if (value[i] === undefined) fail("undefined in an array");
-          out += (i === 0 ? "" : ",") + canonicalizePlain(value[i]);
-        }
-        return out + "]";
-      }
-      const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) fail("not a plain object");
-      const o = value as Record<string, unknown>;
-      if ("toJSON" in o) fail("an object with toJSON");
-      const names = Object.keys(o);
-      if (flatInOrder(o, names)) return JSON.stringify(o);
-      names.sort();
-      let out = "{";
-      let first = true;
-      for (const k of names) {
-        const v = o[k];
-        if (v === undefined) continue;
-        out += (first ? "" : ",") + JSON.stringify(k) + ":" + canonicalizePlain(v);
-        first = false;
-      }
-      return out + "}";
-    }
-    default:
-      return fail(`a ${typeof value} is not JSON`);
-  }
-}
