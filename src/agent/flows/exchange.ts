@@ -135,6 +135,9 @@ function responseOf(t: SavedToken, now: number): TokenResponse {
     provider_id: t.provider_id,
     agent_id: t.agent_id,
     scope_intersection: t.scope_intersection ?? { agent_approved: effective, user_consented: effective, effective },
+    // the refresh token the first answer carried, so a re-run answers what the lost first answer said (DESIGN §17)
+    ...(t.refresh_token === undefined ? {} : { refresh_token: t.refresh_token }),
+    ...(t.refresh_expires_at === undefined ? {} : { refresh_expires_in: Math.max(0, Math.floor((Date.parse(t.refresh_expires_at) - now) / 1000)) }),
   };
 }
 

@@ -75,6 +75,10 @@ describe("a code this home already exchanged", () => {
       expect(doc).toMatchObject({ already_exchanged: true, provider_id: "github", token_type: JSON.parse(first.stdout).token_type, effective_scopes: ["repo"] });
       expect(doc.access_token).toBe(JSON.parse(first.stdout).access_token);
       expect(doc.expires_at).toBe(JSON.parse(first.stdout).expires_at);
+      // the refresh token the lost first answer carried is part of the answer again
+      expect(JSON.parse(first.stdout).refresh_token).toBeString();
+      expect(doc.refresh_token).toBe(JSON.parse(first.stdout).refresh_token);
+      expect(doc.refresh_expires_at).toBe(JSON.parse(first.stdout).refresh_expires_at);
     }
     const text = await ath(["token", "-g", GW, "--code", code]);
     expect(text.code).toBe(0);
