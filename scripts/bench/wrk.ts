@@ -11,8 +11,12 @@
  * Needs wrk and taskset: `apt-get install -y wrk util-linux`, and a built binary (`npx bun run build`).
  *
  * Usage: bun scripts/bench/wrk.ts [--duration 5] [--rounds 3] [--postgres [postgres://postgres@127.0.0.1:5432/test]]
- *          [--bin dist/ath] [--compare OTHER_BIN[,OTHER_BIN…]] [--tokens N] [--check]
+ *          [--bin dist/ath] [--compare OTHER_BIN[,OTHER_BIN…]] [--ab] [--tokens N] [--check]
  * --compare: other ath binaries (e.g. builds of older commits) measured in the same rounds, on SQLite.
+ * --ab: only ath and the --compare binaries, throughput only (no direct, bare hop, latency or RSS): each round measures
+ *   each once (order alternating, A B / B A), and each round's ratio is taken within the round — the machine's drift
+ *   between rounds cancels — then the median over rounds, with the rounds' spread and the CPU time per request by
+ *   thread (medians). scripts/bench/audit-wrk.ts runs it against a build without the per-call audit record.
  * --tokens: rows to add to the SQLite gateway's token table before measuring (scale: 1,000 vs 1,000,000).
  * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there; the bare
  *   hop is profiled too (read both with scripts/bench/profile-top.ts).
@@ -41,6 +45,11 @@ const compare = args.includes("--compare") ? flag("--compare", "").split(",").fi
 const pgUrl = args.includes("--postgres") ? flag("--postgres", "postgres://postgres@127.0.0.1:5432/test") : undefined;
 const extraTokens = Number(flag("--tokens", "0"));
 const check = args.includes("--check");
+const ab = args.includes("--ab");
+if (ab && compare.length === 0) {
+  console.error("--ab needs --compare OTHER_BIN");
+  process.exit(2);
+}
 const cpuProf = args.includes("--cpu-prof") ? resolve(flag("--cpu-prof", "bench-profiles")) : undefined;
 for (const tool of ["wrk", "taskset"]) {
   if (Bun.spawnSync(["which", tool]).exitCode !== 0) {
@@ -124,6 +133,7 @@ await withCleanup(
       targets.push(await startAth("ath (PostgreSQL)", bin, gatewayPorts[1]!, upstream, ["--db", db.href]));
     }
     const upstreamToken = upstreamTokens[0]!; // what direct and the bare hop present: a token the upstream accepts
+    if (ab) return abRounds(targets);
     const all: Target[] = [{ name: "direct", url: upstream, token: upstreamToken }, { name: "bare hop", url: hop, token: upstreamToken, pid: pids.get("bare hop")! }, ...targets];
     console.log(`wrk: ${rounds} interleaved rounds of ${duration} s, 64 connections, 1 thread; proxies pinned to CPU ${LOAD_CPU}, wrk and the upstream to CPU ${REST_CPU}`);
     console.log(`ath: ${bin}${extraTokens ? `; ${extraTokens.toLocaleString("en")} extra tokens in the SQLite gateway's store` : ""}\n`);
@@ -200,6 +210,52 @@ await withCleanup(
 // internal
 
 /**
+ * --ab: ath against each --compare binary, `rounds` rounds of `duration` s per shape, order alternating per round; each
+ * round's ratio (this build's req/s ÷ the other's, and the other's CPU µs per request ÷ this one's) taken in the round.
+ */
+async function abRounds(targets: Target[]): Promise<void> {
+  console.log(`wrk --ab: ${rounds} rounds of ${duration} s, 64 connections, 1 thread; each round measures every build once (order alternating); proxies pinned to CPU ${LOAD_CPU}, wrk and the upstream to CPU ${REST_CPU}`);
+  console.log(`A: ${bin}`);
+  for (const [i, other] of compare.entries()) console.log(`B${compare.length > 1 ? i + 1 : ""}: ${other}`);
+  console.log("");
+  const [a, ...others] = targets as [Target, ...Target[]];
+  for (const shape of SHAPES) {
+    const rows = new Map<string, { rps: number; cpuUs: number; threads: Map<string, number> }[]>(targets.map((t) => [t.name, []]));
+    for (let r = 0; r < rounds; r++) {
+      for (const t of r % 2 === 0 ? targets : [...targets].reverse()) {
+        const w = await wrk(t, shape, 64, duration);
+        rows.get(t.name)!.push({ rps: w.rps, cpuUs: w.cpuUs!, threads: w.threadUs! });
+      }
+    }
+    console.log(`── ${shape.name}: per round, req/s and the proxy's CPU µs per request`);
+    const mine = rows.get(a.name)!;
+    for (const b of others) {
+      const theirs = rows.get(b.name)!;
+      const rpsRatios = mine.map((m, r) => m.rps / theirs[r]!.rps);
+      const cpuRatios = mine.map((m, r) => theirs[r]!.cpuUs / m.cpuUs);
+      for (const [r, m] of mine.entries()) {
+        const o = theirs[r]!;
+        console.log(`  round ${String(r + 1).padStart(2)}: A ${Math.round(m.rps).toLocaleString("en").padStart(6)} req/s ${m.cpuUs.toFixed(1).padStart(6)} µs   B ${Math.round(o.rps).toLocaleString("en").padStart(6)} req/s ${o.cpuUs.toFixed(1).padStart(6)} µs   A/B ${rpsRatios[r]!.toFixed(3)}×`);
+      }
+      const sorted = [...rpsRatios].sort((x, y) => x - y);
+      console.log(`  A ÷ B throughput, median of the rounds' ratios: ${median(rpsRatios).toFixed(3)}× (rounds: ${sorted[0]!.toFixed(2)}–${sorted[sorted.length - 1]!.toFixed(2)}; ratio of the medians ${(median(mine.map((m) => m.rps)) / median(theirs.map((o) => o.rps))).toFixed(3)}×)`);
+      console.log(`  B ÷ A CPU per request, median of the rounds' ratios: ${median(cpuRatios).toFixed(3)}× (A ${median(mine.map((m) => m.cpuUs)).toFixed(1)} µs, B ${median(theirs.map((o) => o.cpuUs)).toFixed(1)} µs: medians)`);
+      for (const [label, list] of [["A", mine], ["B", theirs]] as const) {
+        const names = [...new Set(list.flatMap((x) => [...x.threads.keys()]))];
+        const split = names
+          .map((n) => [n, median(list.map((x) => x.threads.get(n) ?? 0))] as const)
+          .filter(([, us]) => us >= 0.5)
+          .sort((x, y) => y[1] - x[1])
+          .map(([n, us]) => `${n} ${us.toFixed(1)}`)
+          .join(", ");
+        console.log(`   µs per request by thread, ${label} (medians): ${split}`);
+      }
+    }
+    console.log("");
+  }
+}
+
+/**
  * --check: each figure beside DESIGN §13's budget — throughput ≥ 0.85× the bare hop (GET and POST, SQLite and, with
  * --postgres, PostgreSQL), added latency ≤ 0.3 ms p50 and ≤ 2 ms p99, and the CLI's cold starts (scripts/bench/cli.ts:
  * status ≤ 2×, --version ≤ 1.3× the bare start). For a quiet machine: it says what was measured, it is no test.
@@ -255,17 +311,12 @@ function ticksOf(stat: string): number {
   return (ticks / CLOCK_TICKS) * 1e6;
 }
 
-/** Per-thread µs per request between two readings, largest first, e.g. "main (JS) 120.1, HTTP Client 30.2". */
-function perThread(before: Map<string, number>, after: Map<string, number>, requests: number): string {
-  return [...after]
-    .map(([name, us]) => [name, (us - (before.get(name) ?? 0)) / requests] as const)
-    .filter(([, us]) => us >= 0.5)
-    .sort((a, b) => b[1] - a[1])
-    .map(([name, us]) => `${name} ${us.toFixed(1)}`)
-    .join(", ");
+/** Per-thread µs per request between two readings. */
+function perThread(before: Map<string, number>, after: Map<string, number>, requests: number): Map<string, number> {
+  return new Map([...after].map(([name, us]) => [name, (us - (before.get(name) ?? 0)) / requests] as const));
 }
 
-async function wrk(t: Target, shape: Shape, connections: number, seconds: number): Promise<{ rps: number; p50: number; p99: number; cpuUs: number | null; threads?: string }> {
+async function wrk(t: Target, shape: Shape, connections: number, seconds: number): Promise<{ rps: number; p50: number; p99: number; cpuUs: number | null; threads?: string; threadUs?: Map<string, number> }> {
   const cpuBefore = t.pid === undefined ? null : cpuTimeUs(t.pid);
   const threadsBefore = t.pid === undefined ? null : threadTimesUs(t.pid);
   const script = join(tmpdir(), `ath-wrk-${process.pid}.lua`);
@@ -290,8 +341,9 @@ async function wrk(t: Target, shape: Shape, connections: number, seconds: number
   };
   const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
   const cpuUs = cpuBefore === null || !(requests > 0) ? null : (cpuTimeUs(t.pid!) - cpuBefore) / requests;
-  const threads = threadsBefore === null || !(requests > 0) ? undefined : perThread(threadsBefore, threadTimesUs(t.pid!), requests);
-  return { rps, p50: pct("50"), p99: pct("99"), cpuUs, ...(threads ? { threads } : {}) };
+  const threadUs = threadsBefore === null || !(requests > 0) ? undefined : perThread(threadsBefore, threadTimesUs(t.pid!), requests);
+  const threads = threadUs && [...threadUs].filter(([, us]) => us >= 0.5).sort((a, b) => b[1] - a[1]).map(([name, us]) => `${name} ${us.toFixed(1)}`).join(", ");
+  return { rps, p50: pct("50"), p99: pct("99"), cpuUs, ...(threadUs ? { threads, threadUs } : {}) };
 }
 
 async function startBun(name: string, code: string, cpu: string, env: Record<string, string>): Promise<string> {

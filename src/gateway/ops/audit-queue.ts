@@ -13,12 +13,13 @@ export const MAX_GROUP = 500;
 export interface AuditQueue {
   push(event: AuditEvent): void;
   /**
-   * Adds `item` to `data.calls` of the one event this batch holds for `key` — made by `first()` (its `data.calls` the
-   * list) when the batch has none yet, and queued where that first item came. Many like events (a grantee's proxied
-   * calls) become one record of the chain per batch: one hash and one row instead of one per call (DESIGN §20's
-   * ≥ 0.95×). At most MAX_GROUP items an event; then the next event starts.
+   * Adds `item` to the one event this batch holds for `key`: `open(item)` makes that event (queued where its first item
+   * came) when the batch has none yet, or the last one holds MAX_GROUP items; `add(event, item)` adds the item to it in
+   * place. Many like events (a grantee's proxied calls) become one record of the chain per batch: one hash and one row
+   * instead of one per call (DESIGN §20's ≥ 0.95×). `open` and `add` are the caller's fixed functions, `item` the only
+   * thing made per call.
    */
-  group(key: unknown, first: () => AuditEvent, item: Record<string, unknown>): void;
+  group<I>(key: unknown, item: I, open: (item: I) => AuditEvent, add: (event: AuditEvent, item: I) => void): void;
   /** Writes everything queued so far; resolves once it is in the store (or failed and was logged). */
   flush(): Promise<void>;
 }
@@ -37,8 +38,8 @@ export function auditQueue(
   const maxBatch = o.maxBatch ?? 200;
   const delayMs = o.delayMs ?? 50;
   let queued: AuditEvent[] = [];
-  /** This batch's grouped events by key, and their lists: a written batch is never added to. */
-  const groups = new Map<unknown, unknown[]>();
+  /** This batch's grouped events by key, and how many items each holds: a written batch is never added to. */
+  const groups = new Map<unknown, { event: AuditEvent; items: number }>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   /** Batches are written one after another, in order. */
   let writing: Promise<void> = Promise.resolve();
@@ -71,16 +72,16 @@ export function auditQueue(
 
   return {
     push,
-    group(key, first, item) {
-      const items = groups.get(key);
-      if (items !== undefined && items.length < MAX_GROUP) {
-        items.push(item);
+    group(key, item, open, add) {
+      const current = groups.get(key);
+      if (current !== undefined && current.items < MAX_GROUP) {
+        add(current.event, item);
+        current.items++;
         return;
       }
-      const event = first();
-      const list: unknown[] = [item];
-      event.data = { ...event.data, calls: list };
-      groups.set(key, list);
+      const event = open(item);
+      add(event, item);
+      groups.set(key, { event, items: 1 });
       push(event); // may write the batch at once (maxBatch), which ends this group too
     },
     flush,

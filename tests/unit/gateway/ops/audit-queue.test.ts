@@ -66,58 +66,93 @@ describe("grouped events (a token's proxied calls)", () => {
     store = openSqliteStore(":memory:");
   });
   afterEach(() => store.close());
-  const make = (client_id: string) => () => ({ type: "proxy.call", at: 1, client_id });
+  // items are added to data.calls as they are: the queue decides which event, the caller what adding means
+  const open = (i: { client_id: string; n: number }) => ({ type: "proxy.call", at: 1, client_id: i.client_id, data: { calls: [] as number[] } });
+  const add = (e: AuditEvent, i: { n: number }) => void (e.data as { calls: number[] }).calls.push(i.n);
 
   test("one record per key and batch, its items in order, queued where the first came; the next batch starts afresh", async () => {
     const q = auditQueue(store, SILENT, { delayMs: 60_000 });
     const a = {};
     const b = {};
-    q.group(a, make("a"), { n: 1 });
+    q.group(a, { client_id: "a", n: 1 }, open, add);
     q.push({ type: "between", at: 2 });
-    q.group(b, make("b"), { n: 1 });
-    q.group(a, make("a"), { n: 2 });
-    q.group(a, make("a"), { n: 3 });
+    q.group(b, { client_id: "b", n: 1 }, open, add);
+    q.group(a, { client_id: "a", n: 2 }, open, add);
+    q.group(a, { client_id: "a", n: 3 }, open, add);
     await q.flush();
-    q.group(a, make("a"), { n: 4 });
+    q.group(a, { client_id: "a", n: 4 }, open, add);
     await q.flush();
     const rs = (await store.listAudit()).reverse();
     expect(rs.map((r) => [r.type, r.client_id ?? null, r.data])).toEqual([
-      ["proxy.call", "a", { calls: [{ n: 1 }, { n: 2 }, { n: 3 }] }],
+      ["proxy.call", "a", { calls: [1, 2, 3] }],
       ["between", null, undefined],
-      ["proxy.call", "b", { calls: [{ n: 1 }] }],
-      ["proxy.call", "a", { calls: [{ n: 4 }] }],
+      ["proxy.call", "b", { calls: [1] }],
+      ["proxy.call", "a", { calls: [4] }],
     ]);
   });
 
   test(`a record holds at most ${MAX_GROUP} items; more start the next record`, async () => {
     const q = auditQueue(store, SILENT, { delayMs: 60_000 });
     const key = {};
-    for (let n = 0; n < MAX_GROUP + 3; n++) q.group(key, make("a"), { n });
+    for (let n = 0; n < MAX_GROUP + 3; n++) q.group(key, { client_id: "a", n }, open, add);
     await q.flush();
     const rs = (await store.listAudit()).reverse();
     expect(rs.map((r) => (r.data as { calls: unknown[] }).calls.length)).toEqual([MAX_GROUP, 3]);
-    expect((rs[1]!.data as { calls: { n: number }[] }).calls[0]!.n).toBe(MAX_GROUP);
+    expect((rs[1]!.data as { calls: number[] }).calls[0]).toBe(MAX_GROUP);
+  });
+
+  test("a batch that fills at its first item (maxBatch) is written with that item, and the next call opens a new record", async () => {
+    const q = auditQueue(store, SILENT, { delayMs: 60_000, maxBatch: 1 });
+    const key = {};
+    q.group(key, { client_id: "a", n: 1 }, open, add);
+    q.group(key, { client_id: "a", n: 2 }, open, add);
+    await q.flush();
+    const rs = (await store.listAudit()).reverse();
+    expect(rs.map((r) => r.data)).toEqual([{ calls: [1] }, { calls: [2] }]);
   });
 });
 
 describe("the gateway's audit trail", () => {
-  test("a token's proxied calls of one batch are one proxy.call record, each call with its time, method, path and status", async () => {
+  test("a token's proxied calls of one batch are one proxy.call record: each request line once, with every call's time", async () => {
     const { g, p } = await scriptedGateway((p) => ({ mail: p.config({ scope_rules: { "mail:read": ["GET /m/*"] } }) }), { auditDelayMs: 600_000 });
     const { accessToken } = await fullFlow(g, { provider_id: "mail", scopes: ["mail:read"] });
     p.routes.set("/m/1", () => Response.json({ id: 1 }));
     p.routes.set("/m/2", () => Response.json({ error: "not_found" }, { status: 404 }));
-    for (const path of ["/m/1", "/m/1?q=secret", "/m/2"]) {
+    const start = g.clock.ms;
+    for (const path of ["/m/1", "/m/1?q=secret", "/m/2", "/m/1"]) {
       const res = await g.fetch(`/ath/proxy/mail${path}`, { headers: { authorization: `Bearer ${accessToken}` } });
+      await res.arrayBuffer();
+      g.clock.ms += 7; // each call at its own time
+    }
+    await g.gw.auditLog.flush();
+    const records = await g.gw.store.listAudit({ type: "proxy.call" });
+    await g.close();
+    expect(records).toHaveLength(1);
+    expect(records[0]!.at).toBe(start);
+    // the query is no part of the path: the second call is the first one's line; the fourth goes back to it
+    expect(records[0]!.data).toEqual({
+      calls: [
+        { method: "GET", ms: [0, 7, 21], path: "/m/1", status: 200 },
+        { method: "GET", ms: [14], path: "/m/2", status: 404 },
+      ],
+    });
+  });
+
+  test(`a call unlike the newest 8 lines of its record starts a line of its own: matching costs a call at most that many comparisons`, async () => {
+    const { g, p } = await scriptedGateway((p) => ({ mail: p.config({ scope_rules: { "mail:read": ["GET /m/*"] } }) }), { auditDelayMs: 600_000 });
+    const { accessToken } = await fullFlow(g, { provider_id: "mail", scopes: ["mail:read"] });
+    for (let i = 0; i < 10; i++) p.routes.set(`/m/${i}`, () => Response.json({ id: i }));
+    for (const i of [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 2, 0]) {
+      const res = await g.fetch(`/ath/proxy/mail/m/${i}`, { headers: { authorization: `Bearer ${accessToken}` } });
       await res.arrayBuffer();
     }
     await g.gw.auditLog.flush();
-    const grouped = (await g.gw.store.listAudit({ type: "proxy.call" })).map((r) => r.data as { calls: Record<string, unknown>[] });
+    const [record] = await g.gw.store.listAudit({ type: "proxy.call" });
     await g.close();
-    expect(grouped).toHaveLength(1);
-    expect(grouped[0]!.calls.map(({ at, ...rest }) => (expect(typeof at).toBe("string"), rest))).toEqual([
-      { method: "GET", path: "/m/1", status: 200 },
-      { method: "GET", path: "/m/1", status: 200 },
-      { method: "GET", path: "/m/2", status: 404 },
+    const lines = (record!.data as { calls: { path: string; ms: number[] }[] }).calls;
+    // /m/2 is among the newest 8 lines when it comes again; /m/0 is not: a second line for it
+    expect(lines.map((l) => [l.path, l.ms.length])).toEqual([
+      ["/m/0", 1], ["/m/1", 1], ["/m/2", 2], ["/m/3", 1], ["/m/4", 1], ["/m/5", 1], ["/m/6", 1], ["/m/7", 1], ["/m/8", 1], ["/m/9", 1], ["/m/0", 1],
     ]);
   });
 
