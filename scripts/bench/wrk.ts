@@ -13,10 +13,15 @@
  * Usage: bun scripts/bench/wrk.ts [--duration 5] [--rounds 3] [--postgres [postgres://postgres@127.0.0.1:5432/test]]
  *          [--bin dist/ath] [--compare OTHER_BIN[,OTHER_BIN…]] [--ab] [--tokens N] [--check]
  * --compare: other ath binaries (e.g. builds of older commits) measured in the same rounds, on SQLite.
- * --ab: only ath and the --compare binaries, throughput only (no direct, bare hop, latency or RSS): each round measures
- *   each once (order alternating, A B / B A), and each round's ratio is taken within the round — the machine's drift
- *   between rounds cancels — then the median over rounds, with the rounds' spread and the CPU time per request by
- *   thread (medians). scripts/bench/audit-wrk.ts runs it against a build without the per-call audit record.
+ * --ab: only ath and the --compare binaries, throughput only (no direct, bare hop, latency or RSS), each binary run as
+ *   --instances processes (default 3), started interleaved (A1 B1 A2 B2 …): one process of a binary can run a few per
+ *   cent faster or slower than another of the same binary for its whole life (two copies of one build measured 1.04–1.05×
+ *   apart), which one instance each would take for the builds' difference. Each round measures every process once
+ *   (order alternating), and each round's ratio — the A processes' mean req/s over the B processes' — is taken within
+ *   the round, so the machine's drift between rounds cancels (after one uncounted second per process and shape, its
+ *   JIT's warm-up); then the median over rounds, with their spread, each
+ *   process's median, and the CPU time per request by thread. scripts/bench/audit-wrk.ts runs it against a build without
+ *   the per-call audit record.
  * --tokens: rows to add to the SQLite gateway's token table before measuring (scale: 1,000 vs 1,000,000).
  * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there; the bare
  *   hop is profiled too (read both with scripts/bench/profile-top.ts).
@@ -46,6 +51,7 @@ const pgUrl = args.includes("--postgres") ? flag("--postgres", "postgres://postg
 const extraTokens = Number(flag("--tokens", "0"));
 const check = args.includes("--check");
 const ab = args.includes("--ab");
+const instances = Math.max(1, Number(flag("--instances", "3")));
 if (ab && compare.length === 0) {
   console.error("--ab needs --compare OTHER_BIN");
   process.exit(2);
@@ -120,6 +126,18 @@ await withCleanup(
     const upstream = await startBun("upstream", UPSTREAM_CODE, REST_CPU, {});
     const hop = await startBun("bare hop", HOP_CODE, LOAD_CPU, { UPSTREAM: upstream });
     const gatewayPorts = [await freePort(), await freePort(), ...(await Promise.all(compare.map(() => freePort())))];
+    if (ab) {
+      const binaries = [bin, ...compare];
+      const ports = await Promise.all(Array.from({ length: instances * binaries.length }, () => freePort()));
+      auth = await startUpstreamAuth({ redirectUris: ports.map((p) => `http://127.0.0.1:${p}/ath/callback`) });
+      const groups: Target[][] = binaries.map(() => []);
+      for (let i = 0; i < instances; i++) {
+        for (const [b, binary] of binaries.entries()) {
+          groups[b]!.push(await startAth(`${b === 0 ? "A" : `B${compare.length > 1 ? b : ""}`}${i + 1}`, binary, ports[i * binaries.length + b]!, upstream, []));
+        }
+      }
+      return abRounds(groups);
+    }
     auth = await startUpstreamAuth({ redirectUris: gatewayPorts.map((p) => `http://127.0.0.1:${p}/ath/callback`) });
     const targets: Target[] = [];
     const athSqlite = await startAth("ath (SQLite)", cpuProf ? "source" : bin, gatewayPorts[0]!, upstream, []);
@@ -133,7 +151,6 @@ await withCleanup(
       targets.push(await startAth("ath (PostgreSQL)", bin, gatewayPorts[1]!, upstream, ["--db", db.href]));
     }
     const upstreamToken = upstreamTokens[0]!; // what direct and the bare hop present: a token the upstream accepts
-    if (ab) return abRounds(targets);
     const all: Target[] = [{ name: "direct", url: upstream, token: upstreamToken }, { name: "bare hop", url: hop, token: upstreamToken, pid: pids.get("bare hop")! }, ...targets];
     console.log(`wrk: ${rounds} interleaved rounds of ${duration} s, 64 connections, 1 thread; proxies pinned to CPU ${LOAD_CPU}, wrk and the upstream to CPU ${REST_CPU}`);
     console.log(`ath: ${bin}${extraTokens ? `; ${extraTokens.toLocaleString("en")} extra tokens in the SQLite gateway's store` : ""}\n`);
@@ -210,46 +227,57 @@ await withCleanup(
 // internal
 
 /**
- * --ab: ath against each --compare binary, `rounds` rounds of `duration` s per shape, order alternating per round; each
- * round's ratio (this build's req/s ÷ the other's, and the other's CPU µs per request ÷ this one's) taken in the round.
+ * --ab: `groups[0]` (this build's processes) against each other group (a --compare binary's), `rounds` rounds of
+ * `duration` s per shape; a round measures every process once, order alternating; its ratio is the mean req/s of A's
+ * processes over the other's (and their CPU µs per request the other way round).
  */
-async function abRounds(targets: Target[]): Promise<void> {
-  console.log(`wrk --ab: ${rounds} rounds of ${duration} s, 64 connections, 1 thread; each round measures every build once (order alternating); proxies pinned to CPU ${LOAD_CPU}, wrk and the upstream to CPU ${REST_CPU}`);
+async function abRounds(groups: Target[][]): Promise<void> {
+  const all = groups.flat();
+  console.log(`wrk --ab: ${rounds} rounds of ${duration} s, 64 connections, 1 thread; ${instances} process(es) per build, each measured once a round (order alternating); proxies pinned to CPU ${LOAD_CPU}, wrk and the upstream to CPU ${REST_CPU}`);
   console.log(`A: ${bin}`);
   for (const [i, other] of compare.entries()) console.log(`B${compare.length > 1 ? i + 1 : ""}: ${other}`);
   console.log("");
-  const [a, ...others] = targets as [Target, ...Target[]];
+  const mean = (xs: number[]) => xs.reduce((x, y) => x + y, 0) / xs.length;
   for (const shape of SHAPES) {
-    const rows = new Map<string, { rps: number; cpuUs: number; threads: Map<string, number> }[]>(targets.map((t) => [t.name, []]));
+    const seen = new Map<string, { rps: number; cpuUs: number; threads: Map<string, number> }[]>(all.map((t) => [t.name, []]));
+    for (const t of all) await wrk(t, shape, 64, 1); // warm-up, not counted: each process's first second of a shape is its JIT's
     for (let r = 0; r < rounds; r++) {
-      for (const t of r % 2 === 0 ? targets : [...targets].reverse()) {
+      for (const t of r % 2 === 0 ? all : [...all].reverse()) {
         const w = await wrk(t, shape, 64, duration);
-        rows.get(t.name)!.push({ rps: w.rps, cpuUs: w.cpuUs!, threads: w.threadUs! });
+        seen.get(t.name)!.push({ rps: w.rps, cpuUs: w.cpuUs!, threads: w.threadUs! });
       }
     }
-    console.log(`── ${shape.name}: per round, req/s and the proxy's CPU µs per request`);
-    const mine = rows.get(a.name)!;
+    /** Per round: the mean over a group's processes. */
+    const perRound = (g: Target[], pick: (x: { rps: number; cpuUs: number }) => number) =>
+      Array.from({ length: rounds }, (_, r) => mean(g.map((t) => pick(seen.get(t.name)![r]!))));
+    console.log(`── ${shape.name}: per round, mean req/s and CPU µs per request of each build's processes`);
+    const [a, ...others] = groups as [Target[], ...Target[][]];
+    const aRps = perRound(a, (x) => x.rps);
+    const aCpu = perRound(a, (x) => x.cpuUs);
     for (const b of others) {
-      const theirs = rows.get(b.name)!;
-      const rpsRatios = mine.map((m, r) => m.rps / theirs[r]!.rps);
-      const cpuRatios = mine.map((m, r) => theirs[r]!.cpuUs / m.cpuUs);
-      for (const [r, m] of mine.entries()) {
-        const o = theirs[r]!;
-        console.log(`  round ${String(r + 1).padStart(2)}: A ${Math.round(m.rps).toLocaleString("en").padStart(6)} req/s ${m.cpuUs.toFixed(1).padStart(6)} µs   B ${Math.round(o.rps).toLocaleString("en").padStart(6)} req/s ${o.cpuUs.toFixed(1).padStart(6)} µs   A/B ${rpsRatios[r]!.toFixed(3)}×`);
+      const bRps = perRound(b, (x) => x.rps);
+      const bCpu = perRound(b, (x) => x.cpuUs);
+      const ratios = aRps.map((x, r) => x / bRps[r]!);
+      const cpuRatios = aCpu.map((x, r) => bCpu[r]! / x);
+      for (let r = 0; r < rounds; r++) {
+        console.log(`  round ${String(r + 1).padStart(2)}: A ${Math.round(aRps[r]!).toLocaleString("en").padStart(6)} req/s ${aCpu[r]!.toFixed(1).padStart(6)} µs   B ${Math.round(bRps[r]!).toLocaleString("en").padStart(6)} req/s ${bCpu[r]!.toFixed(1).padStart(6)} µs   A/B ${ratios[r]!.toFixed(3)}×`);
       }
-      const sorted = [...rpsRatios].sort((x, y) => x - y);
-      console.log(`  A ÷ B throughput, median of the rounds' ratios: ${median(rpsRatios).toFixed(3)}× (rounds: ${sorted[0]!.toFixed(2)}–${sorted[sorted.length - 1]!.toFixed(2)}; ratio of the medians ${(median(mine.map((m) => m.rps)) / median(theirs.map((o) => o.rps))).toFixed(3)}×)`);
-      console.log(`  B ÷ A CPU per request, median of the rounds' ratios: ${median(cpuRatios).toFixed(3)}× (A ${median(mine.map((m) => m.cpuUs)).toFixed(1)} µs, B ${median(theirs.map((o) => o.cpuUs)).toFixed(1)} µs: medians)`);
-      for (const [label, list] of [["A", mine], ["B", theirs]] as const) {
-        const names = [...new Set(list.flatMap((x) => [...x.threads.keys()]))];
-        const split = names
-          .map((n) => [n, median(list.map((x) => x.threads.get(n) ?? 0))] as const)
-          .filter(([, us]) => us >= 0.5)
-          .sort((x, y) => y[1] - x[1])
-          .map(([n, us]) => `${n} ${us.toFixed(1)}`)
-          .join(", ");
-        console.log(`   µs per request by thread, ${label} (medians): ${split}`);
-      }
+      const sorted = [...ratios].sort((x, y) => x - y);
+      console.log(`  A ÷ B throughput, median of the rounds' ratios: ${median(ratios).toFixed(3)}× (rounds: ${sorted[0]!.toFixed(2)}–${sorted[sorted.length - 1]!.toFixed(2)})`);
+      console.log(`  B ÷ A CPU per request, median of the rounds' ratios: ${median(cpuRatios).toFixed(3)}× (A ${median(aCpu).toFixed(1)} µs, B ${median(bCpu).toFixed(1)} µs: medians)`);
+    }
+    const each = all.map((t) => `${t.name} ${Math.round(median(seen.get(t.name)!.map((x) => x.rps))).toLocaleString("en")}`).join(", ");
+    console.log(`   each process's median req/s: ${each}`);
+    for (const [gi, g] of groups.entries()) {
+      const list = g.flatMap((t) => seen.get(t.name)!);
+      const names = [...new Set(list.flatMap((x) => [...x.threads.keys()]))];
+      const split = names
+        .map((n) => [n, median(list.map((x) => x.threads.get(n) ?? 0))] as const)
+        .filter(([, us]) => us >= 0.5)
+        .sort((x, y) => y[1] - x[1])
+        .map(([n, us]) => `${n} ${us.toFixed(1)}`)
+        .join(", ");
+      console.log(`   µs per request by thread, ${gi === 0 ? "A" : `B${groups.length > 2 ? gi : ""}`} (medians): ${split}`);
     }
     console.log("");
   }

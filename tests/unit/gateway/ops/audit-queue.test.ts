@@ -4,7 +4,7 @@
  */
 import { SILENT } from "../../../../src/gateway/ops/log.ts";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { auditQueue, MAX_GROUP } from "../../../../src/gateway/ops/audit-queue.ts";
+import { auditQueue, BUSY_ITEMS, MAX_GROUP } from "../../../../src/gateway/ops/audit-queue.ts";
 import { openSqliteStore } from "../../../../src/store/index.ts";
 import type { AuditEvent, Store } from "../../../../src/store/types.ts";
 import { makeAgent } from "../../../helpers/attestations.ts";
@@ -57,6 +57,30 @@ describe("the audit queue", () => {
     await q.flush();
     expect(errors).toEqual(["audit write failed for 1 event(s)"]);
     expect((await store.listAudit()).map((e) => e.type)).toEqual(["kept"]);
+  });
+});
+
+describe("a busy stream waits longer between writes", () => {
+  test(`after a batch of ${BUSY_ITEMS}+ events and grouped calls the next waits busyDelayMs; after a small one, delayMs again`, async () => {
+    const store = openSqliteStore(":memory:");
+    const q = auditQueue(store, SILENT, { delayMs: 20, busyDelayMs: 5_000 });
+    const count = async () => (await store.listAudit({ limit: 1000 })).length;
+    q.push({ type: "quiet", at: 1 });
+    await Bun.sleep(300);
+    expect(await count()).toBe(1); // written after delayMs
+    const key = {};
+    for (let n = 0; n < BUSY_ITEMS; n++) q.group(key, n, (i) => ({ type: "proxy.call", at: 2, data: { calls: [] as number[] } }), (e, i) => void (e.data as { calls: number[] }).calls.push(i));
+    await Bun.sleep(300);
+    expect(await count()).toBe(2); // that batch (one record of BUSY_ITEMS calls) was not busy-delayed: the one before was small
+    q.push({ type: "after a busy batch", at: 3 });
+    await Bun.sleep(300);
+    expect(await count()).toBe(2); // waits busyDelayMs, not delayMs
+    await q.flush();
+    expect(await count()).toBe(3);
+    q.push({ type: "after a small batch", at: 4 });
+    await Bun.sleep(300);
+    expect(await count()).toBe(4);
+    await store.close();
   });
 });
 
