@@ -71,7 +71,7 @@ function driver(db: Database): Driver & { checkpointer: Checkpointer | null; exc
   const run = (sql: string, params: unknown[] = []) => db.query<Row, SQLQueryBindings[]>(sql).run(...bind(params)).changes;
   /** A statement outside a transaction, or a transaction, committed: the checkpointer is told how many rows it changed (reads are not). */
   const wrote = (rows: number) => self.checkpointer?.wrote(rows);
-  /** Rows the running transaction changed so far. */
+  /** Rows the running transaction changed so far (from 0 at its BEGIN). */
   let txRows = 0;
   let running: Promise<void> | null = null;
   /**
@@ -132,6 +132,7 @@ function driver(db: Database): Driver & { checkpointer: Checkpointer | null; exc
       try {
         // IMMEDIATE takes the write lock now, so a decision never fails half-way on another process's lock.
         db.exec("BEGIN IMMEDIATE");
+        txRows = 0;
         try {
           const result = await fn(inside);
           db.exec("COMMIT");

@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CHECKPOINT_BUSY_MS, CHECKPOINT_EVERY_MS, startCheckpointer } from "../../../src/store/sqlite-checkpointer.ts";
+import { BUSY_ROWS, CHECKPOINT_BUSY_MS, CHECKPOINT_EVERY_MS, startCheckpointer } from "../../../src/store/sqlite-checkpointer.ts";
 import { openSqliteStore } from "../../../src/store/index.ts";
 
 const size = (p: string) => (existsSync(p) ? statSync(p).size : 0);
@@ -123,6 +123,27 @@ describe("the WAL checkpointer", () => {
         expect((await reopened.listAudit({ limit: 1 }))[0]!.seq).toBe(10_000);
       } finally {
         await reopened.close();
+      }
+    }),
+  );
+
+  test(
+    `a store's transactions report their own rows: many small ones (fewer than ${BUSY_ROWS} rows in all) keep the quiet interval`,
+    withDir(async (dir) => {
+      const path = join(dir, "ath.db");
+      const store = openSqliteStore(path);
+      const event = (i: number) => ({ type: "token.issued", at: 1_700_000_000_000 + i, client_id: "ath_c" });
+      try {
+        await Bun.sleep(100); // the worker starts
+        await store.appendAudit(event(0)); // the first write is checkpointed at once; the next not before CHECKPOINT_EVERY_MS
+        await Bun.sleep(300);
+        const before = size(path);
+        // each append is one transaction of two rows (the record and the chain's head): 2 × 300 < BUSY_ROWS
+        for (let i = 1; i <= 300; i++) await store.appendAudit(event(i));
+        await Bun.sleep(CHECKPOINT_BUSY_MS * 6);
+        expect(size(path)).toBe(before); // no busy-rate checkpoint folded them in (a running total of rows would)
+      } finally {
+        await store.close();
       }
     }),
   );
