@@ -19,9 +19,8 @@
  *   apart), which one instance each would take for the builds' difference. Each round measures every process once
  *   (order alternating), and each round's ratio — the A processes' mean req/s over the B processes' — is taken within
  *   the round, so the machine's drift between rounds cancels (after one uncounted second per process and shape, its
- *   JIT's warm-up); then the median over rounds, with their spread, each
- *   process's median, and the CPU time per request by thread. scripts/bench/audit-wrk.ts runs it against a build without
- *   the per-call audit record.
+ *   JIT's warm-up); then the median over rounds, with their spread, each process's median, and the CPU time per
+ *   request by thread. scripts/bench/audit-wrk.ts runs it against a build without the per-call audit record.
  * --tokens: rows to add to the SQLite gateway's token table before measuring (scale: 1,000 vs 1,000,000).
  * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there; the bare
  *   hop is profiled too (read both with scripts/bench/profile-top.ts).
@@ -124,8 +123,6 @@ const upstreamTokens: string[] = [];
 await withCleanup(
   async () => {
     const upstream = await startBun("upstream", UPSTREAM_CODE, REST_CPU, {});
-    const hop = await startBun("bare hop", HOP_CODE, LOAD_CPU, { UPSTREAM: upstream });
-    const gatewayPorts = [await freePort(), await freePort(), ...(await Promise.all(compare.map(() => freePort())))];
     if (ab) {
       const binaries = [bin, ...compare];
       const ports = await Promise.all(Array.from({ length: instances * binaries.length }, () => freePort()));
@@ -138,6 +135,8 @@ await withCleanup(
       }
       return abRounds(groups);
     }
+    const hop = await startBun("bare hop", HOP_CODE, LOAD_CPU, { UPSTREAM: upstream });
+    const gatewayPorts = [await freePort(), await freePort(), ...(await Promise.all(compare.map(() => freePort())))];
     auth = await startUpstreamAuth({ redirectUris: gatewayPorts.map((p) => `http://127.0.0.1:${p}/ath/callback`) });
     const targets: Target[] = [];
     const athSqlite = await startAth("ath (SQLite)", cpuProf ? "source" : bin, gatewayPorts[0]!, upstream, []);
@@ -271,12 +270,7 @@ async function abRounds(groups: Target[][]): Promise<void> {
     for (const [gi, g] of groups.entries()) {
       const list = g.flatMap((t) => seen.get(t.name)!);
       const names = [...new Set(list.flatMap((x) => [...x.threads.keys()]))];
-      const split = names
-        .map((n) => [n, median(list.map((x) => x.threads.get(n) ?? 0))] as const)
-        .filter(([, us]) => us >= 0.5)
-        .sort((x, y) => y[1] - x[1])
-        .map(([n, us]) => `${n} ${us.toFixed(1)}`)
-        .join(", ");
+      const split = threadSplit(new Map(names.map((n) => [n, median(list.map((x) => x.threads.get(n) ?? 0))])));
       console.log(`   µs per request by thread, ${gi === 0 ? "A" : `B${groups.length > 2 ? gi : ""}`} (medians): ${split}`);
     }
     console.log("");
@@ -344,6 +338,15 @@ function perThread(before: Map<string, number>, after: Map<string, number>, requ
   return new Map([...after].map(([name, us]) => [name, (us - (before.get(name) ?? 0)) / requests] as const));
 }
 
+/** µs per request by thread, largest first and from 0.5 µs, e.g. "main (JS) 120.1, HTTP Client 30.2". */
+function threadSplit(us: Map<string, number>): string {
+  return [...us]
+    .filter(([, x]) => x >= 0.5)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, x]) => `${name} ${x.toFixed(1)}`)
+    .join(", ");
+}
+
 async function wrk(t: Target, shape: Shape, connections: number, seconds: number): Promise<{ rps: number; p50: number; p99: number; cpuUs: number | null; threads?: string; threadUs?: Map<string, number> }> {
   const cpuBefore = t.pid === undefined ? null : cpuTimeUs(t.pid);
   const threadsBefore = t.pid === undefined ? null : threadTimesUs(t.pid);
@@ -370,7 +373,7 @@ async function wrk(t: Target, shape: Shape, connections: number, seconds: number
   const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
   const cpuUs = cpuBefore === null || !(requests > 0) ? null : (cpuTimeUs(t.pid!) - cpuBefore) / requests;
   const threadUs = threadsBefore === null || !(requests > 0) ? undefined : perThread(threadsBefore, threadTimesUs(t.pid!), requests);
-  const threads = threadUs && [...threadUs].filter(([, us]) => us >= 0.5).sort((a, b) => b[1] - a[1]).map(([name, us]) => `${name} ${us.toFixed(1)}`).join(", ");
+  const threads = threadUs && threadSplit(threadUs);
   return { rps, p50: pct("50"), p99: pct("99"), cpuUs, ...(threadUs ? { threads, threadUs } : {}) };
 }
 

@@ -118,4 +118,3 @@ function inOrder(v: unknown, depth: number): boolean {
 function fail(why: string): never {
   throw new TypeError(`JCS: ${why}`);
 }
-

@@ -22,11 +22,7 @@ export async function audit(gw: Gateway, type: string, e: Omit<AuditEvent, "type
  * record's text costs to write, hash, store and checkpoint grows with its length (the ≥ 0.95× bench,
  * scripts/bench/audit-wrk.ts).
  */
-export function auditProxyCall(
-  gw: Gateway,
-  token: Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id">,
-  c: { method: string; path: string; status: number; request_digest?: string },
-): void {
+export function auditProxyCall(gw: Gateway, token: Grantee, c: CallFacts): void {
   // keyed by the token record itself (the cache hands out one object per token): no key string per call
   gw.auditLog.group(token, { token, at: gw.now(), call: c }, openCalls, addCall);
 }
@@ -42,10 +38,21 @@ interface CallLine {
   status: number;
 }
 
+/** Whose call it was: the token's ids, which the record carries. */
+type Grantee = Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id">;
+
+/** What the record keeps of a call besides its time. */
+interface CallFacts {
+  method: string;
+  path: string;
+  status: number;
+  request_digest?: string;
+}
+
 interface ProxiedCall {
-  token: Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id">;
+  token: Grantee;
   at: number;
-  call: { method: string; path: string; status: number; request_digest?: string };
+  call: CallFacts;
 }
 
 /** How many of a record's newest lines a call is matched against: a call unlike all of them starts a line (so a line may repeat). */
