@@ -4,7 +4,7 @@
  * most common probe, budgeted at 1.3× the runtime's bare start); everything else is the root command in cli/root.ts.
  */
 import { formatOf, isVersion } from "./cli/kit/flags.ts";
-import { versionText } from "./protocol/build.ts";
+import { versionText } from "./build.ts";
 
 /**
  * Runs `ath` with `argv` (without the executable) and returns the exit code. `--version` is answered here and only

@@ -3,7 +3,7 @@
  * `http(s)` URLs of that gateway's own origin are used (DESIGN §14); any other is refused with exit 4 / a tool error
  * naming its origin only (`scheme://host:port`), never the whole URL.
  */
-import { originOf, sameOriginUrl } from "../protocol/sanitize.ts";
+import { originOf, sameOriginUrl } from "../text/sanitize.ts";
 import { ClientError } from "./errors.ts";
 
 /** `url` when it is an http(s) URL of `gateway`'s origin; else ClientError refused UNSAFE_URL. */

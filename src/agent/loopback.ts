@@ -4,7 +4,7 @@
  * time and answers the browser with a small page.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { STYLESHEET } from "../protocol/style.ts";
+import { STYLESHEET } from "../text/style.ts";
 import { ClientError } from "./errors.ts";
 
 export interface CallbackResult {

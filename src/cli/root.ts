@@ -3,12 +3,12 @@
  * with citty's `runCommand`, and maps every failure to an exit code in one place (DESIGN.md §5): 0 ok, 1 failure /
  * upstream ≥ 400, 2 usage, 3 not configured, 4 the gateway refused, 5 network. src/main.ts is the entry point.
  */
-import { forTerminal, stringifyInert } from "../protocol/sanitize.ts";
+import { forTerminal, stringifyInert } from "../text/sanitize.ts";
 import type { ArgsDef, CommandDef } from "citty";
 import pkg from "../../package.json" with { type: "json" };
 import { getDeps } from "./kit/deps.ts";
 import { oneLine, usageError } from "./kit/errors.ts";
-import { didYouMean } from "../protocol/suggest.ts";
+import { didYouMean } from "../text/suggest.ts";
 import { commonArgs, defineCommand, formatOf, hasHelp, invoke, leadingFlags, resolve, type Invocation } from "./kit/flags.ts";
 import { stripAnsi } from "./kit/render.ts";
 

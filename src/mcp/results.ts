@@ -3,7 +3,7 @@
  * true`) carrying the code — an ATH error code when the gateway refused, else the agent side's own (NO_TOKEN,
  * NETWORK_ERROR…). A failure is always a result, never a thrown error: nothing a tool does may end the server.
  */
-import { forTerminal } from "../protocol/sanitize.ts";
+import { forTerminal } from "../text/sanitize.ts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 
 /** The `_meta` key of a tool error's machine-readable form: `{code, message, status?, details?}`. */

@@ -4,7 +4,7 @@
  * stdout carries the protocol and nothing else; warnings go to stderr. It runs until the host closes stdin (or
  * SIGINT/SIGTERM), then cancels the authorizations still waiting, which drops their pending sessions.
  */
-import { jsonInert } from "../protocol/sanitize.ts";
+import { jsonInert } from "../text/sanitize.ts";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import pkg from "../../package.json" with { type: "json" };

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { LIMITS } from "./constants.ts";
 import { httpUrl } from "./schemas.ts";
-import { didYouMean } from "./suggest.ts";
+import { didYouMean } from "../text/suggest.ts";
 
 /**
  * A `scope_rules` entry: "METHOD /path/glob", bounded in length and in `**` segments (DESIGN §14). Written decoded

@@ -1,6 +1,6 @@
 /**
  * Every HTML page ath shows — the gateway's landing, consent, code and error pages, and the CLI's loopback page after
- * `authorize --wait` — uses the one stylesheet (src/protocol/style.ts) and is readable in light and dark mode: each
+ * `authorize --wait` — uses the one stylesheet (src/text/style.ts) and is readable in light and dark mode: each
  * piece of text measured in Chromium against the background it is drawn on meets WCAG 2 contrast (4.5:1 for text,
  * 3:1 for large text such as headings), and nothing scrolls sideways at 390 px (issue 13, item 14).
  */

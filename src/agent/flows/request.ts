@@ -5,7 +5,7 @@
  */
 import { HEADERS } from "../../protocol/constants.ts";
 import { ATHError } from "../../protocol/lean.ts";
-import { didYouMean } from "../../protocol/suggest.ts";
+import { didYouMean } from "../../text/suggest.ts";
 import { callProxy, discoverGateway, discoverService, proxyUrl } from "../client.ts";
 import { notConfigured, oneLine, usageError } from "../errors.ts";
 import { readBody } from "../http.ts";

@@ -10,10 +10,10 @@
  * resends it once approved. `--wait-approval` does it in one go: opens the URL, polls with a spinner until the
  * person decided, then resends the same request with `X-ATH-Approval` (denied or expired: exit 4).
  */
-import { prettyJson } from "../../protocol/pretty-json.ts";
-import { forTerminal as sanitized, jsonInert } from "../../protocol/sanitize.ts";
+import { prettyJson } from "../kit/pretty-json.ts";
+import { forTerminal as sanitized, jsonInert } from "../../text/sanitize.ts";
 import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../../protocol/constants.ts";
-import { didYouMean } from "../../protocol/suggest.ts";
+import { didYouMean } from "../../text/suggest.ts";
 import { requestWithApproval, type ApprovalWait } from "../../agent/flows/approval.ts";
 import { OWN_HEADERS, parseMaybeJson, utf8, type RequestInput } from "../../agent/flows/request.ts";
 import { isApprovalId } from "../../protocol/lean.ts";

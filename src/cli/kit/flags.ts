@@ -5,7 +5,7 @@
  * words, the last `--format`, every value of a repeatable flag. Violations are usage errors (exit 2).
  */
 import type { ArgDef, ArgsDef, CommandDef } from "citty";
-import { closest } from "../../protocol/suggest.ts";
+import { closest } from "../../text/suggest.ts";
 import { usageError } from "./errors.ts";
 
 /**

@@ -3,7 +3,7 @@
  * document; text mode colours (kleur) only on a TTY without NO_COLOR; piped text is tab-separated with ISO
  * times, and a table cell (often a server's text) cannot break its row or column or carry control characters.
  */
-import { forTerminal, stringifyInert } from "../../protocol/sanitize.ts";
+import { forTerminal, stringifyInert } from "../../text/sanitize.ts";
 import type { Deps } from "./deps.ts";
 
 export type Format = "text" | "json";

@@ -2,7 +2,7 @@
  * The shell of every HTML page the gateway serves: one inline stylesheet allowed by its CSP hash, the security
  * headers, HTML escaping, and `htmlResponse`. Pages carry no JavaScript and load nothing from elsewhere.
  */
-import { forPage } from "../../protocol/sanitize.ts";
+import { forPage } from "../../text/sanitize.ts";
 import { STYLESHEET } from "./style.ts";
 
 /** CSP level 2 hash source of the one inline `<style>` element, computed once at load. */

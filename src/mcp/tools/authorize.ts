@@ -6,7 +6,7 @@
  * to the page itself, and the tool waits for the approval. With `code_on_page` the gateway shows the person a
  * code instead (their browser cannot reach this machine), which `ath_token {code}` exchanges.
  */
-import { forTerminal } from "../../protocol/sanitize.ts";
+import { forTerminal } from "../../text/sanitize.ts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ClientError, notConfigured } from "../../agent/errors.ts";
 import type { Agent, Target } from "../../agent/flows/agent.ts";

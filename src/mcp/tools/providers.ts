@@ -1,5 +1,5 @@
 /** `ath_providers`: the providers on offer, with what this agent was approved for and the tokens it holds. */
-import { forTerminal } from "../../protocol/sanitize.ts";
+import { forTerminal } from "../../text/sanitize.ts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { catalog } from "../../agent/flows/discover.ts";
 import { status } from "../../agent/flows/status.ts";

@@ -2,7 +2,7 @@
  * `ath_request`: call a provider API with the saved token, through the request-with-approval flow the CLI's
  * `ath proxy` runs too; this file keeps only the host's URL elicitation and the tool's result.
  */
-import { forTerminal } from "../../protocol/sanitize.ts";
+import { forTerminal } from "../../text/sanitize.ts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ClientError, usageError } from "../../agent/errors.ts";
 import { requestWithApproval, type ApprovalWait } from "../../agent/flows/approval.ts";

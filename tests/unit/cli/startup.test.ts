@@ -86,7 +86,7 @@ describe("which modules a command loads", () => {
       const { loaded, stdout } = await run(argv);
       expect(stdout).toBe(argv.includes("json") ? `{"version":"0.1.0","commit":"source","target":"source"}\n` : "0.1.0 (commit source, source)\n");
       expect(loaded.filter((f) => f.startsWith("node_modules/"))).toEqual([]);
-      expect(loaded.every((f) => ["src/main.ts", "src/protocol/build.ts", "src/cli/kit/flags.ts", "src/cli/kit/errors.ts", "src/agent/errors.ts", "src/protocol/suggest.ts"].includes(f))).toBe(true);
+      expect(loaded.every((f) => ["src/main.ts", "src/build.ts", "src/cli/kit/flags.ts", "src/cli/kit/errors.ts", "src/agent/errors.ts", "src/text/suggest.ts"].includes(f))).toBe(true);
     }
   });
 

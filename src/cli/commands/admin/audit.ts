@@ -5,7 +5,7 @@
  */
 import { parseAuditKey, verifyAuditExport } from "../../../agent/audit-verify.ts";
 import { auditKey as fetchKey, exportAudit, followAudit, listAudit, type AuditEventView } from "../../../agent/flows/admin.ts";
-import { stringifyInert } from "../../../protocol/sanitize.ts";
+import { stringifyInert } from "../../../text/sanitize.ts";
 import { getDeps } from "../../kit/deps.ts";
 import { ClientError, usageError } from "../../kit/errors.ts";
 import type { Invocation } from "../../kit/flags.ts";

@@ -1,6 +1,6 @@
-/** Bounded re-indenting (src/protocol/pretty-json.ts, DESIGN §14 "Bounded work per input"). */
+/** Bounded re-indenting (src/cli/kit/pretty-json.ts, DESIGN §14 "Bounded work per input"). */
 import { describe, expect, test } from "bun:test";
-import { prettyJson } from "../../../src/protocol/pretty-json.ts";
+import { prettyJson } from "../../../src/cli/kit/pretty-json.ts";
 
 describe("prettyJson", () => {
   test("ordinary JSON is indented exactly as JSON.stringify(v, null, 2) does", () => {

@@ -1,8 +1,8 @@
-/** THE sanitizer (src/protocol/sanitize.ts, DESIGN §14 "Strings from elsewhere are data") and the gateway-link rule. */
+/** THE sanitizer (src/text/sanitize.ts, DESIGN §14 "Strings from elsewhere are data") and the gateway-link rule. */
 import { describe, expect, test } from "bun:test";
 import { gatewayLink } from "../../../src/agent/links.ts";
 import { browserCommands } from "../../../src/cli/kit/deps.ts";
-import { forPage, forTerminal, jsonInert, sameOriginUrl, stringifyInert } from "../../../src/protocol/sanitize.ts";
+import { forPage, forTerminal, jsonInert, sameOriginUrl, stringifyInert } from "../../../src/text/sanitize.ts";
 
 const EVIL = "a\u001b]52;c;eA==\u0007b\u001b[2Jc\u009bd\u007fe\u202ef\u200bg\ufeffh\u{e0041}i\u2028j\r\nk\tl";
 

@@ -3,7 +3,7 @@
  * (`linux-x64`, `darwin-arm64`, `windows-x64`…). scripts/build.ts injects the commit and target with
  * `bun build --define`; run from source (`bun src/main.ts`) both read `source`. `ath --version` prints them.
  */
-import pkg from "../../package.json" with { type: "json" };
+import pkg from "../package.json" with { type: "json" };
 
 declare const ATH_BUILD_COMMIT: string | undefined;
 declare const ATH_BUILD_TARGET: string | undefined;

@@ -1,6 +1,6 @@
 /**
  * The one stylesheet of every HTML page ath shows: the gateway's pages, the sandbox provider's, and the CLI's
- * loopback page after `authorize --wait` — shared here because server and client share only src/protocol. Colours
+ * loopback page after `authorize --wait` — in src/text/, the pure helpers both sides use. Colours
  * meet WCAG contrast in light and dark mode (tests/browser/pages-contrast.test.ts measures them). It is inlined and
  * allowed by its SHA-256 in the CSP, so it must stay a constant: no interpolation.
  */
