@@ -6,9 +6,10 @@
 import { ProviderConfig } from "../protocol/index.ts";
 import { cachedStore } from "../store/cached.ts";
 import type { Store } from "../store/types.ts";
-import { adminTokenHash, requireAdmin, requireIntrospector, requireMetricsReader } from "./admin/auth.ts";
-import type { Fetch, Gateway, GatewayOptions, Logger } from "./context.ts";
-import { Sealer } from "./crypto/sealing.ts";
+import { requireAdmin, requireIntrospector, requireMetricsReader } from "./admin/auth.ts";
+import { adminTokenHash } from "./domain/admin-token.ts";
+import type { Fetch, Gateway, GatewayOptions, Logger, Metrics } from "./context.ts";
+import { MasterKeySealer } from "./crypto/sealing.ts";
 import { hashSecret } from "./crypto/secrets.ts";
 import { openAuditChain } from "./domain/audit-chain.ts";
 import { enqueueWebhookEvents, isWebhookSource } from "./domain/webhooks.ts";
@@ -19,7 +20,7 @@ import { createKeyResolver } from "./identity/agent-keys.ts";
 import { auditQueue } from "./ops/audit-queue.ts";
 import { SILENT } from "./ops/log.ts";
 import { createTracer } from "./ops/tracing.ts";
-import { createMetrics, type Metrics } from "./ops/metrics.ts";
+import { createMetrics } from "./ops/metrics.ts";
 import { createLimiter, type RateLimits } from "./ops/rate-limit.ts";
 import { routeTable } from "./routes.ts";
 
@@ -83,7 +84,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   }
   const admin = await adminTokenHash(store, adminToken);
   const metrics = deps.metrics ?? createMetrics(opts.version);
-  const sealer = await Sealer.fromRawKey(masterKey);
+  const sealer = await MasterKeySealer.fromRawKey(masterKey);
   const auditChain = await openAuditChain(store, sealer, now, log);
   const gateway: Gateway = {
     opts: {

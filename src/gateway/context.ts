@@ -2,16 +2,8 @@
  * What every gateway handler gets: the options, the store, the sealer, the agent key resolver, a clock, the outbound
  * `fetch`, a logger — and, per request, a `Call` (the request, its route row and path parameters).
  */
-import type { Store } from "../store/types.ts";
-import type { Sealer } from "./crypto/sealing.ts";
-import type { KeyResolver } from "./identity/agent-keys.ts";
-import type { AuditChain } from "./domain/audit-chain.ts";
-import type { AuditQueue } from "./ops/audit-queue.ts";
-import type { WebhookDeliverer } from "./ops/webhooks.ts";
-import type { Tracer } from "./ops/tracing.ts";
-import type { Metrics } from "./ops/metrics.ts";
-import type { Limiter } from "./ops/rate-limit.ts";
-import type { ApprovalMode } from "./rules/policy.ts";
+import type { AuditPublicJwk } from "../protocol/audit-chain.ts";
+import type { AuditCheckpoint, AuditEvent, Store } from "../store/types.ts";
 
 export interface GatewayOptions {
   /** Public base URL, no trailing slash: `http://127.0.0.1:8787`. */
@@ -21,7 +13,8 @@ export interface GatewayOptions {
   version: string;
   /** Allows http:// and loopback agent identity documents. */
   dev: boolean;
-  approval: ApprovalMode;
+  /** Registration policy: `auto` approves what policy allows; `manual` holds agents for an admin (rules/policy.ts). */
+  approval: "auto" | "manual";
   sessionTtlSeconds: number;
   tokenTtlSeconds: number;
   /** A refresh family's life from the consent (DESIGN §17); default LIMITS.refreshTtlDefaultSeconds. */
@@ -152,4 +145,120 @@ export interface Call {
    * time a `client_id` is given the route's rate budget (`limit`: auth, proxy) is charged to it — 429 when spent.
    */
   identify(who: { client_id?: string; provider_id?: string }): Promise<void>;
+}
+
+// Ports: what handlers and domain functions use of the gateway's services. The implementations (crypto/sealing.ts,
+// identity/agent-keys.ts, domain/audit-chain.ts, ops/…) import these; this file imports none of them.
+
+/** Sealing at rest (AES-256-GCM under the master key): crypto/sealing.ts. */
+export interface Sealer {
+  seal(plaintext: string, aad: string): Promise<string>;
+  /** Throws when `sealed` was not sealed under this key with this `aad`. */
+  open(sealed: string, aad: string): Promise<string>;
+}
+
+/** Agents' public keys (identity/agent-keys.ts). */
+export interface KeyResolver {
+  /** The key of `agentId` (cached for https ids); AthError INVALID_ATTESTATION when it cannot be had. */
+  get(agentId: string): Promise<CryptoKey>;
+  /** Re-fetches after a signature failure; null when nothing can be re-fetched (did:key, or fetched < 1 min ago). */
+  refresh(agentId: string): Promise<CryptoKey | null>;
+}
+
+/** The audit hash chain's key and checkpoints (domain/audit-chain.ts, DESIGN §20). */
+export interface AuditChain {
+  /** The public key checkpoints are signed with. */
+  jwk: AuditPublicJwk;
+  /** Signs a checkpoint of the chain's head unless one exists at it; the newest checkpoint, or null (empty chain). */
+  checkpoint(): Promise<AuditCheckpoint | null>;
+  /** Signs a checkpoint at a given record, unless one is there. */
+  checkpointAt(seq: number, hash: string): Promise<void>;
+  /** Tells the checkpointer `n` more records were written (the audit queue calls it). */
+  written(n: number): void;
+  /** Stops the 60 s timer. */
+  stop(): void;
+}
+
+/** Audit events on their way to the store, in batches (ops/audit-queue.ts). */
+export interface AuditQueue {
+  push(event: AuditEvent): void;
+  /**
+   * Adds `item` to the one event this batch holds for `key`: `open(item)` makes that event (queued where its first item
+   * came) when the batch has none yet, or the last one holds MAX_GROUP items; `add(event, item)` adds the item to it in
+   * place. Many like events (a grantee's proxied calls) become one record of the chain per batch: one hash and one row
+   * instead of one per call (DESIGN §20's ≥ 0.95×). `open` and `add` are the caller's fixed functions, `item` the only
+   * thing made per call.
+   */
+  group<I>(key: unknown, item: I, open: (item: I) => AuditEvent, add: (event: AuditEvent, item: I) => void): void;
+  /** Writes everything queued so far; resolves once it is in the store (or failed and was logged). */
+  flush(): Promise<void>;
+}
+
+/** The webhook outbox's deliverer (ops/webhooks.ts). */
+export interface WebhookDeliverer {
+  /** Looks for due deliveries now (after new events were enqueued). */
+  nudge(): void;
+  /** Stops polling and waits for the attempts in flight. */
+  stop(): Promise<void>;
+}
+
+/** traceparent in and out; spans exported over OTLP when configured (ops/tracing.ts). */
+export interface Tracer {
+  readonly exporting: boolean;
+  /** Runs `fn` inside the request's span (a child of its `traceparent`, if any). */
+  request<T extends Response>(req: Request, fn: () => Promise<T>): Promise<T>;
+  /** `fetch` whose calls become client spans and carry `traceparent`. */
+  wrapFetch(fetch: Fetch): Fetch;
+  /** The store with each call a span of the current request (only when exporting). */
+  wrapStore(store: Store): Store;
+  /** Adds attributes to the current request's span (the route template, once matched). */
+  annotate(attributes: Record<string, string | number>): void;
+  /** Sends what is queued. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A Prometheus counter (ops/metrics.ts). */
+export interface CounterMetric {
+  inc(labels: readonly string[], by?: number): void;
+  /** The current value (0 when never incremented). */
+  get(labels: readonly string[]): number;
+  render(): string;
+}
+
+/** A Prometheus histogram (ops/metrics.ts). */
+export interface HistogramMetric {
+  observe(labels: readonly string[], value: number): void;
+  render(): string;
+}
+
+/** Every metric of DESIGN §10, with its labels pinned. */
+export interface Metrics {
+  http: CounterMetric;
+  httpDuration: HistogramMetric;
+  proxy: CounterMetric;
+  upstreamDuration: HistogramMetric;
+  tokensIssued: CounterMetric;
+  tokensRevoked: CounterMetric;
+  upstreamRefresh: CounterMetric;
+  agentsRegistered: CounterMetric;
+  rateLimited: CounterMetric;
+  /** Per-request approvals (DESIGN §15): requested, approved, denied, used. */
+  approvals: CounterMetric;
+  /** Calls refused or held because a budget was spent (DESIGN §16). */
+  budgetExhausted: CounterMetric;
+  /** MCP front door (DESIGN §18): JSON-RPC calls by provider, method, tool (bounded: see mcp/handler.ts) and result. */
+  mcpCalls: CounterMetric;
+  /** Webhook delivery attempts (DESIGN §20), by result: ok, error. */
+  webhookDeliveries: CounterMetric;
+  /** Counts what an audit event says happened (domain/audit.ts calls it for every event). */
+  event(type: string, e: { provider_id?: string | null | undefined; data?: LogFields | undefined }): void;
+  /** The exposition, process metrics included. */
+  render(): string;
+}
+
+/** The rate limits of DESIGN §10 (ops/rate-limit.ts). */
+export interface Limiter {
+  /** Charges one request to `key`'s `budget`; throws 429 RATE_LIMITED (with its headers) when it is spent. */
+  take(budget: RouteLimit, key: string): Promise<void>;
 }

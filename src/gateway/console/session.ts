@@ -6,7 +6,7 @@
  * attempts are limited per client IP.
  */
 import { AthError, PATHS } from "../../protocol/index.ts";
-import { isAdminToken } from "../admin/auth.ts";
+import { isAdminToken } from "../domain/admin-token.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import { parseCookies } from "../rules/cookies.ts";

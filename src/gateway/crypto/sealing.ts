@@ -6,18 +6,20 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Sealer } from "../context.ts";
 
 const TAG_BYTES = 16;
 
-export class Sealer {
+/** The master key's Sealer (context.ts). */
+export class MasterKeySealer implements Sealer {
   // node:crypto's AES-GCM: ~2.5 µs per open against ~44 µs for crypto.subtle, on the proxy's hot path
   // (scripts/bench/proxy.ts: 25–40 µs off every proxied request's median).
   private constructor(private readonly key: Buffer) {}
 
   /** `raw` must be 32 bytes. */
-  static async fromRawKey(raw: Uint8Array<ArrayBuffer>): Promise<Sealer> {
+  static async fromRawKey(raw: Uint8Array<ArrayBuffer>): Promise<MasterKeySealer> {
     if (raw.byteLength !== 32) throw new TypeError("master key must be 32 bytes");
-    return new Sealer(Buffer.from(raw));
+    return new MasterKeySealer(Buffer.from(raw));
   }
 
   async seal(plaintext: string, aad: string): Promise<string> {

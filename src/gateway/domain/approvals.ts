@@ -10,7 +10,6 @@ import type { Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
 import { anyRuleMatches, type CanonicalRequest, type CanonicalWithContent } from "../rules/canonical-request.ts";
 import { requestDigest } from "../rules/request-digest.ts";
-import type { RequestView } from "../pages/request-view.ts";
 import { audit } from "./audit.ts";
 
 /** How much of a body the approval page shows (and so the store keeps, sealed). */
@@ -122,8 +121,21 @@ export async function shownHeaders(gw: Gateway, a: ApprovalRecord): Promise<Reco
   return JSON.parse(await gw.sealer.open(a.headers_sealed, headersAad(a.approval_id))) as Record<string, string>;
 }
 
-/** The request as the approval page and the console show it: what will be sent (pages/request-view.ts). */
-export async function requestView(gw: Gateway, a: ApprovalRecord): Promise<RequestView> {
+/** The request an approval was made for, as data: what will be sent (the approval page and the console render it). */
+export interface ApprovedRequest {
+  method: string;
+  /** The path as sent (percent-encoded). */
+  path: string;
+  /** The query as sent, without `?`. */
+  query: string;
+  /** Bound headers, lower-case names. */
+  headers: Readonly<Record<string, string>>;
+  /** null: no body. `shown` is the first 16 KiB. */
+  body: { shown: Uint8Array; bytes: number; contentType: string | null } | null;
+}
+
+/** The request as the approval page and the console show it: what will be sent. */
+export async function requestView(gw: Gateway, a: ApprovalRecord): Promise<ApprovedRequest> {
   const [body, headers] = await Promise.all([shownBody(gw, a), shownHeaders(gw, a)]);
   return { method: a.method, path: a.path, query: a.query, headers, body: body === null ? null : { shown: body, bytes: a.body_bytes, contentType: a.content_type } };
 }

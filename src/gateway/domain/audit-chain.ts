@@ -9,9 +9,9 @@ import { createPrivateKey, generateKeyPairSync, sign, type KeyObject } from "nod
 import {
   auditKeyId, chainRecord, checkpointMessage, type AuditPublicJwk, type CheckpointLine, type KeyLine,
 } from "../../protocol/audit-chain.ts";
+
 import type { AuditCheckpoint, AuditEvent, Store } from "../../store/types.ts";
-import type { Sealer } from "../crypto/sealing.ts";
-import type { Logger } from "../context.ts";
+import type { AuditChain, Logger, Sealer } from "../context.ts";
 
 export const CHECKPOINT_RECORDS = 1_000;
 export const CHECKPOINT_MS = 60_000;
@@ -21,18 +21,6 @@ const EXPORT_PAGE = 1_000;
 const KEY_META = "audit_key";
 const KEY_AAD = "meta:audit_key";
 
-export interface AuditChain {
-  /** The public key checkpoints are signed with. */
-  jwk: AuditPublicJwk;
-  /** Signs a checkpoint of the chain's head unless one exists at it; the newest checkpoint, or null (empty chain). */
-  checkpoint(): Promise<AuditCheckpoint | null>;
-  /** Signs a checkpoint at a given record, unless one is there. */
-  checkpointAt(seq: number, hash: string): Promise<void>;
-  /** Tells the checkpointer `n` more records were written (the audit queue calls it). */
-  written(n: number): void;
-  /** Stops the 60 s timer. */
-  stop(): void;
-}
 
 export async function openAuditChain(store: Store, sealer: Sealer, now: () => number, log: Logger): Promise<AuditChain> {
   await store.chainAuditBacklog();

@@ -7,7 +7,7 @@
  */
 import { AthError, PREFIX, TokenRevocationRequest } from "../../protocol/index.ts";
 import { hashSecret } from "../crypto/secrets.ts";
-import { isAdmin } from "../admin/auth.ts";
+import { sentAdminToken } from "../domain/admin-token.ts";
 import { authenticateClient } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
 import type { Call } from "../context.ts";
@@ -42,7 +42,7 @@ async function tryRevoke(call: Call): Promise<{ reason: string; clientId: string
   // A refresh token (DESIGN §17) names its family; an access token, itself and its family.
   const token = body.token.startsWith(PREFIX.refreshToken) ? await gw.store.getRefreshToken(hashSecret(body.token)) : await findToken(gw, body.token);
   if (!token) return null;
-  const admin = isAdmin(gw, req);
+  const admin = sentAdminToken(gw, req);
   if (!admin) {
     const ignored = (reason: string) => ({ reason, clientId: token.client_id });
     if (!body.client_id || !body.client_secret) return ignored("no client credentials");

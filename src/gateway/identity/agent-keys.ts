@@ -12,16 +12,10 @@ import { importJWK, importSPKI } from "jose";
 import { AthError } from "../../protocol/errors.ts";
 import { AgentIdentityDocument } from "../../protocol/schemas.ts";
 import { jwkFromDidKey } from "../../protocol/did-key.ts";
-import type { Fetch } from "../context.ts";
+import type { Fetch, KeyResolver } from "../context.ts";
 import { readBounded } from "../http/body.ts";
 import { classifyAddress } from "./ip-address.ts";
 
-export interface KeyResolver {
-  /** The key of `agentId` (cached for https ids); AthError INVALID_ATTESTATION when it cannot be had. */
-  get(agentId: string): Promise<CryptoKey>;
-  /** Re-fetches after a signature failure; null when nothing can be re-fetched (did:key, or fetched < 1 min ago). */
-  refresh(agentId: string): Promise<CryptoKey | null>;
-}
 
 export interface KeyResolverOptions {
   /** `ath serve --dev`: also allow http:// and loopback hosts. */

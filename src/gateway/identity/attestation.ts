@@ -7,7 +7,7 @@ import { compactVerify, decodeJwt, decodeProtectedHeader, errors } from "jose";
 import { AthError } from "../../protocol/errors.ts";
 import { LIMITS } from "../../protocol/constants.ts";
 import { AttestationClaims, formatIssues } from "../../protocol/schemas.ts";
-import type { KeyResolver } from "./agent-keys.ts";
+import type { KeyResolver } from "../context.ts";
 
 export interface AttestationCheck {
   /** Expected aud: base_url (register, authorize) or `${base_url}/ath/token` (token). */

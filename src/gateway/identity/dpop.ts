@@ -10,7 +10,7 @@
  */
 import { base64url, calculateJwkThumbprint, compactVerify, decodeProtectedHeader, errors, exportJWK, importJWK, type JWK } from "jose";
 import { LIMITS } from "../../protocol/index.ts";
-import type { KeyResolver } from "./agent-keys.ts";
+import type { KeyResolver } from "../context.ts";
 
 /** What a proof must match. */
 export interface ProofCheck {

@@ -9,26 +9,13 @@
  * events of the last `busyDelayMs`; never a token, revocation or grant, which are written by the requests themselves.
  */
 import type { AuditEvent, Store } from "../../store/types.ts";
-import type { Logger } from "../context.ts";
+import type { Logger, AuditQueue } from "../context.ts";
 
 /** Items one grouped event holds at most (AuditQueue.group). */
 export const MAX_GROUP = 500;
 /** A batch of at least this many events and grouped items makes the next one wait `busyDelayMs` (2,000 a second at 50 ms). */
 export const BUSY_ITEMS = 100;
 
-export interface AuditQueue {
-  push(event: AuditEvent): void;
-  /**
-   * Adds `item` to the one event this batch holds for `key`: `open(item)` makes that event (queued where its first item
-   * came) when the batch has none yet, or the last one holds MAX_GROUP items; `add(event, item)` adds the item to it in
-   * place. Many like events (a grantee's proxied calls) become one record of the chain per batch: one hash and one row
-   * instead of one per call (DESIGN §20's ≥ 0.95×). `open` and `add` are the caller's fixed functions, `item` the only
-   * thing made per call.
-   */
-  group<I>(key: unknown, item: I, open: (item: I) => AuditEvent, add: (event: AuditEvent, item: I) => void): void;
-  /** Writes everything queued so far; resolves once it is in the store (or failed and was logged). */
-  flush(): Promise<void>;
-}
 
 export function auditQueue(
   store: Store,

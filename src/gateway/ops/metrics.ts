@@ -4,7 +4,7 @@
  * format 0.0.4. Label values come from bounded sets only (route templates, methods, statuses, configured providers,
  * limit names): never a raw path or anything a client can vary at will.
  */
-import type { LogFields } from "../context.ts";
+import type { LogFields, Metrics } from "../context.ts";
 
 export class Counter {
   private readonly values = new Map<string, { labels: readonly string[]; value: number }>();
@@ -73,30 +73,6 @@ export class Histogram {
   }
 }
 
-/** Every metric of DESIGN §10, with its labels pinned. */
-export interface Metrics {
-  http: Counter;
-  httpDuration: Histogram;
-  proxy: Counter;
-  upstreamDuration: Histogram;
-  tokensIssued: Counter;
-  tokensRevoked: Counter;
-  upstreamRefresh: Counter;
-  agentsRegistered: Counter;
-  rateLimited: Counter;
-  /** Per-request approvals (DESIGN §15): requested, approved, denied, used. */
-  approvals: Counter;
-  /** Calls refused or held because a budget was spent (DESIGN §16). */
-  budgetExhausted: Counter;
-  /** MCP front door (DESIGN §18): JSON-RPC calls by provider, method, tool (bounded: see mcp/handler.ts) and result. */
-  mcpCalls: Counter;
-  /** Webhook delivery attempts (DESIGN §20), by result: ok, error. */
-  webhookDeliveries: Counter;
-  /** Counts what an audit event says happened (domain/audit.ts calls it for every event). */
-  event(type: string, e: { provider_id?: string | null | undefined; data?: LogFields | undefined }): void;
-  /** The exposition, process metrics included. */
-  render(): string;
-}
 
 export function createMetrics(version: string): Metrics {
   const m = {

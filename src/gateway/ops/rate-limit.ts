@@ -9,8 +9,7 @@
  */
 import { AthError } from "../../protocol/index.ts";
 import type { Store } from "../../store/types.ts";
-import type { Logger, RouteLimit } from "../context.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Logger, RouteLimit, Limiter, Metrics } from "../context.ts";
 
 /** `limit` requests per `windowMs`. */
 export interface Rate {
@@ -21,10 +20,6 @@ export interface Rate {
 /** A limit per budget; absent = off (`--rate-limit-… 0`). */
 export type RateLimits = Partial<Record<RouteLimit, Rate>>;
 
-export interface Limiter {
-  /** Charges one request to `key`'s `budget`; throws 429 RATE_LIMITED (with its headers) when it is spent. */
-  take(budget: RouteLimit, key: string): Promise<void>;
-}
 
 /** `N/unit`, unit s|m|h, or `0` (off) → a Rate or null; anything else → undefined. */
 export function parseRate(text: string): Rate | null | undefined {

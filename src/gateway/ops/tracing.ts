@@ -10,7 +10,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Store } from "../../store/types.ts";
-import type { Fetch, Logger } from "../context.ts";
+import type { Fetch, Logger, Tracer } from "../context.ts";
 
 const EXPORT_MS = 1_000;
 const MAX_QUEUED = 2_048;
@@ -37,20 +37,6 @@ interface Span {
   error?: boolean;
 }
 
-export interface Tracer {
-  readonly exporting: boolean;
-  /** Runs `fn` inside the request's span (a child of its `traceparent`, if any). */
-  request<T extends Response>(req: Request, fn: () => Promise<T>): Promise<T>;
-  /** `fetch` whose calls become client spans and carry `traceparent`. */
-  wrapFetch(fetch: Fetch): Fetch;
-  /** The store with each call a span of the current request (only when exporting). */
-  wrapStore(store: Store): Store;
-  /** Adds attributes to the current request's span (the route template, once matched). */
-  annotate(attributes: Record<string, string | number>): void;
-  /** Sends what is queued. */
-  flush(): Promise<void>;
-  close(): Promise<void>;
-}
 
 export function createTracer(o: { endpoint?: string; version: string; fetch?: Fetch; log: Logger }): Tracer {
   const als = new AsyncLocalStorage<TraceContext>();

@@ -5,7 +5,7 @@
  * the event, when it is given up (logged) and the endpoint's next event goes. A killed instance's lease lapses after
  * LEASE_MS and another takes the row again: at least once, in order per endpoint.
  */
-import type { Gateway } from "../context.ts";
+import type { Gateway, WebhookDeliverer } from "../context.ts";
 import { deliverOnce, secretAad } from "../domain/webhooks.ts";
 
 const POLL_MS = 1_000;
@@ -14,12 +14,6 @@ const TIMEOUT_MS = 10_000;
 const GIVE_UP_MS = 24 * 3600 * 1000;
 const MAX_BACKOFF_MS = 10 * 60_000;
 
-export interface WebhookDeliverer {
-  /** Looks for due deliveries now (after new events were enqueued). */
-  nudge(): void;
-  /** Stops polling and waits for the attempts in flight. */
-  stop(): Promise<void>;
-}
 
 export function startWebhookDeliverer(gw: Gateway, o: { pollMs?: number; leaseMs?: number; timeoutMs?: number } = {}): WebhookDeliverer {
   const owner = crypto.randomUUID();

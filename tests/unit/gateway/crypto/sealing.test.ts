@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadOrCreateMasterKey, Sealer } from "../../../../src/gateway/crypto/sealing.ts";
+import { loadOrCreateMasterKey, MasterKeySealer as Sealer } from "../../../../src/gateway/crypto/sealing.ts";
 
 const key = () => crypto.getRandomValues(new Uint8Array(32));
 

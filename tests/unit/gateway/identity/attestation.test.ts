@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { base64url, generateKeyPair, SignJWT } from "jose";
 import { signAttestation } from "../../../../src/agent/attestation.ts";
 import { generateKeyPem, loadKey, type AgentKey } from "../../../../src/agent/keys.ts";
-import { createKeyResolver, type KeyResolver } from "../../../../src/gateway/identity/agent-keys.ts";
+import { createKeyResolver } from "../../../../src/gateway/identity/agent-keys.ts";
 import {
   checkAttestationClaims,
   verifyAttestation,
@@ -16,6 +16,7 @@ import {
 import type { AttestationClaims } from "../../../../src/protocol/schemas.ts";
 import { memoryJtiStore, rawSignedJws } from "../../../helpers/attestations.ts";
 import { rejection } from "../../../helpers/expect-error.ts";
+import type { KeyResolver } from "../../../../src/gateway/context.ts";
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const NOW_S = NOW / 1000;
