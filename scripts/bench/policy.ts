@@ -8,8 +8,9 @@
  * Usage: bun scripts/bench/policy.ts [--n 100000]
  */
 import { loadavg } from "node:os";
-import { decidePolicy, parsedBody, queryMap } from "../../src/gateway/domain/policy.ts";
-import { allowedByScopeRules } from "../../src/gateway/proxy/scope-rules.ts";
+import { decidePolicy, queryMap } from "../../src/gateway/domain/policy.ts";
+import { readStrictJson } from "../../src/gateway/rules/strict-json.ts";
+import { allowedByScopeRules } from "../../src/gateway/rules/scope-rules.ts";
 import { anyRuleMatches, canonicalRequest, type CanonicalRequest } from "../../src/gateway/rules/canonical-request.ts";
 import { compileCondition, type ConditionInput } from "../../src/gateway/rules/conditions.ts";
 import { ProviderConfig } from "../../src/protocol/index.ts";
@@ -33,9 +34,14 @@ const config = ProviderConfig.parse({ ...base, policy: [{ match: ["POST /v1/mess
 const body = new TextEncoder().encode(JSON.stringify({ to: "boss@example.com", subject: "Quarterly report", amount: 250, items: [{ sku: "a" }, { sku: "b" }] }));
 const headers = { "content-type": "application/json", "user-agent": "bench" };
 
+/** The matcher the call decision gives decidePolicy for an HTTP request (domain/call.ts). */
+function matchesOf(c: CanonicalRequest) {
+  return (match: readonly string[], mode: "both" | "either") => anyRuleMatches(match, c, mode);
+}
+
 function input(c: CanonicalRequest, readsBody: boolean): ConditionInput {
   return {
-    request: { method: c.method, path: c.literal, segments: c.literalSegments, query: queryMap(c.query), headers, body: readsBody ? parsedBody(body) : null, body_size: BigInt(body.byteLength) },
+    request: { method: c.method, path: c.literal, segments: c.literalSegments, query: queryMap(c.query), headers, body: readsBody ? readStrictJson(body) : null, body_size: BigInt(body.byteLength) },
     agent: { id: "did:key:zbench", client_id: "ath_bench" },
     user: { id: "u1" },
     provider: { id: "bench" },
@@ -65,12 +71,12 @@ await time("canonical request + scope_rules + approval_rules", () => {
   anyRuleMatches(config.approval_rules![0]!.match, c, "either");
 });
 await time("policy with no rule matching the request (no condition evaluated)", () =>
-  decidePolicy(config, null, canonicalRequest("GET", "v1/messages/42", ""), async () => {
+  decidePolicy(config, null, matchesOf(canonicalRequest("GET", "v1/messages/42", "")), async () => {
     throw new Error("never built");
   }),
 );
 await time("compiled `when` rule: evaluation alone (body already parsed)", () => condition.evaluate(seen));
 await time("compiled `when` rule: input built + body parsed + evaluated", () => {
   const c = canonicalRequest("POST", "v1/messages/send", "");
-  return decidePolicy(config, null, c, async (readsBody) => input(c, readsBody));
+  return decidePolicy(config, null, matchesOf(c), async (readsBody) => input(c, readsBody));
 });

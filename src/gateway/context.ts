@@ -98,8 +98,11 @@ export interface Gateway {
   demo?: { fetch(req: Request): Promise<Response> };
 }
 
-/** What a route answers with when something goes wrong: JSON for the API and the proxy, an HTML page for browsers. */
-export type RouteKind = "api" | "page" | "proxy";
+/**
+ * What a route answers with when something goes wrong (http/pipeline.ts's boundary): ATH JSON for the API and the
+ * proxy, an HTML page for browsers, RFC 6749's JSON for OAuth clients, challenges and JSON-RPC errors for MCP clients.
+ */
+export type RouteKind = "api" | "page" | "proxy" | "oauth" | "mcp";
 
 /** A route's caller check, applied by the pipeline before the handler runs (app.ts supplies the implementations). */
 export type RouteAuth = "none" | "admin" | "introspection" | "metrics";

@@ -30,7 +30,6 @@ import { proxy } from "./proxy/handler.ts";
 import { mcp } from "./mcp/handler.ts";
 import { MCP_PATHS } from "../protocol/mcp-front-door.ts";
 import { authorize as mcpAuthorize, finish as mcpReturn } from "./oauth-server/authorize.ts";
-import { oauthJson } from "./oauth-server/errors.ts";
 import { authorizationServerMetadata, protectedResourceMetadata } from "./oauth-server/metadata.ts";
 import { register as mcpRegister } from "./oauth-server/register.ts";
 import { token as mcpToken } from "./oauth-server/token.ts";
@@ -91,11 +90,11 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("oauth.metadata", "GET", MCP_PATHS.authorizationServer, "api", authorizationServerMetadata),
     row("oauth.openid-configuration", "GET", MCP_PATHS.openidConfiguration, "api", authorizationServerMetadata),
     row("mcp.resource-metadata", "GET", `${MCP_PATHS.protectedResource}${MCP_PATHS.mcp}/{provider_id}`, "api", protectedResourceMetadata),
-    row("oauth.register", "POST", MCP_PATHS.register, "api", oauthJson(mcpRegister), { limit: "register" }),
+    row("oauth.register", "POST", MCP_PATHS.register, "oauth", mcpRegister, { limit: "register" }),
     row("oauth.authorize", "GET", MCP_PATHS.authorize, "page", mcpAuthorize, { limit: "auth" }),
     row("oauth.return", "GET", MCP_PATHS.return, "page", mcpReturn),
-    row("oauth.token", "POST", MCP_PATHS.token, "api", oauthJson(mcpToken), { limit: "auth" }),
-    row("mcp", "*", `${MCP_PATHS.mcp}/{provider_id}`, "proxy", mcp, { limit: "proxy" }),
+    row("oauth.token", "POST", MCP_PATHS.token, "oauth", mcpToken, { limit: "auth" }),
+    row("mcp", "*", `${MCP_PATHS.mcp}/{provider_id}`, "mcp", mcp, { limit: "proxy" }),
 
     // Admin API (DESIGN §9)
     row("admin.providers.list", "GET", PATHS.adminProviders, "api", adminProviders.list, { auth: "admin" }),

@@ -108,7 +108,7 @@ async function rpc(token: string, body: unknown, path = "mail", session?: string
       accept: "application/json, text/event-stream",
       ...(session ? { "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" } : {}),
     },
-    body: JSON.stringify(body),
+    body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
 
@@ -355,7 +355,7 @@ describe("approval-held tools", () => {
     expect(upstream.calls.length).toBe(before);
   });
 
-  test("an approved call runs exactly once, resent from another session with another id and key order", async () => {
+  test("an approved call runs exactly once, resent from another session with another id", async () => {
     const first = await session(aliceToken);
     const args = { to: "team@example.com", text: "lunch?" };
     const held = await answer(await rpc(aliceToken, { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "send_email", arguments: args } }, "mail", first));
@@ -363,13 +363,43 @@ describe("approval-held tools", () => {
     await alicePage.goto(held.error!.data!.approval_url!);
     await clickAndWait(alicePage, "Approve");
     const second = await session(aliceToken);
-    const resend = { jsonrpc: "2.0", id: 99, method: "tools/call", params: { name: "send_email", arguments: { text: args.text, to: args.to } } };
+    const resend = { jsonrpc: "2.0", id: 99, method: "tools/call", params: { name: "send_email", arguments: args } };
     const ran = await answer(await rpc(aliceToken, resend, "mail", second));
     expect(ran.result?.content[0]!.text).toBe("sent to team@example.com");
     const twice = await answer(await rpc(aliceToken, { ...resend, id: 100 }, "mail", second));
     expect(twice.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
     expect(twice.error?.data?.approval_id).not.toBe(held.error?.data?.approval_id);
     expect(upstream.calls.filter((c) => c.tool === "send_email")).toEqual([{ tool: "send_email", sub: "alice", args }]);
+  });
+
+  test("an approval is bound to the arguments' bytes as sent: another key order, a duplicate key or another big integer is not the approved call", async () => {
+    const id = await session(aliceToken);
+    const text = '{"to":"team@example.com","text":"lunch?","n":12345678901234567893}';
+    const call = (args: string, rpcId: number) => `{"jsonrpc":"2.0","id":${rpcId},"method":"tools/call","params":{"name":"send_email","arguments":${args}}}`;
+    const held = await answer(await rpc(aliceToken, call(text, 41), "mail", id));
+    expect(held.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+    await alicePage.goto(held.error!.data!.approval_url!);
+    // the page shows the bytes that will be sent: the big integer as written, not rounded
+    expect(await alicePage.content()).toContain("12345678901234567893");
+    await clickAndWait(alicePage, "Approve");
+    const before = upstream.calls.length;
+    for (const [n, other] of [
+      [42, '{"text":"lunch?","to":"team@example.com","n":12345678901234567893}'],
+      [43, '{"to":"team@example.com","text":"lunch?","n":12345678901234567892}'],
+    ] as const) {
+      const r = await answer(await rpc(aliceToken, call(other, n), "mail", id));
+      expect(r.error?.data?.ath_error).toBe("APPROVAL_REQUIRED");
+      expect(r.error?.data?.approval_id).not.toBe(held.error?.data?.approval_id);
+    }
+    // a duplicate key is not read one way by ath and another by the upstream: the message is refused unread
+    const dup = await rpc(aliceToken, call('{"to":"mallory@evil.example","to":"team@example.com","text":"lunch?","n":12345678901234567893}', 44), "mail", id);
+    expect(dup.status).toBe(400);
+    expect(((await dup.json()) as { error: { code: number } }).error.code).toBe(-32700);
+    expect(upstream.calls.length).toBe(before);
+    // the approved bytes themselves still run, once
+    const ran = await answer(await rpc(aliceToken, call(text, 45), "mail", id));
+    expect(ran.result?.content[0]!.text).toBe("sent to team@example.com");
+    expect(upstream.calls.length).toBe(before + 1);
   });
 });
 

@@ -8,7 +8,7 @@ import { isApprovalId } from "../../protocol/lean.ts";
 import type { AgentRecord, ApprovalRecord, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
-import { anyRuleMatches, type CanonicalRequest, type CanonicalWithContent } from "../rules/canonical-request.ts";
+import type { CanonicalWithContent } from "../rules/canonical-request.ts";
 import { requestDigest } from "../rules/request-digest.ts";
 import { audit } from "./audit.ts";
 
@@ -26,12 +26,12 @@ export const MAX_PENDING_PER_CLIENT = 50;
 export type ApprovalView = "pending" | "approved" | "denied" | "expired" | "used";
 
 /**
- * The first rule, the provider's before the agent's own, that matches; null when the request needs no approval. A
- * deny-list (DESIGN §16): a rule applies when it matches either form of the canonical request.
+ * The first rule, the provider's before the agent's own, whose `match` holds (`matches`: a deny-list — either form of
+ * an HTTP request, DESIGN §16; the key of an MCP call); null when the call needs no approval.
  */
-export function approvalRuleFor(config: ProviderConfig, agent: AgentRecord | null, r: CanonicalRequest): ApprovalRule | null {
+export function approvalRuleFor(config: ProviderConfig, agent: AgentRecord | null, matches: (match: readonly string[]) => boolean): ApprovalRule | null {
   for (const rules of [config.approval_rules, agent?.approval_rules]) {
-    for (const rule of rules ?? []) if (anyRuleMatches(rule.match, r, "either")) return rule;
+    for (const rule of rules ?? []) if (matches(rule.match)) return rule;
   }
   return null;
 }
@@ -73,19 +73,33 @@ export async function passApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRe
     }
     previous = { approval_id: id, reason: !mine ? "unknown" : reasonRefused(a, digest, token, gw.now()) };
   }
-  const a = await createApproval(gw, rule, r, digest);
-  throw new AthError(
-    "APPROVAL_REQUIRED",
-    `A person must approve this ${r.request.method} request: open ${approvalUrl(gw, a.approval_id)}`,
-    {
-      approval_id: a.approval_id,
-      approval_url: approvalUrl(gw, a.approval_id),
-      expires_at: new Date(a.expires_at).toISOString(),
-      request_digest: digest,
-      approver: a.approver,
-      ...(previous ? { previous } : {}),
-    },
-  );
+  throw approvalRequired(gw, await createApproval(gw, rule, r, digest), digest, previous);
+}
+
+/** 403 APPROVAL_REQUIRED naming the approval a person must decide (DESIGN §15). */
+function approvalRequired(gw: Gateway, a: ApprovalRecord, digest: string, previous?: { approval_id: string; reason: string }): AthError {
+  const url = approvalUrl(gw, a.approval_id);
+  return new AthError("APPROVAL_REQUIRED", `A person must approve this ${a.method === "MCP" ? "call" : `${a.method} request`}: open ${url}`, {
+    approval_id: a.approval_id,
+    approval_url: url,
+    expires_at: new Date(a.expires_at).toISOString(),
+    request_digest: digest,
+    approver: a.approver,
+    ...(previous ? { previous } : {}),
+  });
+}
+
+/**
+ * The resend of a call that carries no approval id (an MCP call, DESIGN §18): the same client, person and provider
+ * sending the same bytes (`request`'s digest) before the approval expires. An approved one is spent on it; a denied one
+ * refuses it; one still waiting is answered again (not a new approval per retry); else a new approval is asked for.
+ */
+export async function passResend(gw: Gateway, rule: ApprovalRule, token: TokenRecord, request: CanonicalWithContent): Promise<void> {
+  const digest = requestDigest(request);
+  const previous = await gw.store.findMcpApproval({ client_id: token.client_id, user_id: token.user_id, provider_id: token.provider_id, digest }, gw.now());
+  if (previous && approvalStatus(previous, gw.now()) === "pending") throw approvalRequired(gw, previous, digest);
+  const decided = previous?.status === "approved" || previous?.status === "denied" ? previous.approval_id : null;
+  await passApproval(gw, rule, { token, request, approvalId: decided });
 }
 
 export function approvalUrl(gw: Gateway, approvalId: string): string {

@@ -8,7 +8,6 @@
 import { AthError, type ApprovalRule, type BudgetRule, type ProviderConfig } from "../../protocol/index.ts";
 import type { AgentRecord, BudgetUsage, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
-import { anyRuleMatches, type CanonicalRequest } from "../rules/canonical-request.ts";
 import { audit } from "./audit.ts";
 
 /** Window lengths, ms; windows are aligned to the Unix epoch (an hour starts on the hour, UTC). */
@@ -20,12 +19,10 @@ export interface BudgetHit {
   usage: Omit<BudgetUsage, "used">;
 }
 
-/** The budgets — the provider's, then the agent's own — that count this request, with their rows for `now`. */
-export function matchingBudgets(config: ProviderConfig, agent: AgentRecord | null, r: CanonicalRequest, token: TokenRecord, now: number): BudgetHit[] {
-  return budgetsMatching(config, agent, (match) => anyRuleMatches(match, r, "either"), token, now);
-}
-
-/** The budgets whose `match` `matches` says holds (an HTTP request's forms, or an MCP call: mcp/policy.ts), with their rows. */
+/**
+ * The budgets — the provider's, then the agent's own — whose `match` holds for the call (`matches`: either form of an
+ * HTTP request, or the MCP call's key; a deny-list), with their rows for `now`.
+ */
 export function budgetsMatching(config: ProviderConfig, agent: AgentRecord | null, matches: (match: readonly string[]) => boolean, token: TokenRecord, now: number): BudgetHit[] {
   const hits: BudgetHit[] = [];
   for (const [from, rules] of [["provider", config.budgets], ["agent", agent?.budgets]] as const) {

@@ -3,6 +3,7 @@
  * revocation.
  */
 import { AthError, PREFIX } from "../../protocol/index.ts";
+import { MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
 import type { AgentRecord, RefreshTokenRecord, TokenFilter, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { hashSecret } from "../crypto/secrets.ts";
@@ -71,6 +72,21 @@ export async function requireUsableToken(gw: Gateway, presented: string | null):
   if (!agent) throw new AthError("TOKEN_INVALID", undefined, undefined, { headers: CHALLENGE });
   requireApproved(gw, agent);
   return { token, agent };
+}
+
+/**
+ * Which door a token opens (RFC 8707 audience): an MCP client's token (its client is `mcp_…`) its MCP endpoint only,
+ * an agent's the proxy (and native /api) only. Presented at the other → 401 TOKEN_INVALID, as a token unknown there.
+ */
+export function requireDoor(token: TokenRecord, door: "proxy" | "mcp"): void {
+  if (!opensDoor(token, door)) {
+    throw new AthError("TOKEN_INVALID", `This token was issued for ${door === "proxy" ? "an MCP endpoint" : "the proxy"}, not for this endpoint`, { reason: "audience" }, { headers: CHALLENGE });
+  }
+}
+
+/** Whether the token opens that door (see requireDoor). */
+export function opensDoor(token: TokenRecord, door: "proxy" | "mcp"): boolean {
+  return token.client_id.startsWith(MCP_PREFIX.client) === (door === "mcp");
 }
 
 /** Whether tokens for this provider must be DPoP-bound: `--require-dpop`, or the provider's `require_dpop` (DESIGN §17). */

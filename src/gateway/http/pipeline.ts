@@ -7,6 +7,8 @@
 import { AthError } from "../../protocol/index.ts";
 import type { Call, Gateway, LogFields, Route, RouteAuth, RouteKind } from "../context.ts";
 import { errorPage } from "../pages/errors.ts";
+import { BearerChallenge, challengeResponse, JsonRpcError, jsonRpcErrorResponse, OAuthError, oauthErrorResponse } from "./errors.ts";
+import { isLimitError } from "./request.ts";
 import { errorResponse, exposed } from "./response.ts";
 import { createRouter, splitTarget } from "./router.ts";
 
@@ -86,10 +88,26 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
   };
 }
 
-/** The error boundary: handlers throw; browsers get an HTML page, API and proxy clients the JSON error body. */
+/**
+ * The one error boundary: handlers throw, and what the caller gets depends on the route's kind — browsers an HTML page
+ * (`page`), API and proxy clients the ATH JSON error (`api`, `proxy`), OAuth clients RFC 6749's shape (`oauth`), MCP
+ * clients a bearer challenge or a JSON-RPC error (`mcp`). A shape thrown at a route of another kind is a bug: it goes
+ * out as INTERNAL_ERROR, logged.
+ */
 export function boundary(gw: Gateway, kind: RouteKind, err: unknown, requestId?: string): Response {
   const log = (msg: string, e: unknown) => gw.log.error(msg, e, requestId === undefined ? undefined : { request_id: requestId });
   if (kind === "page") return errorPage(exposed(err, log));
+  if (kind === "oauth") {
+    if (err instanceof OAuthError) return oauthErrorResponse(err);
+    // the gateway's own limits and malformed bodies, in OAuth's words: invalid_request with their status
+    if (isLimitError(err) || (err instanceof AthError && err.code === "INVALID_REQUEST")) {
+      return oauthErrorResponse(new OAuthError("invalid_request", (err as AthError).message, (err as AthError).status));
+    }
+  }
+  if (kind === "mcp") {
+    if (err instanceof BearerChallenge) return challengeResponse(err);
+    if (err instanceof JsonRpcError) return jsonRpcErrorResponse(err);
+  }
   return errorResponse(err, log);
 }
 
@@ -115,7 +133,7 @@ function record(gw: Gateway, method: string, route: Route | undefined, status: n
   m.http.inc([template, METHODS.has(method) ? method : "OTHER", String(status)]);
   m.httpDuration.observe([template], ms / 1000);
   // A provider is named once the token matched it (a configured provider), never from the raw path.
-  if (route?.kind === "proxy") m.proxy.inc([who.provider_id ?? "none", String(status)]);
+  if (route?.kind === "proxy" || route?.kind === "mcp") m.proxy.inc([who.provider_id ?? "none", String(status)]);
   if (!gw.log.enabled("info")) return;
   const fields: LogFields = { request_id: id, method: METHODS.has(method) ? method : "OTHER", route: template, status, duration_ms: Math.round(ms * 1000) / 1000 };
   if (who.client_id !== undefined) fields.client_id = who.client_id;

@@ -5,41 +5,23 @@
  * issued for another resource (RFC 8707 audience), 403 `insufficient_scope` naming every scope the call needs.
  */
 import { AthError } from "../../protocol/index.ts";
-import { MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
 import type { AgentRecord, ProviderRecord, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
-import { requireUsableToken } from "../domain/tokens.ts";
+import { opensDoor, requireUsableToken } from "../domain/tokens.ts";
+import { BearerChallenge } from "../http/errors.ts";
 import { bearerToken } from "../http/request.ts";
 import { resourceMetadataUrl } from "./providers.ts";
 
-/** A refusal of the resource server: its status, its WWW-Authenticate challenge and an OAuth-shaped body. */
-export class Challenge extends Error {
-  constructor(
-    readonly status: 401 | 403,
-    readonly challenge: string,
-    readonly body: { error: string; error_description: string },
-  ) {
-    super(body.error_description);
-  }
-
-  response(): Response {
-    return new Response(JSON.stringify(this.body), {
-      status: this.status,
-      headers: { "content-type": "application/json", "www-authenticate": this.challenge, "cache-control": "no-store" },
-    });
-  }
-}
-
-/** The token of a request to `record`'s MCP endpoint and its client's agent record — else a Challenge. */
+/** The token of a request to `record`'s MCP endpoint and its client's agent record — else a BearerChallenge (thrown). */
 export async function requireMcpToken(gw: Gateway, req: Request, record: ProviderRecord): Promise<{ token: TokenRecord; agent: AgentRecord }> {
   const presented = bearerToken(req);
   const scope = record.config.available_scopes.join(" ");
   const metadata = resourceMetadataUrl(gw, record.provider_id);
   if (presented === null) {
-    throw new Challenge(401, `Bearer resource_metadata="${metadata}", scope="${scope}"`, { error: "invalid_request", error_description: "A bearer token is required" });
+    throw new BearerChallenge(401, `Bearer resource_metadata="${metadata}", scope="${scope}"`, { error: "invalid_request", error_description: "A bearer token is required" });
   }
   const invalid = (why: string) =>
-    new Challenge(401, `Bearer error="invalid_token", error_description="${why}", resource_metadata="${metadata}", scope="${scope}"`, {
+    new BearerChallenge(401, `Bearer error="invalid_token", error_description="${why}", resource_metadata="${metadata}", scope="${scope}"`, {
       error: "invalid_token",
       error_description: why,
     });
@@ -52,7 +34,7 @@ export async function requireMcpToken(gw: Gateway, req: Request, record: Provide
   }
   // RFC 8707: an MCP client's token is bound to one resource, {base_url}/mcp/{provider}; an ATH agent's token (bound to
   // the proxy) and another resource's token are refused alike.
-  if (!found.token.client_id.startsWith(MCP_PREFIX.client) || found.token.provider_id !== record.provider_id) {
+  if (!opensDoor(found.token, "mcp") || found.token.provider_id !== record.provider_id) {
     throw invalid("The token was issued for another resource");
   }
   return found;
@@ -62,19 +44,19 @@ export async function requireMcpToken(gw: Gateway, req: Request, record: Provide
  * 401 invalid_token for a token whose person's upstream sign-in is gone (the grant was refused at refresh, or the
  * upstream still refuses it): the client is sent through the authorization again, which signs the person in anew.
  */
-export function reauthorize(gw: Gateway, record: ProviderRecord, why: string): Challenge {
+export function reauthorize(gw: Gateway, record: ProviderRecord, why: string): BearerChallenge {
   const metadata = resourceMetadataUrl(gw, record.provider_id);
   const scope = record.config.available_scopes.join(" ");
-  return new Challenge(401, `Bearer error="invalid_token", error_description="${why}", resource_metadata="${metadata}", scope="${scope}"`, {
+  return new BearerChallenge(401, `Bearer error="invalid_token", error_description="${why}", resource_metadata="${metadata}", scope="${scope}"`, {
     error: "invalid_token",
     error_description: why,
   });
 }
 
 /** 403 insufficient_scope (step-up): `scopes` are all the call needs, the token's own included. */
-export function insufficientScope(gw: Gateway, record: ProviderRecord, scopes: readonly string[]): Challenge {
+export function insufficientScope(gw: Gateway, record: ProviderRecord, scopes: readonly string[]): BearerChallenge {
   const metadata = resourceMetadataUrl(gw, record.provider_id);
-  return new Challenge(403, `Bearer error="insufficient_scope", scope="${scopes.join(" ")}", resource_metadata="${metadata}"`, {
+  return new BearerChallenge(403, `Bearer error="insufficient_scope", scope="${scopes.join(" ")}", resource_metadata="${metadata}"`, {
     error: "insufficient_scope",
     error_description: `This call needs one of the scopes: ${scopes.join(" ")}`,
   });

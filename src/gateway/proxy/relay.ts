@@ -1,8 +1,70 @@
-/** Sending a proxied request upstream: the body (buffered when small enough to replay once), the upstream token, a timeout. */
+/**
+ * Sending a call upstream, for every door: the body (buffered when small enough to replay once), the person's upstream
+ * token, the deadline — and `sendOnce`, the one place that knows what follows the upstream's answer: a 401 refreshes
+ * the grant and resends once, unless the call was approved by a person (sent at most once, DESIGN §16: the grant is
+ * refreshed for later calls) or its body streamed and cannot be replayed; a status outside 200–599 is the upstream's fault (502); the budget's `ATH-Budget-Remaining`.
+ */
 import { AthError } from "../../protocol/index.ts";
 import type { Gateway } from "../context.ts";
-import type { LiveAccess } from "../domain/grants.ts";
+import { currentAccess, refreshAfterRejection, type LiveAccess } from "../domain/grants.ts";
+import { requireNotRevoked } from "../domain/tokens.ts";
 import type { HeaderFields } from "./headers.ts";
+
+/** On answers to calls a budget counted: the calls left in the tightest matching budget's window (DESIGN §16). */
+export const BUDGET_REMAINING = "ath-budget-remaining";
+
+/** One call on its way upstream. */
+export interface Outbound {
+  providerId: string;
+  grantId: string;
+  method: string;
+  target: URL;
+  /** The relay's own copy (upstreamRequestHeaders made it): the upstream token is set in it. */
+  headers: HeaderFields;
+  body: PreparedBody;
+  /** Sent under a person's approval: at most once, whatever the upstream answers. */
+  once: boolean;
+  /** The calls left in the tightest budget that counted it (ATH-Budget-Remaining), or null. */
+  remaining: number | null;
+  /** The caller's token as presented: a revocation that raced this call names itself (TOKEN_REVOKED). */
+  presented: string;
+}
+
+/**
+ * Sends the call, once or — after a 401 the refreshed grant may cure — twice; returns the upstream's answer with its
+ * status checked and the budget header set. A dead grant throws 401 TOKEN_EXPIRED (`upstream_grant_revoked`); a
+ * revocation that removed the grant under this call, TOKEN_REVOKED.
+ */
+export async function sendOnce(gw: Gateway, o: Outbound): Promise<Response> {
+  let access: LiveAccess;
+  try {
+    access = await currentAccess(gw, o.grantId);
+  } catch (err) {
+    // A revocation drops the token, then its grant: a call that read the token just before its revocation reached
+    // this instance finds the grant gone. Ask about the token again, so the answer names what happened.
+    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, o.presented);
+    throw err;
+  }
+  let res = await send(gw, o.providerId, o.method, o.target, o.headers, o.body, access);
+  if (res.status === 401 && access.canRefresh) {
+    if (!o.once && o.body.replayable) {
+      await res.body?.cancel();
+      access = await refreshAfterRejection(gw, o.grantId, access.version);
+      res = await send(gw, o.providerId, o.method, o.target, o.headers, o.body, access);
+    } else if (o.once) {
+      // Sent at most once: the 401 is the answer, and the grant is refreshed for later calls — a refresh that fails
+      // says nothing this answer must carry. (A streamed body, already gone, is relayed as answered: nothing learnt.)
+      await refreshAfterRejection(gw, o.grantId, access.version).catch(() => undefined);
+    }
+  }
+  if (res.status < 200 || res.status > 599) {
+    // Not an HTTP status a Response can carry (Bun's fetch passes 0–999 through): the upstream is broken, not the caller.
+    await res.body?.cancel();
+    throw new AthError("UPSTREAM_UNAVAILABLE", `The upstream answered with an invalid HTTP status (${res.status})`, { reason: "invalid_status", status: res.status });
+  }
+  // Only the gateway counts budgets: an upstream's own ATH-Budget-Remaining never reaches the caller.
+  return o.remaining === null && !res.headers.has(BUDGET_REMAINING) ? res : withBudget(res, o.remaining);
+}
 
 /** Bodies up to this size are buffered so the request can be replayed once after a token refresh. */
 const REPLAYABLE_BODY_BYTES = 1024 * 1024;
@@ -60,7 +122,7 @@ export async function send(
 ): Promise<Response> {
   const release = acquire(gw, providerId);
   try {
-    return await sendOnce(gw, providerId, method, target, headers, body, access);
+    return await fetchUpstream(gw, providerId, method, target, headers, body, access);
   } finally {
     release();
   }
@@ -95,7 +157,7 @@ function acquire(gw: Gateway, providerId: string): () => void {
   };
 }
 
-async function sendOnce(gw: Gateway, providerId: string, method: string, target: URL, headers: HeaderFields, body: PreparedBody, access: LiveAccess): Promise<Response> {
+async function fetchUpstream(gw: Gateway, providerId: string, method: string, target: URL, headers: HeaderFields, body: PreparedBody, access: LiveAccess): Promise<Response> {
   // `headers` are the relay's own (upstreamRequestHeaders made them): set in place, no copy per request.
   headers.authorization = `Bearer ${access.accessToken}`;
   // A deadline dropped once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
@@ -177,6 +239,19 @@ function deadlinesOf(gw: Gateway): Deadlines {
   let d = deadlines.get(gw);
   if (!d) deadlines.set(gw, (d = new Deadlines(Math.min(250, Math.max(5, gw.opts.upstreamTimeoutMs / 10)))));
   return d;
+}
+
+/** The budget header set on the upstream's answer, or an upstream's own removed (null); frozen headers are copied first. */
+function withBudget(res: Response, remaining: number | null): Response {
+  const apply = (h: Headers) => (remaining === null ? h.delete(BUDGET_REMAINING) : h.set(BUDGET_REMAINING, String(remaining)));
+  try {
+    apply(res.headers);
+    return res;
+  } catch {
+    const headers = new Headers(res.headers);
+    apply(headers);
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  }
 }
 
 function tooLarge(max: number): AthError {

@@ -10,7 +10,7 @@
  */
 import type { ProviderConfig } from "../../protocol/index.ts";
 import { canonicalRequest, type CanonicalRequest } from "../rules/canonical-request.ts";
-import { allowedByScopeRules } from "./scope-rules.ts";
+import { allowedByScopeRules } from "../rules/scope-rules.ts";
 import { upstreamUrl } from "./url.ts";
 
 /** Lines remembered per provider configuration. */

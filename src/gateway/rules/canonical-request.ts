@@ -82,6 +82,30 @@ export function canonicalRequest(method: string, rawPath: string, search: string
 }
 
 /**
+ * An MCP call as a canonical request (DESIGN §18): method `MCP`, path `/<JSON-RPC method>/<name>`, no query, the JSON
+ * content type as its one bound header, and as its body the bytes of `params.arguments` exactly as the client sent
+ * them (empty when it sent none) — so an approval, its digest and its page are about the bytes the upstream reads,
+ * whatever the JSON-RPC id or session, never a re-serialization (which would merge duplicate keys and round numbers).
+ */
+export function mcpCanonicalRequest(method: string, name: string | null, argumentBytes: Uint8Array): CanonicalWithContent {
+  const path = `/${method}/${name ?? ""}`;
+  const segments = path.split("/").filter(Boolean);
+  return {
+    method: "MCP",
+    rawPath: path,
+    literal: path,
+    literalSegments: segments,
+    loose: path,
+    looseSegments: segments,
+    query: "",
+    headers: MCP_BOUND_HEADERS,
+    body: argumentBytes,
+  };
+}
+
+const MCP_BOUND_HEADERS: Readonly<Record<string, string>> = Object.freeze({ "content-type": "application/json" });
+
+/**
  * Request headers that do not bind an approval (DESIGN §16): content negotiation, transport and tracing. Every other
  * forwarded header is part of the request a person approves.
  */

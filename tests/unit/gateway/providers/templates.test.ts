@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import { loadProvidersFile } from "../../../../src/gateway/providers/file.ts";
 import { sectionOf } from "../../../helpers/readme.ts";
 import { formatIssues, ProviderConfig } from "../../../../src/protocol/index.ts";
-import { allowedByScopeRules } from "../../../../src/gateway/proxy/scope-rules.ts";
+import { allowedByScopeRules } from "../../../../src/gateway/rules/scope-rules.ts";
 import { canonicalRequest } from "../../../../src/gateway/rules/canonical-request.ts";
 import { applyTemplate, exampleEntry, TEMPLATES, UnknownTemplateError } from "../../../../src/gateway/providers/templates/index.ts";
 

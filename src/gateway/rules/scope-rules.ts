@@ -1,5 +1,5 @@
 /** The proxy's `scope_rules` check: does one of the token's scopes allow this request? */
-import { ruleMatches, type CanonicalRequest } from "../rules/canonical-request.ts";
+import { ruleMatches, type CanonicalRequest } from "./canonical-request.ts";
 
 /**
  * A rule is `"METHOD /path"`: METHOD may be `*`; the path is a glob (rules/glob.ts), written decoded. An allow-list

@@ -1,6 +1,6 @@
 /** scope_rules: which method and path each scope of a token allows at the proxy. */
 import { describe, expect, test } from "bun:test";
-import { allowedByScopeRules } from "../../../../src/gateway/proxy/scope-rules.ts";
+import { allowedByScopeRules } from "../../../../src/gateway/rules/scope-rules.ts";
 import { canonicalRequest } from "../../../../src/gateway/rules/canonical-request.ts";
 
 /** The canonical request of `method path` (path as sent, with its leading `/`). */
