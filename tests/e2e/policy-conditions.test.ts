@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { fullFlow } from "../helpers/agent.ts";
 import { tempDir } from "../helpers/net.ts";
+import { rawRequest } from "../helpers/raw-http.ts";
 import { REPO } from "../helpers/processes.ts";
 import { mailProvider, startWorld, type World } from "../helpers/world.ts";
 
@@ -106,6 +107,67 @@ describe("conditions decide", () => {
   test("--max-policy-body: a body a condition reads past the limit is refused 413, nothing forwarded", async () => {
     const r = await send("POST", "/v1/messages", JSON.stringify({ to: "boss@example.com", text: "y".repeat(400) }));
     expect({ status: r.status, code: r.code, forwarded: r.forwarded }).toEqual({ status: 413, code: "PAYLOAD_TOO_LARGE", forwarded: 0 });
+  });
+});
+
+describe("one body model: a rule reads the body as strict JSON or cannot be evaluated (issue 35, finding 1)", () => {
+  /** The docs' own rule over POST /v1/messages, sent in every shape an upstream may read and ath must not skip. */
+  async function post(body: string | Uint8Array, headers: Record<string, string>) {
+    const before = w.api.requests.length;
+    const res = await fetch(`${w.baseUrl}/ath/proxy/cond/v1/messages`, { method: "POST", headers: { authorization: `Bearer ${token}`, ...headers }, body: body as BodyInit });
+    const doc = (await res.json().catch(() => ({}))) as { code?: string; details?: Record<string, unknown> };
+    return { status: res.status, code: doc.code, error: doc.details?.evaluation_error, forwarded: w.api.requests.length - before };
+  }
+  const evil = '{"to": "x@evil.example", "amount": 5000}';
+  const bytes = (t: string) => new TextEncoder().encode(t);
+  const json = { "content-type": "application/json" };
+
+  test("compressed, form, multipart, trailing data, NDJSON, comments, trailing commas, single quotes, UTF-16, a bad byte: the deny holds, nothing forwarded", async () => {
+    const cases: [string, string | Uint8Array, Record<string, string>][] = [
+      ["gzip", Bun.gzipSync(bytes(evil)), { ...json, "content-encoding": "gzip" }],
+      ["deflate", Bun.deflateSync(bytes(evil)), { ...json, "content-encoding": "deflate" }],
+      ["br", bytes(evil), { ...json, "content-encoding": "br" }],
+      ["form", "to=x%40evil.example&amount=5000", { "content-type": "application/x-www-form-urlencoded" }],
+      ["multipart", '--b\r\ncontent-disposition: form-data; name="to"\r\n\r\nx@evil.example\r\n--b--\r\n', { "content-type": "multipart/form-data; boundary=b" }],
+      ["trailing data", `{"to": "boss@example.com"} ${evil}`, json],
+      ["NDJSON", `{"to": "boss@example.com"}\n${evil}\n`, json],
+      ["a comment", '{"to": "x@evil.example" /* hi */}', json],
+      ["a trailing comma", '{"to": "x@evil.example",}', json],
+      ["single quotes", "{'to': 'x@evil.example'}", json],
+      ["UTF-16", new Uint8Array([0xff, 0xfe, ...[...bytes(evil)].flatMap((b) => [b, 0])]), { "content-type": "application/json; charset=utf-16" }],
+      ["an invalid UTF-8 byte", new Uint8Array([...bytes('{"to": "x@evil.example", "n": "'), 0xc3, 0x28, 0x22, 0x7d]), json],
+      ["a duplicate key", '{"to": "boss@example.com", "to": "x@evil.example"}', json],
+      ["no content type", evil, {}],
+    ];
+    for (const [name, body, headers] of cases) {
+      const r = await post(body, headers);
+      expect({ name, status: r.status, code: r.code, forwarded: r.forwarded, named: typeof r.error === "string" }).toEqual({ name, status: 403, code: "POLICY_DENIED", forwarded: 0, named: true });
+    }
+  });
+
+  test("the docs' `amount > 1000 → approve` example holds for a gzipped body too (never forwarded unapproved)", async () => {
+    const r = await post(Bun.gzipSync(bytes('{"to": "boss@example.com", "amount": 5000}')), { ...json, "content-encoding": "gzip" });
+    expect({ status: r.status, forwarded: r.forwarded }).toEqual({ status: 403, forwarded: 0 });
+    expect(["POLICY_DENIED", "APPROVAL_REQUIRED"]).toContain(r.code!);
+  });
+
+  test("a plain JSON body without the field still passes: unreadable means unreadable, not every body", async () => {
+    const r = await post('{"to": "boss@example.com"}', json);
+    expect({ status: r.status < 300, forwarded: r.forwarded }).toEqual({ status: true, forwarded: 1 });
+  });
+});
+
+describe("one header model (issue 35, finding 11)", () => {
+  test("`x_mode` is read as `x-mode`; both spellings in one request are refused; repeated lines reach rule and upstream as one value", async () => {
+    const under = await send("POST", "/v1/echo", "{}", { x_mode: "danger" });
+    expect({ status: under.status, code: under.code, forwarded: under.forwarded }).toEqual({ status: 403, code: "POLICY_DENIED", forwarded: 0 });
+    const both = await send("POST", "/v1/echo", "{}", { "x-mode": "safe", x_mode: "danger" });
+    expect({ status: both.status, code: both.code, reason: both.doc.details?.reason, forwarded: both.forwarded }).toEqual({ status: 400, code: "INVALID_REQUEST", reason: "ambiguous_header", forwarded: 0 });
+    // two X-Mode lines: the rule sees "safe, danger" (no match for == "danger") and so does the upstream, as one line
+    const before = w.api.requests.length;
+    const raw = await rawRequest(w.gw.port, "POST", "/ath/proxy/cond/v1/echo", { authorization: `Bearer ${token}`, "content-type": "application/json", "X-Mode": "safe", "x-mode": "danger" }, "{}");
+    expect(raw.status).toBe(200);
+    expect(w.api.requests.slice(before).map((r) => r.headers["x-mode"])).toEqual(["safe, danger"]);
   });
 });
 

@@ -5,6 +5,11 @@ import { verifyAttestation, type AttestationCheck } from "../identity/attestatio
 import type { Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
 
+/** The agent (or MCP client) record of a client_id, or null. */
+export function findAgent(gw: Gateway, clientId: string): Promise<AgentRecord | null> {
+  return gw.store.getAgentByClientId(clientId);
+}
+
 /** 403 AGENT_NOT_REGISTERED for an unknown client_id. */
 export async function requireAgent(gw: Gateway, clientId: string): Promise<AgentRecord> {
   const agent = await gw.store.getAgentByClientId(clientId);

@@ -36,6 +36,11 @@ export function approvalRuleFor(config: ProviderConfig, agent: AgentRecord | nul
   return null;
 }
 
+/** The approval an id names (any well-formed `ath_apr_…`), or null. */
+export async function findApproval(gw: Gateway, id: string): Promise<ApprovalRecord | null> {
+  return isApprovalId(id) ? gw.store.getApproval(id) : null;
+}
+
 /** What a person or the agent sees: pending/approved past their expiry are `expired`. */
 export function approvalStatus(a: ApprovalRecord, now: number): ApprovalView {
   return (a.status === "pending" || a.status === "approved") && a.expires_at <= now ? "expired" : a.status;

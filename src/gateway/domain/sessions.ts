@@ -48,6 +48,24 @@ export async function openSession(
   return session;
 }
 
+/** The session a consent handle names, if the person can still act on it (requirePending). */
+export async function pendingByHandle(gw: Gateway, handle: string): Promise<SessionRecord> {
+  return requirePending(gw, await gw.store.getSessionByHandle(handle));
+}
+
+/** The session the provider's `state` names, if the person can still act on it (requirePending). */
+export async function pendingByUpstreamState(gw: Gateway, state: string): Promise<SessionRecord> {
+  return requirePending(gw, await gw.store.getSessionByUpstreamState(state));
+}
+
+/**
+ * Binds the session to the browser that decides it (DESIGN §8: the first to answer owns it; the provider's callback
+ * must come back to it); false when another browser already did.
+ */
+export function bindBrowser(gw: Gateway, session: SessionRecord, bindingHash: string): Promise<boolean> {
+  return gw.store.bindSession(session.session_id, bindingHash);
+}
+
 /** A session the person can still act on: found, pending, unexpired — else SESSION_NOT_FOUND / SESSION_EXPIRED. */
 export function requirePending(gw: Gateway, session: SessionRecord | null): SessionRecord {
   if (!session || session.status !== "pending") throw new AthError("SESSION_NOT_FOUND");

@@ -18,6 +18,17 @@ export function findToken(gw: Gateway, presented: string): Promise<TokenRecord |
   return gw.store.getToken(presentedHash(presented));
 }
 
+/** The token with this public `token_id` (ath_tkid_…), live or not, or null. */
+export async function findTokenById(gw: Gateway, tokenId: string): Promise<TokenRecord | null> {
+  const [token] = await gw.store.listTokens({ token_id: tokenId }, { now: gw.now(), limit: 1 });
+  return token ?? null;
+}
+
+/** The refresh token a presented `ath_rt_…` secret stands for, or null. */
+export function findRefreshToken(gw: Gateway, presented: string): Promise<RefreshTokenRecord | null> {
+  return gw.store.getRefreshToken(hashSecret(presented));
+}
+
 /**
  * SHA-256 of a presented token, remembered by the token: an agent presents the same token on every call, and the
  * store's cache is keyed by the hash. Bounded (emptied when full: a flood of made-up tokens only costs hashing again);

@@ -9,11 +9,11 @@
  * forms carry CSRF tokens derived from HttpOnly cookies (`ath_user`; the browser-binding cookie for the sign-in).
  */
 import { AthError, PATHS, type ProviderConfig } from "../../protocol/index.ts";
-import { isApprovalId } from "../../protocol/lean.ts";
 import type { ApprovalRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
-import { approvalStatus, decide, requestView, statusDocument } from "../domain/approvals.ts";
+import { findAgent } from "../domain/agents.ts";
+import { approvalStatus, decide, findApproval, requestView, statusDocument } from "../domain/approvals.ts";
 import { approverCookieAfterConsent, readApprover, type ApproverIdentity } from "../domain/approver-cookie.ts";
 import { audit } from "../domain/audit.ts";
 import { bindingHash, ensureBinding, readBinding } from "../domain/browser-binding.ts";
@@ -22,7 +22,7 @@ import { redirect } from "../http/response.ts";
 import { authorizeUrl, exchangeCode, upstreamUserId } from "../oauth/client.ts";
 import { createPkce } from "../oauth/pkce.ts";
 import { userIdSource } from "../oauth/quirks.ts";
-import { requireCallerToken } from "../domain/tokens.ts";
+import { findTokenById, requireCallerToken } from "../domain/tokens.ts";
 import { callerCredentials, readText } from "../http/request.ts";
 import { errorResponse, json } from "../http/response.ts";
 import { formActionSources, htmlResponse } from "../pages/index.ts";
@@ -175,7 +175,7 @@ function offersOpenid(c: ProviderConfig): boolean {
  * scope, which strict servers (oidc-provider, Google) refuse.
  */
 async function signinScopes(gw: Gateway, a: ApprovalRecord, c: ProviderConfig): Promise<string[]> {
-  const [token] = await gw.store.listTokens({ token_id: a.token_id }, { now: gw.now(), limit: 1 });
+  const token = await findTokenById(gw, a.token_id);
   const scopes = [...(token?.scopes ?? []), ...(c.available_scopes.includes("openid") ? ["openid"] : [])];
   if (scopes.length === 0) throw forbidden("The token this request came with is gone; nothing can be approved for it.");
   return [...new Set(scopes)];
@@ -218,7 +218,7 @@ async function agentsOwn(call: Call): Promise<ApprovalRecord> {
   const { token } = await requireCallerToken(call.gw, callerCredentials(call.req, call.gw.opts.baseUrl));
   // polls count against the agent's proxy budget (the route's `limit`)
   await call.identify({ client_id: token.client_id, provider_id: token.provider_id });
-  const a = await call.gw.store.getApproval(call.params.approval_id!);
+  const a = await findApproval(call.gw, call.params.approval_id!);
   if (!a || a.client_id !== token.client_id) throw new AthError("NOT_FOUND", "No such approval for this agent");
   return a;
 }
@@ -230,7 +230,7 @@ function wantsJson(req: Request): boolean {
 }
 
 async function find(gw: Gateway, id: string): Promise<ApprovalRecord> {
-  const a = isApprovalId(id) ? await gw.store.getApproval(id) : null;
+  const a = await findApproval(gw, id);
   if (!a) throw new AthError("NOT_FOUND", "This approval link is not known to the gateway. Ask the agent for a new one.");
   return a;
 }
@@ -250,7 +250,7 @@ function csrfToken(approvalId: string, who: ApproverIdentity): string {
 }
 
 async function page(gw: Gateway, a: ApprovalRecord, who: ApproverIdentity): Promise<string> {
-  const [provider, agent, request] = await Promise.all([findProvider(gw, a.provider_id), gw.store.getAgentByClientId(a.client_id), requestView(gw, a)]);
+  const [provider, agent, request] = await Promise.all([findProvider(gw, a.provider_id), findAgent(gw, a.client_id), requestView(gw, a)]);
   return renderApprovalPage({
     gatewayHost: new URL(gw.opts.baseUrl).host,
     status: approvalStatus(a, gw.now()),

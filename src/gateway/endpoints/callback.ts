@@ -10,7 +10,7 @@ import { approverCookieAfterConsent } from "../domain/approver-cookie.ts";
 import { audit } from "../domain/audit.ts";
 import { bindingHash, browserPseudonym, readBinding } from "../domain/browser-binding.ts";
 import { openProvider, outbound, requireProvider } from "../domain/providers.ts";
-import { recordConsent, requirePending } from "../domain/sessions.ts";
+import { pendingByUpstreamState, recordConsent } from "../domain/sessions.ts";
 import { redirect } from "../http/response.ts";
 import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "../oauth/client.ts";
 import { htmlResponse, renderCodeResultPage } from "../pages/index.ts";
@@ -25,7 +25,7 @@ export async function callback(call: Call): Promise<Response> {
   if (!state || state.includes("\0")) throw new AthError("STATE_MISMATCH", "The provider's response carries no valid state.");
   // A person proving, at the provider, that they may decide an approval (DESIGN §15)
   if (isSigninState(state)) return finishSignin(call, state);
-  const session = requirePending(gw, await gw.store.getSessionByUpstreamState(state));
+  const session = await pendingByUpstreamState(gw, state);
   const binding = readBinding(gw, req);
   if (!binding || !session.binding_hash || !constantTimeEqual(bindingHash(binding), session.binding_hash)) {
     await audit(gw, "callback.rejected", { client_id: session.client_id, provider_id: session.provider_id, data: { reason: "binding cookie mismatch" } });

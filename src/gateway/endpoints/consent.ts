@@ -6,10 +6,11 @@ import { AthError, PATHS } from "../../protocol/index.ts";
 import type { ProviderRecord, SessionRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual } from "../crypto/secrets.ts";
+import { findAgent } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
 import { bindingHash, csrfToken, ensureBinding, readBinding } from "../domain/browser-binding.ts";
 import { findProvider, openProvider, requireProvider } from "../domain/providers.ts";
-import { denySession, requirePending } from "../domain/sessions.ts";
+import { bindBrowser, denySession, pendingByHandle } from "../domain/sessions.ts";
 import { readText } from "../http/request.ts";
 import { redirect } from "../http/response.ts";
 import { authorizeUrl } from "../oauth/client.ts";
@@ -22,7 +23,7 @@ const ANSWERED_ELSEWHERE = "This authorization request was already answered in a
 export async function showConsent(call: Call): Promise<Response> {
   const { gw, req } = call;
   const handle = call.params.handle!;
-  const session = requirePending(gw, await gw.store.getSessionByHandle(handle));
+  const session = await pendingByHandle(gw, handle);
   const binding = ensureBinding(gw, req);
   const headers: Record<string, string> = binding.setCookie ? { "set-cookie": binding.setCookie } : {};
   if (session.binding_hash && !constantTimeEqual(bindingHash(binding.value), session.binding_hash)) {
@@ -32,11 +33,11 @@ export async function showConsent(call: Call): Promise<Response> {
   const upstream = await upstreamAuthorizeUrl(gw, session, record);
   if (record.config.consent_screen === false) {
     // No page to answer: this GET is the decision, so it binds (and the provider is told to ask: see oauth/client.ts).
-    if (!(await gw.store.bindSession(session.session_id, bindingHash(binding.value)))) throw new AthError("STATE_MISMATCH");
+    if (!(await bindBrowser(gw, session, bindingHash(binding.value)))) throw new AthError("STATE_MISMATCH");
     return redirect(upstream, 303, headers);
   }
 
-  const agent = await gw.store.getAgentByClientId(session.client_id);
+  const agent = await findAgent(gw, session.client_id);
   // An MCP client (DESIGN §18) is named by its metadata and where it sends the person back, not by an agent identity.
   const mcp = await consentClient(gw, session);
   const descriptions = record.config.scope_descriptions ?? {};
@@ -73,7 +74,7 @@ export async function showConsent(call: Call): Promise<Response> {
 export async function submitConsent(call: Call): Promise<Response> {
   const { gw, req } = call;
   const handle = call.params.handle!;
-  const session = requirePending(gw, await gw.store.getSessionByHandle(handle));
+  const session = await pendingByHandle(gw, handle);
   const binding = readBinding(gw, req);
   if (!binding) throw new AthError("STATE_MISMATCH", "This browser did not open this authorization request. Open the link from the agent again.");
   let form: URLSearchParams;
@@ -88,7 +89,7 @@ export async function submitConsent(call: Call): Promise<Response> {
   const decision = form.get("decision");
   if (decision !== "deny" && decision !== "approve") throw new AthError("INVALID_REQUEST", "Choose Approve or Deny.");
   // The first browser to answer owns the request; the provider's callback must come back to it.
-  if (!(await gw.store.bindSession(session.session_id, bindingHash(binding)))) throw new AthError("STATE_MISMATCH", ANSWERED_ELSEWHERE);
+  if (!(await bindBrowser(gw, session, bindingHash(binding)))) throw new AthError("STATE_MISMATCH", ANSWERED_ELSEWHERE);
   if (decision === "deny") return denied(gw, session, "access_denied");
 
   const record = await requireProvider(gw, session.provider_id);

@@ -5,6 +5,7 @@
 import { AthError } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { json } from "../http/response.ts";
+import { storeAnswers } from "../ops/readiness.ts";
 
 /** How long /ready waits for the store. */
 const READY_TIMEOUT_MS = 2_000;
@@ -16,18 +17,6 @@ export function metrics({ gw }: Call): Response {
 }
 
 export async function ready({ gw }: Call): Promise<Response> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
-  });
-  try {
-    // getMeta is never cached (store/cached.ts): this reads the database.
-    await Promise.race([gw.store.getMeta("schema_version"), timeout]);
-  } catch (err) {
-    gw.log.warn("not ready: the store does not answer", { error: err instanceof Error ? err.message : String(err) });
-    throw new AthError("NOT_READY");
-  } finally {
-    clearTimeout(timer);
-  }
+  if (!(await storeAnswers(gw, READY_TIMEOUT_MS))) throw new AthError("NOT_READY");
   return json({ status: "ready" });
 }

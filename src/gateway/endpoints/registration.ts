@@ -5,14 +5,12 @@
  * as at registration (rules/policy.ts): auto-approved ones are added at once; under manual approval, an agent already
  * approved keeps what it has and the additions wait in `pending_providers` until an admin approves the agent again.
  */
-import { AthError, RegistrationUpdateRequest, type AgentStatus, type AgentStatusResponse, type RegistrationUpdateResponse } from "../../protocol/index.ts";
+import { AthError, RegistrationUpdateRequest, type AgentStatusResponse, type RegistrationUpdateResponse } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
-import { attest, authenticateClient } from "../domain/agents.ts";
-import { audit } from "../domain/audit.ts";
-import { providerMap } from "../domain/providers.ts";
+import { authenticateClient } from "../domain/agents.ts";
+import { growRegistration } from "../domain/registration.ts";
 import { parseWith, readObject } from "../http/request.ts";
 import { json } from "../http/response.ts";
-import { decideApprovals, growApprovals } from "../rules/policy.ts";
 import { basicCredentials } from "./agent-status.ts";
 import { withAppDefaults } from "./native.ts";
 
@@ -25,29 +23,7 @@ export async function updateRegistration(call: Call): Promise<Response> {
   const agent = await authenticateClient(gw, credentials.id, credentials.secret);
   await call.identify({ client_id: agent.client_id });
   const body = parseWith(RegistrationUpdateRequest, withAppDefaults(gw, await readObject(call, { form: false })));
-  await attest(gw, body.agent_attestation, agent, gw.opts.baseUrl);
-  const decided = decideApprovals(body.requested_providers, await providerMap(gw), gw.opts.approval);
-  const outcome = await gw.store.transaction(async (tx) => {
-    const current = await tx.lockAgent(agent.client_id);
-    if (!current) throw new AthError("INVALID_CLIENT");
-    const hadScopes = current.approvals.some((a) => a.approved_scopes.length > 0);
-    // Suspended, or denied by an admin (an agent denied at registration only because nothing was approvable may grow).
-    if (current.status === "suspended" || (current.status === "denied" && hadScopes)) {
-      throw new AthError("AGENT_UNAPPROVED", `The agent's registration is ${current.status}`, { agent_status: current.status });
-    }
-    const manual = decided.status === "pending";
-    const hold = manual && current.status === "approved";
-    const grown = growApprovals(current.approvals, decided.approvals, current.pending_approvals ?? [], hold);
-    const anyApproved = grown.approvals.some((a) => a.approved_scopes.length > 0);
-    const status: AgentStatus = current.status === "approved" || current.status === "pending" ? current.status : anyApproved ? (manual ? "pending" : "approved") : "denied";
-    await tx.updateAgent(agent.client_id, { status, approvals: grown.approvals, pending_approvals: grown.pending });
-    return { current, status, ...grown };
-  });
-  await audit(gw, "agent.registration_updated", {
-    client_id: agent.client_id,
-    agent_id: agent.agent_id,
-    data: { added: outcome.added, pending: outcome.pending, status: outcome.status },
-  });
+  const outcome = await growRegistration(gw, agent, body);
   const registration: AgentStatusResponse = {
     client_id: agent.client_id,
     agent_id: agent.agent_id,

@@ -6,12 +6,11 @@
  * row (anyone can send them, and the log must not grow with them).
  */
 import { AthError, PREFIX, TokenRevocationRequest } from "../../protocol/index.ts";
-import { hashSecret } from "../crypto/secrets.ts";
 import { sentAdminToken } from "../domain/admin-token.ts";
 import { authenticateClient } from "../domain/agents.ts";
 import { audit } from "../domain/audit.ts";
 import type { Call } from "../context.ts";
-import { findToken, revokeRefreshFamily, revokeToken } from "../domain/tokens.ts";
+import { findRefreshToken, findToken, revokeRefreshFamily, revokeToken } from "../domain/tokens.ts";
 import { isLimitError, readObject } from "../http/request.ts";
 import { json } from "../http/response.ts";
 
@@ -40,7 +39,7 @@ async function tryRevoke(call: Call): Promise<{ reason: string; clientId: string
   if (!parsed.success) return null;
   const body = parsed.data;
   // A refresh token (DESIGN §17) names its family; an access token, itself and its family.
-  const token = body.token.startsWith(PREFIX.refreshToken) ? await gw.store.getRefreshToken(hashSecret(body.token)) : await findToken(gw, body.token);
+  const token = body.token.startsWith(PREFIX.refreshToken) ? await findRefreshToken(gw, body.token) : await findToken(gw, body.token);
   if (!token) return null;
   const admin = sentAdminToken(gw, req);
   if (!admin) {

@@ -23,7 +23,7 @@ import { note } from "./evidence.ts";
 import { readMessages, type Message, type Posted } from "./jsonrpc.ts";
 import { judge, type Judgement, type Refusal } from "./judge.ts";
 import { findMcpProvider } from "./providers.ts";
-import { declaresUrlElicitation, rememberSession, urlElicitationDeclared } from "./sessions.ts";
+import { declaresUrlElicitation, rememberSession, urlElicitationDeclared } from "../domain/mcp-sessions.ts";
 import { filterToolLists } from "./tools-list.ts";
 
 /** How long an authenticated MCP request may stay idle: a GET stream, a long tool call (Bun's maximum). */

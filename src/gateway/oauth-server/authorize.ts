@@ -10,8 +10,8 @@ import { MCP_PATHS, MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
 import type { McpAuthorizationRecord } from "../../store/mcp-types.ts";
 import type { SessionRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
-import { constantTimeEqual, hashSecret, mintSecret, randomSecret } from "../crypto/secrets.ts";
-import { audit } from "../domain/audit.ts";
+import { randomSecret } from "../crypto/secrets.ts";
+import { issueMcpCode, mcpAuthorizationOf, recordMcpAuthorization, returningAuthorization } from "../domain/mcp-authorizations.ts";
 import { openSession } from "../domain/sessions.ts";
 import { redirect } from "../http/response.ts";
 import { providerForResource, resourceOf } from "../mcp/providers.ts";
@@ -81,7 +81,7 @@ export async function authorize(call: Call): Promise<Response> {
     created_at: gw.now(),
     expires_at: session.expires_at,
   };
-  await gw.store.createMcpAuthorization(request);
+  await recordMcpAuthorization(gw, request);
   return redirect(`${gw.opts.baseUrl}${PATHS.consent}/${session.handle}`, 302);
 }
 
@@ -92,20 +92,12 @@ export async function authorize(call: Call): Promise<Response> {
 export async function finish(call: Call): Promise<Response> {
   const { gw } = call;
   const q = new URLSearchParams(call.search);
-  const sessionId = q.get("ath_session_id") ?? "";
-  const request = sessionId.length <= 200 && !sessionId.includes("\0") ? await gw.store.getMcpAuthorization(sessionId) : null;
-  const session = request ? await gw.store.getSession(request.session_id) : null;
-  if (!request || !session || !constantTimeEqual(q.get("state") ?? "", session.agent_state)) throw new AthError("SESSION_NOT_FOUND");
+  const { request, session } = await returningAuthorization(gw, q.get("ath_session_id") ?? "", q.get("state") ?? "");
   const error = q.get("error");
   if (error) {
     return redirect(errorRedirect(gw, request.redirect_uri, request.state, error === "access_denied" ? error : "server_error", "the person did not grant access"), 302);
   }
-  if (session.status !== "consented" || !session.code_hash || !constantTimeEqual(hashSecret(q.get("code") ?? ""), session.code_hash)) {
-    throw new AthError("SESSION_NOT_FOUND");
-  }
-  const code = mintSecret(MCP_PREFIX.code);
-  if (!(await gw.store.setMcpAuthorizationCode(request.session_id, hashSecret(code), session.expires_at))) throw new AthError("SESSION_NOT_FOUND");
-  await audit(gw, "mcp.code_issued", { client_id: request.agent_client_id, provider_id: session.provider_id, user_id: session.user_id });
+  const code = await issueMcpCode(gw, request, session, q.get("code") ?? "");
   const url = new URL(request.redirect_uri);
   url.searchParams.set("code", code);
   if (request.state !== null) url.searchParams.set("state", request.state);
@@ -116,7 +108,7 @@ export async function finish(call: Call): Promise<Response> {
 /** What the consent page shows of an MCP client behind `session`, or null when an ATH agent asked. */
 export async function consentClient(gw: Gateway, session: SessionRecord): Promise<{ client: ResolvedClient; redirectUri: string } | null> {
   if (!session.client_id.startsWith(MCP_PREFIX.client)) return null;
-  const request = await gw.store.getMcpAuthorization(session.session_id);
+  const request = await mcpAuthorizationOf(gw, session.session_id);
   if (!request) return null;
   const client = await resolveClient(gw, request.client_id);
   return client ? { client, redirectUri: request.redirect_uri } : null;

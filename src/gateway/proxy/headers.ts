@@ -3,6 +3,7 @@
  * both directions.
  */
 import { HEADERS } from "../../protocol/constants.ts";
+import { AthError } from "../../protocol/errors.ts";
 
 /** RFC 9110 §7.6.1: hop-by-hop fields are meaningful for one connection only and never forwarded. */
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"];
@@ -36,6 +37,7 @@ export type HeaderFields = Record<string, string>;
  */
 export function upstreamRequestHeaders(incoming: Headers, apiHeaders: Readonly<Record<string, string>> = {}): HeaderFields {
   const out = filter(incoming, TO_UPSTREAM);
+  for (const name in out) if (name.includes("_")) refuseTwoSpellings(out, name);
   for (const [name, value] of Object.entries(apiHeaders)) out[name.toLowerCase()] = value;
   return out;
 }
@@ -82,6 +84,20 @@ function filter(incoming: Headers, drop: ReadonlySet<string>): HeaderFields {
     else if (Array.isArray(out[name])) delete out[name];
   }
   return out as HeaderFields;
+}
+
+/**
+ * One header model (issue 35): `X_Mode` is `X-Mode` to many servers (every CGI-style gateway reads both as HTTP_X_MODE)
+ * and to the rules (domain/policy.ts reads `_` as `-`). Both spellings in one request would let a rule read one value
+ * while the upstream reads the other: 400, nothing forwarded.
+ */
+function refuseTwoSpellings(fields: HeaderFields, name: string): void {
+  const dashed = name.replaceAll("_", "-");
+  for (const other in fields) {
+    if (other !== name && other.replaceAll("_", "-") === dashed) {
+      throw new AthError("INVALID_REQUEST", `The request spells one header two ways (${other}, ${name}): send it once`, { field: "headers", reason: "ambiguous_header" });
+    }
+  }
 }
 
 function forwarding(name: string): boolean {

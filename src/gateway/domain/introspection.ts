@@ -1,0 +1,35 @@
+/**
+ * RFC 7662 introspection of an ATH token (DESIGN §7, §14): a live token is described; anything else — unknown,
+ * expired, revoked, its agent no longer approved, or its upstream grant dead (the provider refused its refresh, or it
+ * was dropped) — is exactly `{"active": false}` (RFC 7662 §2.2). What introspection says, the proxy does: the grant is
+ * read from the same cache the proxy reads, invalidated across instances like a revocation.
+ */
+import type { IntrospectionResponse } from "../../protocol/index.ts";
+import type { Gateway } from "../context.ts";
+import { findAgent, isApproved } from "./agents.ts";
+import { findToken } from "./tokens.ts";
+
+export async function introspection(gw: Gateway, presented: string): Promise<IntrospectionResponse> {
+  const token = await findToken(gw, presented);
+  const now = gw.now();
+  const live = token !== null && token.revoked_at === null && token.expires_at > now;
+  const agent = live ? await findAgent(gw, token.client_id) : null;
+  if (!token || !live || !agent || !isApproved(gw, agent)) return { active: false };
+  const grant = token.grant_id === null ? null : await gw.store.getGrant(token.grant_id);
+  if (grant === null || grant.status !== "live") return { active: false };
+  const res: IntrospectionResponse = {
+    active: true,
+    token_type: token.jkt ? "DPoP" : "Bearer",
+    ...(token.jkt ? { cnf: { jkt: token.jkt } } : {}),
+    scope: token.scopes.join(" "),
+    client_id: token.client_id,
+    sub: token.user_id,
+    aud: token.provider_id,
+    iat: Math.floor(token.created_at / 1000),
+    exp: Math.floor(token.expires_at / 1000),
+    agent_id: token.agent_id,
+    user_id: token.user_id,
+    provider_id: token.provider_id,
+  };
+  return res;
+}

@@ -1,0 +1,93 @@
+/**
+ * Registration (DESIGN §3 Phase A, §17): an agent proves its identity (the attestation's signature by the key its
+ * agent_id names, `aud` = base_url), the registration policy decides its approvals (rules/policy.ts), and it gets
+ * client credentials — 256-bit, stored hashed; and, later, grows its providers and scopes without a new identity.
+ */
+import {
+  AthError,
+  LIMITS,
+  PREFIX,
+  type AgentRegistrationRequest,
+  type AgentRegistrationResponse,
+  type AgentStatus,
+  type RegistrationUpdateRequest,
+} from "../../protocol/index.ts";
+import type { AgentRecord } from "../../store/types.ts";
+import type { Gateway } from "../context.ts";
+import { hashSecret, mintSecret } from "../crypto/secrets.ts";
+import { verifyAttestation } from "../identity/attestation.ts";
+import { decideApprovals, growApprovals } from "../rules/policy.ts";
+import { attest } from "./agents.ts";
+import { audit } from "./audit.ts";
+import { providerMap } from "./providers.ts";
+
+/** A new agent, registered; AGENT_ALREADY_REGISTERED (409) when its agent_id already is. */
+export async function registerAgent(gw: Gateway, body: AgentRegistrationRequest): Promise<AgentRegistrationResponse> {
+  const now = gw.now();
+  await verifyAttestation(
+    body.agent_attestation,
+    { audience: gw.opts.baseUrl, agentId: body.agent_id, subMismatch: "INVALID_ATTESTATION", now },
+    { keys: gw.keys, recordJti: (a, j, e, n) => gw.store.recordJti(a, j, e, n) },
+  );
+  const { approvals, status } = decideApprovals(body.requested_providers, await providerMap(gw), gw.opts.approval);
+  const clientId = mintSecret(PREFIX.clientId, 16);
+  const clientSecret = mintSecret(PREFIX.clientSecret);
+  const approvalExpires = now + LIMITS.approvalTtlDefaultSeconds * 1000;
+  const created = await gw.store.createAgent({
+    client_id: clientId,
+    client_secret_hash: hashSecret(clientSecret),
+    agent_id: body.agent_id,
+    developer: body.developer,
+    purpose: body.purpose ?? null,
+    redirect_uris: body.redirect_uris ?? null,
+    status,
+    approvals,
+    approval_expires: approvalExpires,
+    created_at: now,
+  });
+  if (!created) {
+    await audit(gw, "agent.registration_refused", { agent_id: body.agent_id, data: { reason: "already registered" } });
+    throw new AthError("AGENT_ALREADY_REGISTERED", undefined, { agent_id: body.agent_id });
+  }
+  await audit(gw, "agent.registered", { client_id: clientId, agent_id: body.agent_id, data: { status, approvals } });
+  return {
+    client_id: clientId,
+    client_secret: clientSecret,
+    agent_status: status,
+    approved_providers: approvals,
+    approval_expires: new Date(approvalExpires).toISOString(),
+  };
+}
+
+/**
+ * PATCH /ath/agents/registration's decision (DESIGN §17): the additions are decided by the same policy as at
+ * registration; auto-approved ones are added at once; under manual approval, an agent already approved keeps what it
+ * has and the additions wait in `pending_providers` until an admin approves the agent again. One transaction, the
+ * agent row locked.
+ */
+export async function growRegistration(gw: Gateway, agent: AgentRecord, body: RegistrationUpdateRequest) {
+  await attest(gw, body.agent_attestation, agent, gw.opts.baseUrl);
+  const decided = decideApprovals(body.requested_providers, await providerMap(gw), gw.opts.approval);
+  const outcome = await gw.store.transaction(async (tx) => {
+    const current = await tx.lockAgent(agent.client_id);
+    if (!current) throw new AthError("INVALID_CLIENT");
+    const hadScopes = current.approvals.some((a) => a.approved_scopes.length > 0);
+    // Suspended, or denied by an admin (an agent denied at registration only because nothing was approvable may grow).
+    if (current.status === "suspended" || (current.status === "denied" && hadScopes)) {
+      throw new AthError("AGENT_UNAPPROVED", `The agent's registration is ${current.status}`, { agent_status: current.status });
+    }
+    const manual = decided.status === "pending";
+    const hold = manual && current.status === "approved";
+    const grown = growApprovals(current.approvals, decided.approvals, current.pending_approvals ?? [], hold);
+    const anyApproved = grown.approvals.some((a) => a.approved_scopes.length > 0);
+    const status: AgentStatus = current.status === "approved" || current.status === "pending" ? current.status : anyApproved ? (manual ? "pending" : "approved") : "denied";
+    await tx.updateAgent(agent.client_id, { status, approvals: grown.approvals, pending_approvals: grown.pending });
+    return { current, status, ...grown };
+  });
+  await audit(gw, "agent.registration_updated", {
+    client_id: agent.client_id,
+    agent_id: agent.agent_id,
+    data: { added: outcome.added, pending: outcome.pending, status: outcome.status },
+  });
+  return outcome;
+}
