@@ -2,7 +2,16 @@
  * `tools/list` answers only the tools a client may call (DESIGN §18): the upstream's answer to a `tools/list` request —
  * a JSON body or an event of a `text/event-stream` — has the tools `keep` refuses taken out of `result.tools`. Every
  * other message, event and byte passes unchanged; a stream is rewritten event by event as it flows.
+ *
+ * Bounded (issue 35 #7): what must be held to be rewritten — a JSON answer, or one event still without its end — is at
+ * most MAX_LIST_BYTES; an upstream that sends more (a never-ending event) gets its answer cut: 502 for a JSON body, an
+ * errored stream for events. Nothing past the bound is buffered.
  */
+import { AthError } from "../../protocol/index.ts";
+import { readBounded } from "../http/body.ts";
+
+/** The most a list answer (or one event of a stream) may hold while ath filters it: 8 MiB, ≈ 20,000 tools with schemas. */
+export const MAX_LIST_BYTES = 8 * 1024 * 1024;
 
 /** Which tools stay: called with each tool's name. */
 export type KeepTool = (name: string) => boolean;
@@ -13,7 +22,7 @@ export async function filterToolLists(res: Response, ids: ReadonlySet<string>, k
   const out = { ...headers };
   delete out["content-length"];
   if (type === "application/json") {
-    const text = await res.text();
+    const text = new TextDecoder().decode(await readBounded(res.body, res.headers.get("content-length"), MAX_LIST_BYTES, tooLarge));
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -66,11 +75,17 @@ function eventFilter(ids: ReadonlySet<string>, keep: KeepTool): TransformStream<
     transform(chunk, controller) {
       buffer += chunk;
       flushEvents(controller, false);
+      // one event that never ends would be held whole: cut it (chars ≥ bytes / 4 for UTF-8; the bound is on chars)
+      if (buffer.length > MAX_LIST_BYTES) controller.error(tooLarge());
     },
     flush(controller) {
       flushEvents(controller, true);
     },
   });
+}
+
+function tooLarge(): AthError {
+  return new AthError("UPSTREAM_UNAVAILABLE", `The MCP server's list answer exceeds ${MAX_LIST_BYTES} bytes`, { reason: "list_too_large" });
 }
 
 function rewrite(event: string, ids: ReadonlySet<string>, keep: KeepTool): string {
