@@ -114,22 +114,9 @@ export function mcpDoor(net: Net): Door {
   return {
     name: "an MCP client at /oauth/token",
     async start(scopes = ["mail:read", "mail:send"]) {
-      const reg = await call(`${net.baseUrl}/oauth/register`, {
-        json: { client_name: "Test MCP Client", redirect_uris: [MCP_REDIRECT], token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"] },
-        fetch: net.fetch,
-      });
-      if (reg.status !== 201) throw new Error(`registration: ${reg.status} ${reg.text}`);
-      const clientId = String(reg.json.client_id);
-      const verifier = crypto.randomUUID().replaceAll("-", "") + crypto.randomUUID().replaceAll("-", "");
-      const challenge = new Bun.CryptoHasher("sha256").update(verifier).digest("base64url");
-      const url = new URL(`${net.baseUrl}/oauth/authorize`);
-      const state = `s-${crypto.randomUUID()}`;
-      const params = { response_type: "code", client_id: clientId, redirect_uri: MCP_REDIRECT, code_challenge: challenge, code_challenge_method: "S256", state, resource, scope: scopes.join(" ") };
-      for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
-      const consented = await consent(url.href, { browser: new Browser(net.fetch), redirectUri: MCP_REDIRECT });
-      if (!consented.code || consented.state !== state) throw new Error(`no code came back: ${consented.page.status} ${consented.page.url}`);
+      const { clientId, code, verifier } = await mcpCode(net, { scopes });
       const token = await call(`${net.baseUrl}/oauth/token`, {
-        form: { grant_type: "authorization_code", code: consented.code, code_verifier: verifier, client_id: clientId, redirect_uri: MCP_REDIRECT, resource },
+        form: { grant_type: "authorization_code", code, code_verifier: verifier, client_id: clientId, redirect_uri: MCP_REDIRECT, resource },
         fetch: net.fetch,
       });
       const t = this.tokens(token);
@@ -158,6 +145,32 @@ export function mcpDoor(net: Net): Door {
       return r.status;
     },
   };
+}
+
+/**
+ * An MCP client's way to a code: registered at /oauth/register (public, or confidential with `auth`), /oauth/authorize
+ * with PKCE S256 and the resource, the person's Approve on ath's consent page and at the upstream; the code that came
+ * back to the redirect URI, with what the exchange needs.
+ */
+export async function mcpCode(net: Net, o: { scopes?: string[]; auth?: "none" | "client_secret_basic" | "client_secret_post" } = {}) {
+  const reg = await call(`${net.baseUrl}/oauth/register`, {
+    json: { client_name: "Test MCP Client", redirect_uris: [MCP_REDIRECT], token_endpoint_auth_method: o.auth ?? "none", grant_types: ["authorization_code", "refresh_token"] },
+    fetch: net.fetch,
+  });
+  if (reg.status !== 201) throw new Error(`registration: ${reg.status} ${reg.text}`);
+  const clientId = String(reg.json.client_id);
+  const verifier = crypto.randomUUID().replaceAll("-", "") + crypto.randomUUID().replaceAll("-", "");
+  const challenge = new Bun.CryptoHasher("sha256").update(verifier).digest("base64url");
+  const state = `s-${crypto.randomUUID()}`;
+  const url = new URL(`${net.baseUrl}/oauth/authorize`);
+  const params = {
+    response_type: "code", client_id: clientId, redirect_uri: MCP_REDIRECT, code_challenge: challenge, code_challenge_method: "S256", state,
+    resource: `${net.baseUrl}/mcp/${PROVIDER}`, scope: (o.scopes ?? ["mail:read", "mail:send"]).join(" "),
+  };
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  const consented = await consent(url.href, { browser: new Browser(net.fetch), redirectUri: MCP_REDIRECT });
+  if (!consented.code || consented.state !== state) throw new Error(`no code came back: ${consented.page.status} ${consented.page.url}`);
+  return { clientId, clientSecret: reg.json.client_secret === undefined ? null : String(reg.json.client_secret), code: consented.code, verifier };
 }
 
 // internal
