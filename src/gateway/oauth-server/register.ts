@@ -18,7 +18,7 @@ export async function register(call: Call): Promise<Response> {
     throw new OAuthError(code, `${field}: ${issue.message}`);
   }
   const m = parsed.data;
-  checkRedirectUris(gw, m.redirect_uris);
+  checkRedirectUris(m.redirect_uris);
   const grants = m.grant_types.filter((g) => g !== "authorization_code" && g !== "refresh_token");
   if (grants.length) throw new OAuthError("invalid_client_metadata", `unsupported grant_types: ${grants.join(", ")}`);
   if (m.response_types.some((r) => r !== "code")) throw new OAuthError("invalid_client_metadata", "response_types must be [\"code\"]");
