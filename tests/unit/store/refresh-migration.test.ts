@@ -7,20 +7,13 @@
  * gateway's own /oauth/token, a refresh token issued before the upgrade rotates after it, and its spent predecessor
  * presented again kills the family.
  */
-import { Database } from "bun:sqlite";
-import { SQL } from "bun";
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { hashSecret } from "../../../src/gateway/crypto/secrets.ts";
-import { META_TABLE, migrations } from "../../../src/store/migrations.ts";
-import { openPostgresStore } from "../../../src/store/postgres.ts";
-import { openSqliteStore } from "../../../src/store/sqlite.ts";
+import { migrations } from "../../../src/store/migrations.ts";
 import type { Store } from "../../../src/store/types.ts";
 import { inProcessGateway } from "../../helpers/in-process.ts";
 import { ScriptedProvider } from "../../helpers/scripted-provider.ts";
-import { PG_URL } from "../../helpers/store-harness.ts";
+import { type Harness, harnessAt, PG_URL, postgresHarness, sqliteHarness } from "../../helpers/store-harness.ts";
 
 /** The schema version the old rows were written at: the last one with mcp_refresh_tokens. */
 const OLD_VERSION = 12;
@@ -127,60 +120,24 @@ async function expectRotates(store: Store) {
   }
 }
 
-const cleanups: (() => Promise<void> | void)[] = [];
-/** The gateway closes the store it was given; a test that failed before that leaves it to this. */
-async function closeQuietly(store: Store): Promise<void> {
-  try {
-    await store.close();
-  } catch {
-    // already closed by the gateway
-  }
-}
+let h: Harness | undefined;
 afterEach(async () => {
-  for (const c of cleanups.splice(0)) await c();
+  await h?.dispose();
+  h = undefined;
 });
 
 describe("migration 13: MCP clients' refresh tokens join refresh_tokens", () => {
   test("SQLite: a database at version 12 with MCP refresh families opens with them moved, their state kept, the old table gone", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "ath-mig13-"));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const path = join(dir, "ath.db");
-    const db = new Database(path, { create: true });
-    db.exec(META_TABLE);
-    for (const m of migrations("sqlite").slice(0, OLD_VERSION)) db.exec(m);
-    db.exec(`INSERT INTO meta (key, value) VALUES ('schema_version', '${OLD_VERSION}')`);
-    for (const r of OLD_ROWS) db.exec(r);
-    db.close();
-    const store = openSqliteStore(path);
-    cleanups.unshift(() => closeQuietly(store));
-    await expectMoved(store, async () => {
-      const raw = new Database(path, { readonly: true });
-      try {
-        return raw.query("SELECT name FROM sqlite_master WHERE name = 'mcp_refresh_tokens'").get() === null;
-      } finally {
-        raw.close();
-      }
-    });
+    h = await harnessAt(sqliteHarness, "sqlite", OLD_VERSION, OLD_ROWS);
+    const store = await h.open();
+    await expectMoved(store, async () => (await h!.query("SELECT name FROM sqlite_master WHERE name = 'mcp_refresh_tokens'")).length === 0);
     await expectRotates(store);
   });
 
   test.skipIf(!PG_URL)("PostgreSQL: a schema at version 12 with MCP refresh families opens with them moved, their state kept, the old table gone", async () => {
-    const schema = `ath_test_${crypto.randomUUID().replaceAll("-", "")}`;
-    const sql = new SQL(PG_URL, { max: 1 });
-    cleanups.push(async () => {
-      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await sql.close();
-    });
-    await sql.begin(async (tx) => {
-      await tx.unsafe(`CREATE SCHEMA "${schema}"; SET LOCAL search_path TO "${schema}"`);
-      await tx.unsafe(META_TABLE);
-      for (const m of migrations("postgres").slice(0, OLD_VERSION)) await tx.unsafe(m);
-      await tx.unsafe(`INSERT INTO meta (key, value) VALUES ('schema_version', '${OLD_VERSION}')`);
-      for (const r of OLD_ROWS) await tx.unsafe(r);
-    });
-    const store = await openPostgresStore(PG_URL, { schema, max: 2 });
-    cleanups.unshift(() => closeQuietly(store));
-    await expectMoved(store, async () => (await sql.unsafe(`SELECT to_regclass('"${schema}".mcp_refresh_tokens') AS t`))[0].t === null);
+    h = await harnessAt(() => postgresHarness(PG_URL), "postgres", OLD_VERSION, OLD_ROWS);
+    const store = await h.open();
+    await expectMoved(store, async () => (await h!.query("SELECT to_regclass('mcp_refresh_tokens') AS t"))[0]!.t === null);
     await expectRotates(store);
   });
 });
