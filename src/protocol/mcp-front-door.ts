@@ -1,6 +1,7 @@
 /**
  * The MCP front door's wire constants (DESIGN §18): where ath serves remote MCP servers, the OAuth endpoints it
- * offers MCP clients as their authorization server, and the prefixes of what it mints for them.
+ * offers MCP clients as their authorization server, and the prefixes of what it mints for them (their access and
+ * refresh tokens are the agents': `ath_tk_`, `ath_rt_`).
  */
 
 export const MCP_PATHS = {
@@ -23,8 +24,6 @@ export const MCP_PREFIX = {
   client: "mcp_",
   clientSecret: "mcp_secret_",
   code: "mcp_code_",
-  /** Refresh tokens of MCP clients (ath's, rotated as DESIGN §17). */
-  refresh: "ath_rt_",
 } as const;
 
 /** The MCP protocol revision whose authorization profile ath implements. */

@@ -177,14 +177,14 @@ const NEUTRAL = new Set([
   "createWebhook", "listWebhooks", "getWebhook", "deleteWebhook", "enqueueWebhookEvent", "claimWebhookDeliveries", "finishWebhookDelivery",
   "countWebhookOutbox", "leaseRateCapacity", "transaction", "changes", "close",
   // per-request approvals (DESIGN §15): never cached — every resend reads and spends its approval in the database
-  // refresh tokens (DESIGN §17): never cached — every use spends its row in the database
+  // refresh tokens (DESIGN §17, agents' and MCP clients'): never cached — every use spends its row in the database
   "createRefreshToken", "getRefreshToken", "spendRefreshToken",
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
   // budgets (DESIGN §16): never cached — every count is one conditional statement in the database
   "countBudget", "uncountBudget", "listBudgetUsage",
-  // the MCP front door (DESIGN §18): its clients, codes and refresh tokens are never cached
-  "createMcpClient", "getMcpClient", "createMcpAuthorization", "getMcpAuthorization", "setMcpAuthorizationCode", "consumeMcpCode",
-  "createMcpRefresh", "getMcpRefresh", "spendMcpRefresh", "revokeMcpFamily", "findMcpApproval", "recordMcpSession", "getMcpSession",
+  // the MCP front door (DESIGN §18): its clients and codes are never cached (its refresh tokens are the agents', above)
+  "createMcpClient", "getMcpClient", "markMcpClientAuthorized", "createMcpAuthorization", "getMcpAuthorization", "setMcpAuthorizationCode",
+  "consumeMcpCode", "findMcpApproval", "recordMcpSession", "getMcpSession",
 ]);
 
 /**

@@ -314,5 +314,37 @@ ALTER TABLE agents ADD COLUMN pending_approvals TEXT;`,
     // n: an MCP client's refresh family ends --refresh-ttl after the consent, each refresh token --refresh-idle after it
     // was issued (DESIGN §17 for the MCP front door's clients, §18)
     `ALTER TABLE mcp_refresh_tokens ADD COLUMN family_expires_at ${int};`,
+    // 13: one refresh-token aggregate (DESIGN §17, §18): MCP clients' refresh tokens move into refresh_tokens, keyed by
+    // the agent record each client acts as (so they cascade with it and are swept like the agents'), with the OAuth
+    // client_id and the resource beside. A row's state becomes the agents' columns: spent keeps spent_at; revoked gets
+    // revoked_at = the migration's time (the old table kept no revocation time); a row without family_expires_at (made
+    // before migration 12) ends at its own expiry. Rows whose agent record is gone are dead and not moved. Their access
+    // tokens join the family, so a family still dies whole. Registered clients get authorized_at (the sweeper deletes
+    // those that never complete an authorization); those that already started one are taken as authorized (the old
+    // schema cannot tell whether they finished).
+    `ALTER TABLE refresh_tokens ADD COLUMN oauth_client_id TEXT;
+ALTER TABLE refresh_tokens ADD COLUMN resource TEXT;
+INSERT INTO refresh_tokens (refresh_hash, family_id, client_id, oauth_client_id, resource, agent_id, user_id, provider_id, scopes,
+  grant_id, jkt, family_expires_at, expires_at, created_at, spent_at, revoked_at)
+SELECT m.refresh_hash, m.family_id, m.agent_client_id, m.client_id, m.resource, m.agent_id, m.user_id, m.provider_id, m.scopes,
+  m.grant_id, NULL, COALESCE(m.family_expires_at, m.expires_at), m.expires_at, m.created_at,
+  CASE WHEN m.status = 'live' THEN NULL ELSE m.spent_at END,
+  CASE WHEN m.status = 'revoked' THEN ${nowMs(d)} ELSE NULL END
+FROM mcp_refresh_tokens m
+WHERE m.agent_client_id IN (SELECT client_id FROM agents)
+  AND m.refresh_hash NOT IN (SELECT refresh_hash FROM refresh_tokens);
+UPDATE tokens SET family_id = (SELECT MIN(m.family_id) FROM mcp_refresh_tokens m WHERE m.access_token_hash = tokens.token_hash)
+WHERE family_id IS NULL AND token_hash IN (SELECT access_token_hash FROM mcp_refresh_tokens);
+DROP TABLE mcp_refresh_tokens;
+ALTER TABLE mcp_clients ADD COLUMN authorized_at ${int};
+UPDATE mcp_clients SET authorized_at = created_at WHERE client_id IN (SELECT client_id FROM agents);
+CREATE INDEX mcp_clients_unused ON mcp_clients (created_at) WHERE authorized_at IS NULL;`,
   ];
+}
+
+// internal
+
+/** The current time in epoch ms, in SQL. */
+function nowMs(d: Dialect): string {
+  return d === "sqlite" ? "CAST(strftime('%s', 'now') AS INTEGER) * 1000" : "CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)";
 }

@@ -24,8 +24,8 @@ export const TOKEN_COLUMNS = [
 ] as const satisfies readonly (keyof TokenRecord)[];
 
 export const REFRESH_COLUMNS = [
-  "refresh_hash", "family_id", "client_id", "agent_id", "user_id", "provider_id", "scopes", "grant_id", "jkt",
-  "family_expires_at", "expires_at", "created_at", "spent_at", "revoked_at",
+  "refresh_hash", "family_id", "client_id", "oauth_client_id", "resource", "agent_id", "user_id", "provider_id", "scopes",
+  "grant_id", "jkt", "family_expires_at", "expires_at", "created_at", "spent_at", "revoked_at",
 ] as const satisfies readonly (keyof RefreshTokenRecord)[];
 
 export function toRefreshToken(r: Row): RefreshTokenRecord {
@@ -33,6 +33,8 @@ export function toRefreshToken(r: Row): RefreshTokenRecord {
     refresh_hash: str(r.refresh_hash),
     family_id: str(r.family_id),
     client_id: str(r.client_id),
+    oauth_client_id: strOrNull(r.oauth_client_id),
+    resource: strOrNull(r.resource),
     agent_id: str(r.agent_id),
     user_id: str(r.user_id),
     provider_id: str(r.provider_id),

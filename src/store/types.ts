@@ -90,13 +90,19 @@ export interface TokenRecord {
 }
 
 /**
- * One refresh token (DESIGN §17). A family is every access and refresh token descended from one consent: each use
- * spends the presented refresh token and mints its successor in the same family, and a family dies whole.
+ * One refresh token (DESIGN §17), of an ATH agent or of an MCP client (DESIGN §18) alike: one table, one rotation. A
+ * family is every access and refresh token descended from one consent: each use spends the presented refresh token
+ * and mints its successor in the same family, and a family dies whole.
  */
 export interface RefreshTokenRecord {
   refresh_hash: string;
   family_id: string;
+  /** The agent record the tokens are issued to (an MCP client's own record, `mcp_…`, for an MCP client). */
   client_id: string;
+  /** An MCP client's OAuth client_id (`mcp_…`, or its metadata document's URL); null for an ATH agent's family. */
+  oauth_client_id: string | null;
+  /** The resource an MCP client's tokens open (RFC 8707: `{base_url}/mcp/{id}`); null for an ATH agent's family. */
+  resource: string | null;
   agent_id: string;
   user_id: string;
   provider_id: string;
@@ -287,6 +293,8 @@ export interface SweepResult {
   tokens: number;
   /** Refresh tokens whose family ended (or was revoked) over `retainMs` ago. */
   refresh_tokens?: number;
+  /** Dynamically registered MCP clients that never completed an authorization, registered over `retainMs` ago. */
+  mcp_clients?: number;
   grants: number;
   /** Agents that never got an approved scope and hold no token, registered over `retainMs` ago. */
   agents: number;
@@ -371,7 +379,7 @@ export interface Store extends McpStore {
    */
   revokeTokensWhere(filter: TokenFilter, now: number): Promise<TokenRecord[]>;
 
-  // refresh tokens (DESIGN §17)
+  // refresh tokens (DESIGN §17), of agents and MCP clients alike (§18)
   createRefreshToken(r: RefreshTokenRecord): Promise<void>;
   getRefreshToken(refreshHash: string): Promise<RefreshTokenRecord | null>;
   /**
@@ -467,9 +475,10 @@ export interface Store extends McpStore {
   leaseRateCapacity(key: string, windowStart: number, want: number, limit: number, expiresAt: number): Promise<number>;
 
   /**
-   * Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, dead/orphan grants, agents
-   * registered over `retainMs` ago that never got an approved scope and hold no token (not those pending an admin's
-   * decision), and (when
+   * Deletes expired sessions, jti entries, tokens expired/revoked over `retainMs` ago, refresh families ended or revoked
+   * over `retainMs` ago, dead/orphan grants, agents registered over `retainMs` ago that never got an approved scope and
+   * hold no token (not those pending an admin's decision), dynamically registered MCP clients that never completed an
+   * authorization within `retainMs` (with the agent record they act as, when it holds no token), and (when
    * `auditRetainMs` is given) audit records older than that — only up to the newest checkpoint at or below
    * auditSweepPoint(now - auditRetainMs), so what remains starts right after a signed anchor (DESIGN §20), and the
    * checkpoints below that anchor; webhook outbox rows delivered or given up over `retainMs` ago.
@@ -498,6 +507,11 @@ export interface Store extends McpStore {
    * approved past expiry at `now`, "pending"/"approved" only unexpired ones.
    */
   listApprovals(o: { status?: ApprovalStatus | "expired"; now: number; after?: { created_at: number; approval_id: string }; limit: number }): Promise<ApprovalRecord[]>;
+  /**
+   * The approval an MCP resend spends (DESIGN §18: same client, user, provider and digest, any session or JSON-RPC
+   * id): an unexpired approved one first, else the newest unexpired pending or denied one; null when none.
+   */
+  findMcpApproval(m: { client_id: string; user_id: string; provider_id: string; digest: string }, now: number): Promise<ApprovalRecord | null>;
   /** pending → approved|denied, atomically, before expiry; the approval as decided, or null when it was not pending. */
   decideApproval(approvalId: string, decision: "approved" | "denied", by: string, now: number): Promise<ApprovalRecord | null>;
   /**

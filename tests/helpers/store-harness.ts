@@ -7,6 +7,7 @@ import { SQL } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { META_TABLE, migrations, type Dialect } from "../../src/store/migrations.ts";
 import { openPostgresStore } from "../../src/store/postgres.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import type { AgentRecord, GrantRecord, SessionRecord, Store, TokenRecord } from "../../src/store/types.ts";
@@ -18,6 +19,10 @@ export interface Harness {
   schema?: string;
   /** Rows in `table`, counted over a separate connection. */
   count(table: string): Promise<number>;
+  /** Runs one statement over a separate connection and returns its rows. */
+  query(sql: string): Promise<Record<string, unknown>[]>;
+  /** Runs statements (`;`-separated) over a separate connection, in one transaction. */
+  exec(sql: string): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -40,6 +45,22 @@ export function sqliteHarness(): Harness {
         db.close();
       }
     },
+    async query(sql) {
+      const db = new Database(path, { create: true });
+      try {
+        return db.query<Record<string, unknown>, []>(sql).all();
+      } finally {
+        db.close();
+      }
+    },
+    async exec(sql) {
+      const db = new Database(path, { create: true });
+      try {
+        db.transaction(() => db.exec(sql))();
+      } finally {
+        db.close();
+      }
+    },
     async dispose() {
       await opened.closeAll();
       rmSync(dir, { recursive: true, force: true });
@@ -58,12 +79,34 @@ export function postgresHarness(url: string): Harness {
       const [row] = await admin.unsafe(`SELECT count(*)::int AS n FROM "${schema}".${table}`);
       return Number(row.n);
     },
+    async query(sql) {
+      return admin.begin(async (tx) => {
+        await tx.unsafe(`SET LOCAL search_path TO "${schema}"`);
+        return [...(await tx.unsafe(sql))] as Record<string, unknown>[];
+      });
+    },
+    async exec(sql) {
+      await admin.begin(async (tx) => {
+        await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"; SET LOCAL search_path TO "${schema}"`);
+        await tx.unsafe(sql);
+      });
+    },
     async dispose() {
       await opened.closeAll();
       await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await admin.close();
     },
   };
+}
+
+/**
+ * A database as an older ath left it: the first `version` migrations applied and `rows` written by that schema; the
+ * harness's `open` migrates it to this build's schema (the upgrade under test).
+ */
+export async function harnessAt(make: () => Harness, dialect: Dialect, version: number, rows: string[]): Promise<Harness> {
+  const h = make();
+  await h.exec([META_TABLE, ...migrations(dialect).slice(0, version), `INSERT INTO meta (key, value) VALUES ('schema_version', '${version}')`, ...rows].join(";\n"));
+  return h;
 }
 
 let seq = 0;

@@ -1,14 +1,17 @@
 /**
- * Token families (DESIGN §17): what POST /ath/token hands out — an access token and a refresh token, both minted here —
- * and the rotation of `grant_type=refresh_token`. A family is every access and refresh token descended from one
- * consent; it dies whole (reuse of a spent refresh token, /ath/revoke of any member, the agent's suspension, denial or
- * deletion, an admin's revocation, a dead upstream grant, `--refresh-ttl`, `--refresh-idle`).
+ * Token families (DESIGN §17), of ATH agents and MCP clients alike (§18: an MCP client is a kind of client, not a
+ * second table with its own rotation): what a code exchange hands out — an access token and a refresh token, both
+ * minted here — and the one rotation behind `grant_type=refresh_token` at /ath/token and at /oauth/token. A family is
+ * every access and refresh token descended from one consent; it dies whole (reuse of a spent refresh token, revocation
+ * of any member, the client's suspension, denial or deletion, an admin's revocation, a dead upstream grant,
+ * `--refresh-ttl`, `--refresh-idle`).
  *
- * Each rotation is one transaction: the agent row locked and still approved, the presented token spent by one atomic
- * UPDATE (two racing presentations — on one instance or two — spend it once), its successor and the new access token
- * inserted. A spent token presented again by its client within LIMITS.refreshRaceWindowMs of its rotation is the
- * loser of such a race (400 `refresh_token_spent`, nothing revoked); later, it is reuse: the family is revoked and the
- * event audited `refresh.reuse_detected`.
+ * Each rotation is one transaction: the client's agent row locked and still approved, the upstream grant checked, the
+ * presented token spent by one guarded UPDATE (two racing presentations — on one instance or two — spend it once), its
+ * successor and the new access token inserted. A spent token presented again by its client within
+ * LIMITS.refreshRaceWindowMs of its rotation is the loser of such a race (`refresh_token_spent`, nothing revoked);
+ * later, it is reuse: the family is revoked and the event audited `refresh.reuse_detected`. The domain speaks
+ * AthError; each door shapes it for its wire (ATH's at /ath/token, OAuth's at /oauth/token).
  */
 import { AthError, LIMITS, PREFIX, type TokenResponse } from "../../protocol/index.ts";
 import type { AgentRecord, RefreshTokenRecord, Store, TokenRecord } from "../../store/types.ts";
@@ -22,12 +25,20 @@ import { afterRevocation, requireProofWhereNeeded } from "./tokens.ts";
 /** Who the new tokens are for and what they allow: the token record's own fields. */
 export type Grantee = Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id" | "scopes" | "grant_id">;
 
+/** An MCP client's side of a family (DESIGN §18): the OAuth client_id it presents and the resource its tokens open. */
+export interface McpBinding {
+  oauth_client_id: string;
+  resource: string;
+}
+
 /** The family a mint belongs to: a new one (at the code exchange) or the one being rotated. */
 export interface Family {
   family_id: string;
   family_expires_at: number;
   /** The refresh token's binding: refreshes need a proof by this key. */
   jkt: string | null;
+  /** Set for an MCP client's family; null for an ATH agent's. */
+  mcp: McpBinding | null;
 }
 
 export interface Minted {
@@ -40,8 +51,8 @@ export interface Minted {
 }
 
 /** A new family for a consent just exchanged, bound to `jkt` when the exchange carried a valid proof. */
-export function newFamily(gw: Gateway, jkt: string | null): Family {
-  return { family_id: mintSecret("fam_", 16), family_expires_at: gw.now() + refreshTtl(gw) * 1000, jkt };
+export function newFamily(gw: Gateway, jkt: string | null, mcp: McpBinding | null = null): Family {
+  return { family_id: mintSecret("fam_", 16), family_expires_at: gw.now() + refreshTtl(gw) * 1000, jkt, mcp };
 }
 
 /** Inserts an access token and its refresh token in `family` (inside the caller's transaction). */
@@ -66,6 +77,8 @@ export async function mintTokens(gw: Gateway, tx: Store, who: Grantee, family: F
     refresh_hash: hashSecret(refreshToken),
     family_id: family.family_id,
     client_id: who.client_id,
+    oauth_client_id: family.mcp?.oauth_client_id ?? null,
+    resource: family.mcp?.resource ?? null,
     agent_id: who.agent_id,
     user_id: who.user_id,
     provider_id: who.provider_id,
@@ -95,7 +108,10 @@ export function tokenResponse(gw: Gateway, m: Minted, rest: Pick<TokenResponse, 
 }
 
 export interface RefreshRequest {
-  agent: AgentRecord;
+  /** The client presenting it: the agent record it is (an ATH agent) or acts as (an MCP client). */
+  agent: Pick<AgentRecord, "client_id">;
+  /** At /oauth/token: the MCP client's OAuth client_id, and the RFC 8707 resource it named (null: none). */
+  mcp?: { oauth_client_id: string; resource: string | null };
   presented: string;
   /** The narrower scope asked for, if any. */
   scopes: string[] | undefined;
@@ -105,18 +121,20 @@ export interface RefreshRequest {
 
 /** `grant_type=refresh_token`: rotates the presented refresh token, or refuses (and, on reuse, kills the family). */
 export async function rotateRefreshToken(gw: Gateway, r: RefreshRequest): Promise<TokenResponse> {
-  const { agent } = r;
   const hash = hashSecret(r.presented);
   type Outcome =
     | { kind: "minted"; minted: Minted; rt: RefreshTokenRecord; scopes: string[]; approved: string[] }
     | { kind: "killed"; rt: RefreshTokenRecord; revoked: TokenRecord[]; why: "reused" | "upstream_grant_revoked" };
   const outcome = await gw.store.transaction(async (tx): Promise<Outcome> => {
-    const current = await tx.lockAgent(agent.client_id);
+    const current = await tx.lockAgent(r.agent.client_id);
     if (!current) throw new AthError("INVALID_CLIENT");
     requireApproved(gw, current);
     const rt = r.presented.startsWith(PREFIX.refreshToken) ? await tx.getRefreshToken(hash) : null;
-    // Another client's refresh token is not this client's to spend, nor to kill: unknown to it.
-    if (!rt || rt.client_id !== agent.client_id) throw new AthError("INVALID_GRANT", "Unknown refresh token");
+    // Another client's refresh token — another agent's, an MCP client's at /ath/token, an agent's at /oauth/token — is
+    // not this client's to spend, nor to kill: unknown to it (DESIGN §18).
+    if (!rt || rt.client_id !== current.client_id || rt.oauth_client_id !== (r.mcp?.oauth_client_id ?? null)) {
+      throw new AthError("INVALID_GRANT", "Unknown refresh token");
+    }
     if (rt.revoked_at !== null) throw refused("revoked", "This refresh token's family was revoked: run `ath authorize` again");
     if (rt.spent_at !== null) {
       if (gw.now() - rt.spent_at <= LIMITS.refreshRaceWindowMs) throw raceLost();
@@ -126,7 +144,11 @@ export async function rotateRefreshToken(gw: Gateway, r: RefreshRequest): Promis
       const why = rt.family_expires_at <= gw.now() ? "its family reached --refresh-ttl" : "it was not used within --refresh-idle";
       throw refused("expired", `This refresh token expired (${why}): run \`ath authorize\` again`);
     }
-    requireProofWhereNeeded(gw, r.jkt, (await tx.getProvider(rt.provider_id))?.config);
+    if (r.mcp?.resource != null && r.mcp.resource.replace(/\/$/, "") !== rt.resource) {
+      throw new AthError("INVALID_REQUEST", "The resource differs from the one this refresh token's family was issued for", { reason: "resource_mismatch" });
+    }
+    // DPoP is the agents' (DESIGN §17): an MCP client's tokens are bearer tokens at its MCP door (§18).
+    if (!r.mcp) requireProofWhereNeeded(gw, r.jkt, (await tx.getProvider(rt.provider_id))?.config);
     if (rt.jkt !== null && r.jkt === null) {
       throw new AthError("INVALID_REQUEST", "This refresh token is DPoP-bound: send a DPoP proof signed by the agent's key", { reason: "dpop_required" });
     }
@@ -135,13 +157,14 @@ export async function rotateRefreshToken(gw: Gateway, r: RefreshRequest): Promis
     if (wider.length > 0) {
       throw new AthError("INVALID_REQUEST", "A refresh may narrow the token's scopes, never widen them", { reason: "scope_widening", scopes: wider });
     }
+    // The one kill rule for a lost upstream grant: the family names a grant that is gone or dead.
     if (rt.grant_id !== null) {
       const grant = await tx.getGrant(rt.grant_id);
       if (!grant || grant.status === "dead") {
         return { kind: "killed", rt, revoked: await tx.revokeRefreshFamily(rt.family_id, gw.now()), why: "upstream_grant_revoked" };
       }
     }
-    // Cut to what the agent is approved for now (an admin may have taken a scope away since the consent).
+    // Cut to what the client is approved for now (an admin may have taken a scope away since the consent).
     const approved = approvalFor(current, rt.provider_id)?.approved_scopes ?? [];
     const scopes = [...new Set(requested)].filter((s) => approved.includes(s));
     if (scopes.length === 0) {
@@ -151,13 +174,17 @@ export async function rotateRefreshToken(gw: Gateway, r: RefreshRequest): Promis
     const spent = await tx.spendRefreshToken(hash, gw.now());
     if (!spent) throw raceLost();
     const who: Grantee = { client_id: rt.client_id, agent_id: rt.agent_id, user_id: rt.user_id, provider_id: rt.provider_id, scopes, grant_id: rt.grant_id };
-    const family: Family = { family_id: rt.family_id, family_expires_at: rt.family_expires_at, jkt: rt.jkt ?? r.jkt };
+    const mcp = rt.oauth_client_id !== null && rt.resource !== null ? { oauth_client_id: rt.oauth_client_id, resource: rt.resource } : null;
+    const family: Family = { family_id: rt.family_id, family_expires_at: rt.family_expires_at, jkt: rt.jkt ?? r.jkt, mcp };
     return { kind: "minted", minted: await mintTokens(gw, tx, who, family, r.jkt), rt, scopes, approved };
   });
   const { rt } = outcome;
   const ids = { client_id: rt.client_id, agent_id: rt.agent_id, provider_id: rt.provider_id, user_id: rt.user_id };
+  const mcpClient = rt.oauth_client_id === null ? {} : { mcp_client: rt.oauth_client_id };
   if (outcome.kind === "killed") {
-    if (outcome.why === "reused") await audit(gw, "refresh.reuse_detected", { ...ids, data: { family: rt.family_id.slice(0, 12), tokens_revoked: outcome.revoked.length } });
+    if (outcome.why === "reused") {
+      await audit(gw, "refresh.reuse_detected", { ...ids, data: { family: rt.family_id.slice(0, 12), tokens_revoked: outcome.revoked.length, ...mcpClient } });
+    }
     await afterRevocation(gw, outcome.revoked, "client");
     if (rt.grant_id) await dropGrant(gw, rt.grant_id);
     if (outcome.why === "reused") {
@@ -165,7 +192,7 @@ export async function rotateRefreshToken(gw: Gateway, r: RefreshRequest): Promis
     }
     throw refused("revoked", "The upstream grant behind this refresh token is gone: run `ath authorize` again", { upstream: "upstream_grant_revoked" });
   }
-  await audit(gw, "token.refreshed", { ...ids, data: { scopes: outcome.scopes, dpop: outcome.minted.jkt !== null } });
+  await audit(gw, "token.refreshed", { ...ids, data: { scopes: outcome.scopes, dpop: outcome.minted.jkt !== null, ...mcpClient } });
   return tokenResponse(gw, outcome.minted, {
     effective_scopes: outcome.scopes,
     provider_id: rt.provider_id,

@@ -4,6 +4,7 @@
  * Cache-Control allows (≤ 5 min). Either way the client acts as an agent record (`mcp_…` client id) so that every
  * consent, token, grant, approval and revocation rule of the gateway applies to it unchanged.
  */
+import { isIP } from "node:net";
 import { z } from "zod";
 import { PREFIX } from "../../protocol/index.ts";
 import { MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
@@ -116,13 +117,44 @@ export function redirectHost(m: McpClientMetadata): string {
   return hosts.join(", ") || "none";
 }
 
-/** Whether every redirect URI of the client is on this machine (a local app: anyone could have registered it). */
+/**
+ * Whether every redirect URI of the client is on this machine (a local app: anyone could have registered it) — a
+ * loopback host in any of its forms, or a native app's private-use scheme.
+ */
 export function localhostOnly(m: McpClientMetadata): boolean {
-  return m.redirect_uris.every((u) => {
-    if (!URL.canParse(u)) return false;
-    const h = new URL(u).hostname;
-    return h === "localhost" || h === "127.0.0.1" || h === "[::1]" || !new URL(u).protocol.startsWith("http");
+  return m.redirect_uris.every((uri) => {
+    if (!URL.canParse(uri)) return false;
+    const u = new URL(uri);
+    return u.protocol === "http:" || u.protocol === "https:" ? isLoopbackHost(u.hostname) : true;
   });
+}
+
+/**
+ * Why ath refuses a redirect URI, or null (OAuth 2.1 §2.3.1, §7.5.1; RFC 8252 §7; RFC 7591 §2): https to any host;
+ * http only to this machine's loopback (RFC 8252 §7.3 — `--dev` changes nothing here); a native app's private-use
+ * scheme (RFC 8252 §7.1); never userinfo (it shows a trusted name before another host), a fragment (RFC 6749
+ * §3.1.2), control characters or spaces (a URL parser drops tabs and line breaks, the string is stored and shown as
+ * sent), or a scheme a browser runs or fetches itself.
+ */
+export function redirectUriProblem(uri: string): string | null {
+  if (/[\u0000-\u0020\u007f]/.test(uri)) return "a redirect URI must not contain spaces or control characters";
+  if (!URL.canParse(uri)) return `not an absolute URI: ${uri.slice(0, 200)}`;
+  const u = new URL(uri);
+  if (uri.includes("#")) return "a redirect URI must not have a fragment";
+  if (u.username || u.password || /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(uri)) return "a redirect URI must not carry userinfo (user@host)";
+  const scheme = u.protocol.slice(0, -1);
+  if (scheme === "https") return null;
+  if (scheme === "http") return isLoopbackHost(u.hostname) ? null : "http redirect URIs must be loopback (127.0.0.1, [::1], localhost); use https";
+  if (NOT_PRIVATE_USE.has(scheme)) return `${scheme}: redirect URIs are not allowed`;
+  return null;
+}
+
+/** Throws invalid_redirect_uri for the first redirect URI ath does not take. */
+export function checkRedirectUris(uris: string[]): void {
+  for (const uri of uris) {
+    const problem = redirectUriProblem(uri);
+    if (problem) throw new OAuthError("invalid_redirect_uri", problem);
+  }
 }
 
 // internal
@@ -159,6 +191,11 @@ async function documentMetadata(gw: Gateway, url: string, why: (reason: string) 
     why("the client metadata document names another client_id");
     return null;
   }
+  const problem = parsed.data.redirect_uris.map(redirectUriProblem).find((p) => p !== null);
+  if (problem) {
+    why(`the client metadata document lists a redirect URI ath does not take: ${problem}`);
+    return null;
+  }
   if (parsed.data.token_endpoint_auth_method !== "none" && (doc as Record<string, unknown>).token_endpoint_auth_method !== undefined) {
     // A document cannot carry a shared secret: such clients authenticate with private_key_jwt, which ath does not take.
     why("a metadata-document client must use token_endpoint_auth_method none");
@@ -172,16 +209,16 @@ async function documentMetadata(gw: Gateway, url: string, why: (reason: string) 
   return metadata;
 }
 
-/** Throws invalid_client_metadata for a redirect URI RFC 7591 and ath do not take. */
-export function checkRedirectUris(gw: Gateway, uris: string[]): void {
-  for (const uri of uris) {
-    if (!URL.canParse(uri)) throw new OAuthError("invalid_redirect_uri", `not an absolute URI: ${uri.slice(0, 200)}`);
-    const u = new URL(uri);
-    if (u.hash) throw new OAuthError("invalid_redirect_uri", "a redirect URI must not have a fragment");
-    if (u.protocol === "javascript:" || u.protocol === "data:" || u.protocol === "file:") {
-      throw new OAuthError("invalid_redirect_uri", `${u.protocol} redirect URIs are not allowed`);
-    }
-    const loopback = ["127.0.0.1", "[::1]", "localhost"].includes(u.hostname);
-    if (u.protocol === "http:" && !loopback && !gw.opts.dev) throw new OAuthError("invalid_redirect_uri", "http redirect URIs must be loopback");
-  }
+/** Schemes a browser handles itself (web, script, local content): never a native app's private-use scheme. */
+const NOT_PRIVATE_USE = new Set(["http", "https", "ws", "wss", "ftp", "file", "javascript", "data", "vbscript", "blob", "about", "filesystem", "view-source"]);
+
+/**
+ * A host on this machine, in the forms a URL parser leaves it: `localhost` and `*.localhost` (RFC 6761 §6.3, a
+ * trailing dot allowed), 127.0.0.0/8, [::1], and IPv4-mapped loopback ([::ffff:127.0.0.1] parses as [::ffff:7f00:1]).
+ */
+function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/\.$/, "");
+  if (h === "localhost" || h.endsWith(".localhost")) return true;
+  if (isIP(h) === 4) return h.startsWith("127.");
+  return h === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(h);
 }

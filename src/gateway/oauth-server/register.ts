@@ -18,7 +18,7 @@ export async function register(call: Call): Promise<Response> {
     throw new OAuthError(code, `${field}: ${issue.message}`);
   }
   const m = parsed.data;
-  checkRedirectUris(gw, m.redirect_uris);
+  checkRedirectUris(m.redirect_uris);
   const grants = m.grant_types.filter((g) => g !== "authorization_code" && g !== "refresh_token");
   if (grants.length) throw new OAuthError("invalid_client_metadata", `unsupported grant_types: ${grants.join(", ")}`);
   if (m.response_types.some((r) => r !== "code")) throw new OAuthError("invalid_client_metadata", "response_types must be [\"code\"]");
@@ -30,7 +30,7 @@ export async function register(call: Call): Promise<Response> {
     ...m,
     ...(m.client_name ? { client_name: m.client_name } : {}),
   };
-  await gw.store.createMcpClient({ client_id: clientId, client_secret_hash: secret ? hashSecret(secret) : null, metadata, created_at: now });
+  await gw.store.createMcpClient({ client_id: clientId, client_secret_hash: secret ? hashSecret(secret) : null, metadata, created_at: now, authorized_at: null });
   await call.identify({ client_id: clientId });
   await audit(gw, "mcp.client_registered", { client_id: clientId, data: { client_name: m.client_name ?? null, redirect_uris: m.redirect_uris } });
   return noStoreJson(

@@ -6,7 +6,7 @@ import { type Driver, insert, one } from "./driver.ts";
 /** Approvals that expired longer ago than this are dropped when a new one is made: the table stays bounded. */
 const KEEP_EXPIRED_MS = 24 * 3600 * 1000;
 
-export function approvalQueries(db: Driver): Pick<Store, "createApproval" | "getApproval" | "countPendingApprovals" | "listApprovals" | "decideApproval" | "consumeApproval"> {
+export function approvalQueries(db: Driver): Pick<Store, "createApproval" | "getApproval" | "countPendingApprovals" | "listApprovals" | "decideApproval" | "consumeApproval" | "findMcpApproval"> {
   return {
     async createApproval(a) {
       await db.run("DELETE FROM approvals WHERE expires_at < ?", [a.created_at - KEEP_EXPIRED_MS]);
@@ -59,5 +59,14 @@ export function approvalQueries(db: Driver): Pick<Store, "createApproval" | "get
         toApproval,
       );
     },
+    findMcpApproval: (m, now) =>
+      one(
+        db,
+        `SELECT * FROM approvals WHERE client_id = ? AND user_id = ? AND provider_id = ? AND digest = ?
+           AND status IN ('approved', 'pending', 'denied') AND expires_at > ?
+         ORDER BY CASE status WHEN 'approved' THEN 0 ELSE 1 END, created_at DESC LIMIT 1`,
+        [m.client_id, m.user_id, m.provider_id, m.digest, now],
+        toApproval,
+      ),
   };
 }

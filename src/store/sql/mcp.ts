@@ -1,16 +1,16 @@
-/** The MCP front door's rows (DESIGN §18): every "only once" (a code, a refresh token) is one guarded UPDATE … RETURNING. */
-import type { McpAuthorizationRecord, McpClientRecord, McpRefreshRecord, McpStore } from "../mcp-types.ts";
-import { json, num, numOrNull, str, strOrNull, toApproval, type Row, values } from "../rows.ts";
+/**
+ * The MCP front door's own rows (DESIGN §18): its registered clients, their authorization requests, what a client
+ * declared for a session. Every "only once" (a code) is one guarded UPDATE … RETURNING. Its refresh tokens are the
+ * agents' (sql/refresh.ts).
+ */
+import type { McpAuthorizationRecord, McpClientRecord, McpStore } from "../mcp-types.ts";
+import { json, num, numOrNull, str, strOrNull, type Row, values } from "../rows.ts";
 import { type Driver, insert, one } from "./driver.ts";
 
-const CLIENT_COLUMNS = ["client_id", "client_secret_hash", "metadata", "created_at"] as const satisfies readonly (keyof McpClientRecord)[];
+const CLIENT_COLUMNS = ["client_id", "client_secret_hash", "metadata", "created_at", "authorized_at"] as const satisfies readonly (keyof McpClientRecord)[];
 const AUTHORIZATION_COLUMNS = [
   "session_id", "client_id", "agent_client_id", "redirect_uri", "state", "code_challenge", "resource", "code_hash", "created_at", "expires_at",
 ] as const satisfies readonly (keyof McpAuthorizationRecord)[];
-const REFRESH_COLUMNS = [
-  "refresh_hash", "family_id", "client_id", "agent_client_id", "agent_id", "user_id", "provider_id", "resource", "scopes", "grant_id",
-  "access_token_hash", "status", "spent_at", "created_at", "expires_at", "family_expires_at",
-] as const satisfies readonly (keyof McpRefreshRecord)[];
 
 /** Requests older than this past their expiry are dropped when a new one is made: the table stays bounded. */
 const KEEP_EXPIRED_MS = 24 * 3600 * 1000;
@@ -23,6 +23,9 @@ export function mcpQueries(db: Driver): McpStore {
       await db.run(insert("mcp_clients", CLIENT_COLUMNS), values(c, CLIENT_COLUMNS));
     },
     getMcpClient: (id) => one(db, "SELECT * FROM mcp_clients WHERE client_id = ?", [id], toClient),
+    async markMcpClientAuthorized(id, now) {
+      await db.run("UPDATE mcp_clients SET authorized_at = ? WHERE client_id = ? AND authorized_at IS NULL", [now, id]);
+    },
     async createMcpAuthorization(a) {
       await db.run("DELETE FROM mcp_authorizations WHERE expires_at < ?", [a.created_at - KEEP_EXPIRED_MS]);
       await db.run(insert("mcp_authorizations", AUTHORIZATION_COLUMNS), values(a, AUTHORIZATION_COLUMNS));
@@ -33,16 +36,6 @@ export function mcpQueries(db: Driver): McpStore {
     },
     consumeMcpCode: (codeHash, now) =>
       one(db, "UPDATE mcp_authorizations SET code_hash = NULL, expires_at = ? WHERE code_hash = ? AND expires_at > ? RETURNING *", [now, codeHash, now], toAuthorization),
-    async createMcpRefresh(r) {
-      await db.run("DELETE FROM mcp_refresh_tokens WHERE expires_at < ?", [r.created_at - KEEP_EXPIRED_MS]);
-      await db.run(insert("mcp_refresh_tokens", REFRESH_COLUMNS), values(r, REFRESH_COLUMNS));
-    },
-    getMcpRefresh: (hash) => one(db, "SELECT * FROM mcp_refresh_tokens WHERE refresh_hash = ?", [hash], toRefresh),
-    spendMcpRefresh: (hash, now) =>
-      one(db, "UPDATE mcp_refresh_tokens SET status = 'spent', spent_at = ? WHERE refresh_hash = ? AND status = 'live' AND expires_at > ? RETURNING *", [now, hash, now], toRefresh),
-    async revokeMcpFamily(familyId) {
-      return (await db.all("UPDATE mcp_refresh_tokens SET status = 'revoked' WHERE family_id = ? RETURNING *", [familyId])).map(toRefresh);
-    },
     async recordMcpSession(m) {
       await db.run("DELETE FROM mcp_sessions WHERE created_at < ?", [m.created_at - SESSION_KEEP_MS]);
       await db.run(
@@ -53,15 +46,6 @@ export function mcpQueries(db: Driver): McpStore {
     },
     getMcpSession: (key) =>
       one(db, "SELECT client_id, url_elicitation FROM mcp_sessions WHERE session_key = ?", [key], (r) => ({ client_id: str(r.client_id), url_elicitation: num(r.url_elicitation) === 1 })),
-    findMcpApproval: (m, now) =>
-      one(
-        db,
-        `SELECT * FROM approvals WHERE client_id = ? AND user_id = ? AND provider_id = ? AND digest = ?
-           AND status IN ('approved', 'pending', 'denied') AND expires_at > ?
-         ORDER BY CASE status WHEN 'approved' THEN 0 ELSE 1 END, created_at DESC LIMIT 1`,
-        [m.client_id, m.user_id, m.provider_id, m.digest, now],
-        toApproval,
-      ),
   };
 }
 
@@ -73,6 +57,7 @@ function toClient(r: Row): McpClientRecord {
     client_secret_hash: strOrNull(r.client_secret_hash),
     metadata: json(r.metadata),
     created_at: num(r.created_at),
+    authorized_at: numOrNull(r.authorized_at),
   };
 }
 
@@ -88,26 +73,5 @@ function toAuthorization(r: Row): McpAuthorizationRecord {
     code_hash: strOrNull(r.code_hash),
     created_at: num(r.created_at),
     expires_at: num(r.expires_at),
-  };
-}
-
-function toRefresh(r: Row): McpRefreshRecord {
-  return {
-    refresh_hash: str(r.refresh_hash),
-    family_id: str(r.family_id),
-    client_id: str(r.client_id),
-    agent_client_id: str(r.agent_client_id),
-    agent_id: str(r.agent_id),
-    user_id: str(r.user_id),
-    provider_id: str(r.provider_id),
-    resource: str(r.resource),
-    scopes: json(r.scopes) as string[],
-    grant_id: strOrNull(r.grant_id),
-    access_token_hash: str(r.access_token_hash),
-    status: str(r.status) as McpRefreshRecord["status"],
-    spent_at: numOrNull(r.spent_at),
-    created_at: num(r.created_at),
-    expires_at: num(r.expires_at),
-    family_expires_at: num(r.family_expires_at ?? r.expires_at),
   };
 }

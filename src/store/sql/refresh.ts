@@ -1,5 +1,6 @@
 /**
- * Refresh tokens (DESIGN §17), looked up by the hash of the secret. Spending is one `UPDATE … WHERE spent_at IS NULL
+ * Refresh tokens (DESIGN §17) of agents and MCP clients alike (§18: their rows carry `oauth_client_id` and
+ * `resource`), looked up by the hash of the secret. Spending is one `UPDATE … WHERE spent_at IS NULL
  * … RETURNING`, so two presentations racing — on one instance or two — spend it once; a family dies in two statements
  * (its refresh tokens, then its access tokens), both run inside the caller's transaction when there is one.
  */

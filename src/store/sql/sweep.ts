@@ -59,7 +59,8 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
       const tokens =
         (await inBatches("tokens", "token_hash", "SELECT token_hash FROM tokens WHERE expires_at <= ?", [cutoff])) +
         (await inBatches("tokens", "token_hash", "SELECT token_hash FROM tokens WHERE revoked_at <= ?", [cutoff]));
-      // A refresh family is kept whole while it lives (a spent member presented again is reuse), then `retainMs`.
+      // A refresh family — an agent's or an MCP client's — is kept whole while it lives (a spent member presented again
+      // is reuse), then `retainMs`.
       const refresh =
         (await inBatches("refresh_tokens", "refresh_hash", "SELECT refresh_hash FROM refresh_tokens WHERE family_expires_at <= ?", [cutoff])) +
         (await inBatches("refresh_tokens", "refresh_hash", "SELECT refresh_hash FROM refresh_tokens WHERE revoked_at <= ?", [cutoff]));
@@ -78,19 +79,34 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
         ));
       // Registration is open to anyone: an agent that was never given a scope and holds no token is only weight.
       // (The store writes `approvals` with JSON.stringify, so an approved scope always reads `"approved_scopes":["`.)
-      const agents = await inBatches(
-        "agents",
-        "client_id",
-        `SELECT client_id FROM agents WHERE ${UNSCOPED_AGENT} AND created_at <= ?
-           AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.client_id = agents.client_id)`,
-        [cutoff],
-      );
+      // Dynamic registration (/oauth/register) is open to anyone too, rate-limited per IP: a client that never completed
+      // an authorization within the retention goes, with the agent record it acts as when that holds no token (its
+      // sessions cascade). The partial index mcp_clients_unused (migration 13) holds only such clients.
+      const unusedClients = "SELECT client_id FROM mcp_clients WHERE authorized_at IS NULL AND created_at <= ?";
+      const agents =
+        (await inBatches(
+          "agents",
+          "client_id",
+          `SELECT client_id FROM agents WHERE ${UNSCOPED_AGENT} AND created_at <= ?
+             AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.client_id = agents.client_id)`,
+          [cutoff],
+        )) +
+        (await inBatches(
+          "agents",
+          "client_id",
+          `SELECT client_id FROM agents WHERE client_id IN (${unusedClients})
+             AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.client_id = agents.client_id)`,
+          [cutoff],
+        ));
+      const mcpClients = await inBatches("mcp_clients", "client_id", unusedClients, [cutoff]);
       const audit = auditRetainMs === undefined ? 0 : await sweepAudit(now - auditRetainMs);
       const rateLeases = await inBatches("rate_leases", "(rkey, window_start)", "SELECT rkey, window_start FROM rate_leases WHERE expires_at <= ?", [now]);
       // budget windows that ended more than `retainMs` ago (kept that long for `ath admin budgets`)
       const budgetUsage = await inBatches("budget_usage", "(bkey, window_start)", "SELECT bkey, window_start FROM budget_usage WHERE expires_at <= ?", [cutoff]);
       const webhooks = await inBatches("webhook_outbox", "id", "SELECT id FROM webhook_outbox WHERE created_at <= ? AND state <> 'pending'", [cutoff]);
-      return { sessions, jti, tokens, refresh_tokens: refresh, grants, agents, audit, rate_leases: rateLeases, budget_usage: budgetUsage, webhooks };
+      return {
+        sessions, jti, tokens, refresh_tokens: refresh, grants, agents, mcp_clients: mcpClients, audit, rate_leases: rateLeases, budget_usage: budgetUsage, webhooks,
+      };
     },
   };
 }

@@ -357,7 +357,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
 
     describe("refresh families (DESIGN §17)", () => {
       const refreshFixture = (a: ReturnType<typeof agentFixture>, family_id: string, over: Partial<RefreshTokenRecord> = {}): RefreshTokenRecord => ({
-        refresh_hash: `rt-${crypto.randomUUID()}`, family_id, client_id: a.client_id, agent_id: a.agent_id, user_id: "user-1",
+        refresh_hash: `rt-${crypto.randomUUID()}`, family_id, client_id: a.client_id, oauth_client_id: null, resource: null, agent_id: a.agent_id, user_id: "user-1",
         provider_id: "github", scopes: ["repo"], grant_id: "g-1", jkt: null, family_expires_at: T0 + 86_400_000,
         expires_at: T0 + 3_600_000, created_at: T0, spent_at: null, revoked_at: null, ...over,
       });
@@ -377,6 +377,18 @@ function storeConformance(name: string, makeHarness: () => Harness) {
           await other.close();
         }
         expect((await store.getRefreshToken(rt.refresh_hash))?.spent_at).toBe(T0 + 5);
+      });
+
+      test("an MCP client's refresh token is a row of the same table: its OAuth client_id and resource round-trip, it spends once, and it goes with the agent record", async () => {
+        const a = agentFixture({ client_id: "mcp_client-1", agent_id: "mcp:mcp_client-1" });
+        await store.createAgent(a);
+        const rt = refreshFixture(a, "fam-mcp", { oauth_client_id: "https://app.example/client.json", resource: "https://gw.example/mcp/mail" });
+        await store.createRefreshToken(rt);
+        expect(await store.getRefreshToken(rt.refresh_hash)).toEqual(rt);
+        expect(await store.spendRefreshToken(rt.refresh_hash, T0 + 5)).toEqual({ ...rt, spent_at: T0 + 5 });
+        expect(await store.spendRefreshToken(rt.refresh_hash, T0 + 6)).toBeNull();
+        expect(await store.deleteAgent(a.client_id)).toBe(true);
+        expect(await store.getRefreshToken(rt.refresh_hash)).toBeNull();
       });
 
       test("revokeRefreshFamily revokes the family's refresh tokens and live access tokens, nothing of another family", async () => {
@@ -709,7 +721,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       await store.markSessionConsented(consented.session_id, { code_hash: "c", user_id: "u", consented_scopes: [], grant_id: pendingGrant.grant_id, expires_at: now + 1 });
 
       const before = { sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") };
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, refresh_tokens: 0, grants: 2, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 1, jti: 1, tokens: 2, refresh_tokens: 0, grants: 2, agents: 0, mcp_clients: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
       expect({ sessions: await h.count("sessions"), jti: await h.count("jti"), tokens: await h.count("tokens"), grants: await h.count("grants") })
         .toEqual({ sessions: before.sessions - 1, jti: before.jti - 1, tokens: before.tokens - 2, grants: before.grants - 2 });
       expect(await store.getGrant(dead.grant_id)).toBeNull();
@@ -718,7 +730,7 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       for (const t of kept) expect(await store.getToken(t.token_hash)).toEqual(t);
       expect(await store.getSession(live.session_id)).toEqual(live);
       expect(await store.recordJti(a.agent_id, "fresh", now + 2, now)).toBe(false);
-      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, refresh_tokens: 0, grants: 0, agents: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
+      expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, refresh_tokens: 0, grants: 0, agents: 0, mcp_clients: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
     });
 
     test("sweep deletes agents that never got an approved scope and hold no token, once past retention — not pending ones, not approved ones, not token holders", async () => {
@@ -740,6 +752,33 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       expect((await store.sweep(now, retain)).agents).toBe(2);
       for (const a of goes) expect(await store.getAgentByClientId(a.client_id)).toBeNull();
       for (const a of [...stays, holder]) expect((await store.getAgentByClientId(a.client_id))?.client_id).toBe(a.client_id);
+    });
+
+    test("sweep deletes dynamically registered MCP clients that never completed an authorization, once past retention, with the agent record they act as — not authorized ones, not recent ones", async () => {
+      const now = T0 + 1_000_000;
+      const retain = 60_000;
+      const old = now - retain;
+      const metadata = { redirect_uris: ["http://127.0.0.1/cb"], grant_types: ["authorization_code"], response_types: ["code"], token_endpoint_auth_method: "none" as const };
+      const client = (client_id: string, created_at: number, authorized_at: number | null) => ({ client_id, client_secret_hash: null, metadata, created_at, authorized_at });
+      await store.createMcpClient(client("mcp_unused", old, null));
+      await store.createMcpClient(client("mcp_started", old, null)); // opened /oauth/authorize, never exchanged a code
+      await store.createMcpClient(client("mcp_used", old, old + 5));
+      await store.createMcpClient(client("mcp_recent", old + 1, null));
+      const started = agentFixture({ client_id: "mcp_started", agent_id: "mcp:mcp_started", created_at: old });
+      const used = agentFixture({ client_id: "mcp_used", agent_id: "mcp:mcp_used", created_at: old });
+      await store.createAgent(started);
+      await store.createAgent(used);
+      await store.createSession(sessionFixture(started, { expires_at: now + 1 }));
+      await store.markMcpClientAuthorized("mcp_recent", old + 2);
+      await store.markMcpClientAuthorized("mcp_used", now); // a later authorization keeps the first time
+      expect((await store.getMcpClient("mcp_used"))?.authorized_at).toBe(old + 5);
+      const swept = await store.sweep(now, retain);
+      expect({ mcp_clients: swept.mcp_clients, agents: swept.agents }).toEqual({ mcp_clients: 2, agents: 1 });
+      for (const id of ["mcp_unused", "mcp_started"]) expect(await store.getMcpClient(id)).toBeNull();
+      expect(await store.getAgentByClientId("mcp_started")).toBeNull();
+      expect(await h.count("sessions")).toBe(0);
+      for (const id of ["mcp_used", "mcp_recent"]) expect((await store.getMcpClient(id))?.client_id).toBe(id);
+      expect((await store.getAgentByClientId("mcp_used"))?.client_id).toBe("mcp_used");
     });
 
     test("sweep deletes in batches: 2,500 expired tokens all go, live ones and another agent's same jti stay", async () => {

@@ -1,10 +1,10 @@
 /**
- * The MCP front door's rows (DESIGN §18) on SQLite and PostgreSQL: a client round-trips; a code is spent once among
- * racers on two store instances, and not after its expiry; a refresh token rotates once among racers; a family is
- * revoked whole; the approval an MCP resend spends is found by (client, user, provider, digest), approved first.
+ * The MCP front door's rows (DESIGN §18) on SQLite and PostgreSQL: a client round-trips and records its first
+ * completed authorization; a code is spent once among racers on two store instances, and not after its expiry; the
+ * approval an MCP resend spends is found by (client, user, provider, digest), approved first. (Its refresh tokens are
+ * the agents': conformance.test.ts.)
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import type { McpRefreshRecord } from "../../../src/store/mcp-types.ts";
 import type { ApprovalRecord, Store } from "../../../src/store/types.ts";
 import { type Harness, PG_URL, T0, postgresHarness, sqliteHarness } from "../../helpers/store-harness.ts";
 
@@ -23,11 +23,14 @@ function suite(name: string, makeHarness: () => Harness) {
     });
     afterEach(() => h.dispose());
 
-    test("a registered client round-trips; an unknown one is null", async () => {
+    test("a registered client round-trips; an unknown one is null; its first completed authorization is recorded once", async () => {
       const metadata = { client_name: "VS Code", redirect_uris: ["http://127.0.0.1/cb"], grant_types: ["authorization_code"], response_types: ["code"], token_endpoint_auth_method: "none" as const };
-      await a.createMcpClient({ client_id: "mcp_one", client_secret_hash: null, metadata, created_at: T0 });
-      expect(await b.getMcpClient("mcp_one")).toEqual({ client_id: "mcp_one", client_secret_hash: null, metadata, created_at: T0 });
+      await a.createMcpClient({ client_id: "mcp_one", client_secret_hash: null, metadata, created_at: T0, authorized_at: null });
+      expect(await b.getMcpClient("mcp_one")).toEqual({ client_id: "mcp_one", client_secret_hash: null, metadata, created_at: T0, authorized_at: null });
       expect(await b.getMcpClient("mcp_two")).toBeNull();
+      await Promise.all([a.markMcpClientAuthorized("mcp_one", T0 + 10), b.markMcpClientAuthorized("mcp_one", T0 + 10)]);
+      await b.markMcpClientAuthorized("mcp_one", T0 + 20);
+      expect((await a.getMcpClient("mcp_one"))?.authorized_at).toBe(T0 + 10);
     });
 
     test("a code is set once and spent once among racers, never after it expires", async () => {
@@ -40,25 +43,6 @@ function suite(name: string, makeHarness: () => Harness) {
       await a.createMcpAuthorization({ ...request, session_id: "ath_sess_2" });
       await a.setMcpAuthorizationCode("ath_sess_2", "hash3", T0 + 5000);
       expect(await b.consumeMcpCode("hash3", T0 + 5000)).toBeNull();
-    });
-
-    test("a refresh token rotates once among racers; the family is revoked whole", async () => {
-      const base: McpRefreshRecord = {
-        refresh_hash: "r1", family_id: "f1", client_id: "mcp_one", agent_client_id: "mcp_one", agent_id: "mcp:mcp_one", user_id: "alice",
-        provider_id: "mail", resource: "https://gw/mcp/mail", scopes: ["mail:read"], grant_id: "g1", access_token_hash: "a1", status: "live",
-        spent_at: null, created_at: T0, expires_at: T0 + 3_600_000, family_expires_at: T0 + 7_200_000,
-      };
-      await a.createMcpRefresh(base);
-      await a.createMcpRefresh({ ...base, refresh_hash: "r2", access_token_hash: "a2" });
-      await a.createMcpRefresh({ ...base, refresh_hash: "other", family_id: "f2" });
-      const won = await Promise.all([a, b, a, b].map((s) => s.spendMcpRefresh("r1", T0 + 10)));
-      expect(won.filter((r) => r !== null).length).toBe(1);
-      expect(await b.getMcpRefresh("r1")).toMatchObject({ status: "spent", spent_at: T0 + 10, scopes: ["mail:read"], family_expires_at: T0 + 7_200_000 });
-      expect(await a.spendMcpRefresh("r2", T0 + 3_600_000)).toBeNull(); // expired
-      const family = await b.revokeMcpFamily("f1");
-      expect(family.map((r) => r.refresh_hash).sort()).toEqual(["r1", "r2"]);
-      expect((await a.getMcpRefresh("r2"))!.status).toBe("revoked");
-      expect((await a.getMcpRefresh("other"))!.status).toBe("live");
     });
 
     test("what a client declared for a session is kept by key, replaced when the session is opened again", async () => {

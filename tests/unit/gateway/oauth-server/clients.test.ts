@@ -1,4 +1,4 @@
-/** Who an MCP client is (DESIGN §18): metadata-document client ids (https; loopback http only under --dev), redirect URIs. */
+/** Who an MCP client is (DESIGN §18): metadata-document client ids (https; loopback http only under --dev), redirect URIs (OAuth 2.1), which clients run on this machine. */
 import { describe, expect, test } from "bun:test";
 import type { Gateway } from "../../../../src/gateway/context.ts";
 import { checkRedirectUris, isDocumentClientId, localhostOnly, redirectHost, resolveClient } from "../../../../src/gateway/oauth-server/clients.ts";
@@ -39,16 +39,22 @@ describe("client ID metadata documents", () => {
 });
 
 describe("redirect URIs", () => {
-  test("javascript:, fragments, and non-loopback http (outside --dev) are refused as invalid_redirect_uri", () => {
-    for (const uri of ["javascript:alert(1)", "https://app.example/cb#frag", "http://app.example/cb", "not a uri"]) {
-      expect(() => checkRedirectUris(gw(false), [uri])).toThrow(OAuthError);
+  test("javascript:, fragments, userinfo, control characters and non-loopback http (--dev or not) are refused as invalid_redirect_uri", () => {
+    for (const uri of ["javascript:alert(1)", "https://app.example/cb#frag", "https://a@app.example/cb", "https://app.example/cb\r\nX: y", "http://app.example/cb", "not a uri"]) {
+      expect(() => checkRedirectUris([uri])).toThrow(OAuthError);
     }
-    expect(() => checkRedirectUris(gw(false), ["https://app.example/cb", "http://127.0.0.1/cb", "vscode://ext/cb"])).not.toThrow();
+    expect(() => checkRedirectUris(["https://app.example/cb", "http://127.0.0.1/cb", "http://[::ffff:127.0.0.1]/cb", "vscode://ext/cb"])).not.toThrow();
   });
 
   test("the consent page's facts: the hosts returned to, and whether all of them are this machine", () => {
     expect(redirectHost(m(["http://127.0.0.1:33418/cb", "http://localhost:33418/cb"]))).toBe("127.0.0.1:33418, localhost:33418");
     expect(localhostOnly(m(["http://127.0.0.1:33418/cb"]))).toBe(true);
     expect(localhostOnly(m(["http://127.0.0.1:33418/cb", "https://claude.ai/api/mcp/auth_callback"]))).toBe(false);
+    for (const uri of ["http://[::ffff:127.0.0.1]:1/cb", "http://127.9.9.9/cb", "http://localhost./cb", "http://a.localhost/cb", "https://localhost/cb", "cursor://x/cb"]) {
+      expect({ uri, local: localhostOnly(m([uri])) }).toEqual({ uri, local: true });
+    }
+    for (const uri of ["http://[::ffff:10.0.0.1]/cb", "http://128.0.0.1/cb", "http://localhost.example/cb", "https://0.0.0.0/cb"]) {
+      expect({ uri, local: localhostOnly(m([uri])) }).toEqual({ uri, local: false });
+    }
   });
 });
