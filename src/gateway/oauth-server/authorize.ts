@@ -16,7 +16,8 @@ import { openSession } from "../domain/sessions.ts";
 import { redirect } from "../http/response.ts";
 import { providerForResource, resourceOf } from "../mcp/providers.ts";
 import { matchRedirectUri } from "../rules/redirect-uri.ts";
-import { agentFor, resolveClient, type ResolvedClient } from "./clients.ts";
+import { agentFor } from "../domain/mcp-clients.ts";
+import { redirectHost, resolveClient, type ResolvedClient } from "./clients.ts";
 
 export async function authorize(call: Call): Promise<Response> {
   const { gw } = call;
@@ -58,7 +59,7 @@ export async function authorize(call: Call): Promise<Response> {
   const scopes = asked.length ? [...new Set(asked)] : available;
   if (scopes.length === 0) return back("invalid_scope", `${provider.provider_id} offers no scope`);
 
-  const agent = await agentFor(gw, client, provider.provider_id, available);
+  const agent = await agentFor(gw, { ...client, redirectHost: redirectHost(client.metadata) }, provider.provider_id, available);
   if (agent.status !== "approved") return back("access_denied", "an administrator suspended this client");
   const session = await openSession(gw, {
     clientId: agent.client_id,

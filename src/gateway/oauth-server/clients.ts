@@ -6,17 +6,13 @@
  */
 import { isIP } from "node:net";
 import { z } from "zod";
-import { PREFIX } from "../../protocol/index.ts";
 import { MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
 import type { McpClientMetadata } from "../../store/mcp-types.ts";
-import type { AgentRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { hashSecret } from "../crypto/secrets.ts";
+import { findMcpClient } from "../domain/mcp-clients.ts";
 import { fetchPublicDocument } from "../identity/agent-keys.ts";
 import { OAuthError } from "./errors.ts";
-
-/** How long an MCP client's agent record stays approved past its last authorization. */
-const CLIENT_APPROVAL_MS = 366 * 24 * 3600 * 1000;
 
 export interface ResolvedClient {
   /** The OAuth client_id as the client sends it. */
@@ -57,7 +53,7 @@ export function isDocumentClientId(gw: Gateway, clientId: string): boolean {
 /** The client, or null when unknown or its document cannot be had (the reason goes to `why`). */
 export async function resolveClient(gw: Gateway, clientId: string, why: (reason: string) => void = () => undefined): Promise<ResolvedClient | null> {
   if (clientId.startsWith(MCP_PREFIX.client) && clientId.length <= 100) {
-    const c = await gw.store.getMcpClient(clientId);
+    const c = await findMcpClient(gw, clientId);
     if (!c) return null;
     return { clientId, agentClientId: clientId, agentId: `mcp:${clientId}`, metadata: c.metadata, secretHash: c.client_secret_hash, document: false };
   }
@@ -72,43 +68,6 @@ export async function resolveClient(gw: Gateway, clientId: string, why: (reason:
   if (!metadata) return null;
   const agentClientId = MCP_PREFIX.client + "doc_" + hashSecret(clientId).slice(0, 40);
   return { clientId, agentClientId, agentId: `mcp:${clientId}`, metadata, secretHash: null, document: true };
-}
-
-/**
- * The agent record the client acts as, approved for `providerId`'s scopes (the person still consents to each): made at
- * its first authorization, extended to further providers later. An admin who suspended it keeps it suspended.
- */
-export async function agentFor(gw: Gateway, client: ResolvedClient, providerId: string, scopes: string[]): Promise<AgentRecord> {
-  const now = gw.now();
-  const developer = { name: client.metadata.client_name?.slice(0, 200) || "unknown MCP client", id: redirectHost(client.metadata) };
-  const approval = { provider_id: providerId, approved_scopes: scopes, denied_scopes: [] };
-  const existing = await gw.store.getAgentByClientId(client.agentClientId);
-  if (!existing) {
-    const created = await gw.store.createAgent({
-      client_id: client.agentClientId,
-      // MCP clients authenticate at /oauth/token (their own secret, or PKCE alone): the agent secret is never used.
-      client_secret_hash: hashSecret(crypto.randomUUID() + PREFIX.clientSecret),
-      agent_id: client.agentId,
-      developer,
-      purpose: `MCP client${client.metadata.client_uri ? ` (${client.metadata.client_uri.slice(0, 200)})` : ""}`,
-      redirect_uris: null,
-      status: "approved",
-      approvals: [approval],
-      approval_expires: now + CLIENT_APPROVAL_MS,
-      created_at: now,
-    });
-    const made = await gw.store.getAgentByClientId(client.agentClientId);
-    if (!made) throw new TypeError(created ? "agent vanished after insert" : "agent could not be created");
-    return made;
-  }
-  const others = existing.approvals.filter((a) => a.provider_id !== providerId);
-  const current = existing.approvals.find((a) => a.provider_id === providerId);
-  const same = current && current.approved_scopes.length === scopes.length && scopes.every((s) => current.approved_scopes.includes(s));
-  if (!same || existing.approval_expires - now < CLIENT_APPROVAL_MS / 2) {
-    await gw.store.updateAgent(existing.client_id, { approvals: [...others, approval], approval_expires: now + CLIENT_APPROVAL_MS });
-    return (await gw.store.getAgentByClientId(existing.client_id)) ?? existing;
-  }
-  return existing;
 }
 
 /** The host the client's redirect URIs point at, named on the consent page. */

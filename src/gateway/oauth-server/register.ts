@@ -3,6 +3,7 @@ import { MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
 import type { Call } from "../context.ts";
 import { hashSecret, mintSecret } from "../crypto/secrets.ts";
 import { audit } from "../domain/audit.ts";
+import { recordMcpClient } from "../domain/mcp-clients.ts";
 import { readObject } from "../http/request.ts";
 import { checkRedirectUris, ClientMetadata } from "./clients.ts";
 import { noStoreJson, OAuthError } from "./errors.ts";
@@ -30,7 +31,7 @@ export async function register(call: Call): Promise<Response> {
     ...m,
     ...(m.client_name ? { client_name: m.client_name } : {}),
   };
-  await gw.store.createMcpClient({ client_id: clientId, client_secret_hash: secret ? hashSecret(secret) : null, metadata, created_at: now, authorized_at: null });
+  await recordMcpClient(gw, { client_id: clientId, client_secret_hash: secret ? hashSecret(secret) : null, metadata, created_at: now, authorized_at: null });
   await call.identify({ client_id: clientId });
   await audit(gw, "mcp.client_registered", { client_id: clientId, data: { client_name: m.client_name ?? null, redirect_uris: m.redirect_uris } });
   return noStoreJson(
