@@ -3,7 +3,7 @@
  * run it in process (`app.fetch(new Request(…))`) with an in-memory store, an injected upstream `fetch` and a clock.
  * serve.ts puts it behind Bun.serve.
  */
-import { ProviderConfig } from "../protocol/index.ts";
+import { ProviderConfig, type TrustedIssuer } from "../protocol/index.ts";
 import { cachedStore } from "../store/cached.ts";
 import type { Store } from "../store/types.ts";
 import { requireAdmin, requireIntrospector, requireMetricsReader } from "./admin/auth.ts";
@@ -15,6 +15,7 @@ import { openAuditChain } from "./domain/audit-chain.ts";
 import { enqueueWebhookEvents, isWebhookSource } from "./domain/webhooks.ts";
 import { startWebhookDeliverer } from "./ops/webhooks.ts";
 import { toRecord } from "./domain/providers.ts";
+import { putIssuer } from "./domain/trusted-issuers.ts";
 import { createPipeline } from "./http/pipeline.ts";
 import { createKeyResolver } from "./identity/agent-keys.ts";
 import { auditQueue } from "./ops/audit-queue.ts";
@@ -29,6 +30,8 @@ export interface AppOptions
     Partial<Pick<GatewayOptions, "trustProxy" | "metricsPublic" | "maxProxyBody">> {
   /** Providers to upsert at start (the `--providers` file: it wins for its ids). */
   providers: Record<string, ProviderConfig>;
+  /** Trusted issuers to upsert at start (the file's `trusted_issuers`, DESIGN §23: it wins for its issuers). */
+  trustedIssuers?: TrustedIssuer[];
   /** The operator's admin token; when absent one is generated at first start (only its hash is kept). */
   adminToken?: string;
   /** A token that may call POST /ath/introspect (the admin token may too). */
@@ -71,7 +74,7 @@ export interface App {
 }
 
 export async function createGateway(options: AppOptions, deps: AppDeps): Promise<App> {
-  const { providers, adminToken, introspectionToken, metricsToken, rateLimits, maxBody, masterKey, demo: withDemo, auditBatch, otlpEndpoint, ...opts } = options;
+  const { providers, trustedIssuers, adminToken, introspectionToken, metricsToken, rateLimits, maxBody, masterKey, demo: withDemo, auditBatch, otlpEndpoint, ...opts } = options;
   const log = deps.log ?? SILENT;
   const tracer = createTracer({ ...(otlpEndpoint ? { endpoint: otlpEndpoint } : {}), version: opts.version, log, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
   // Reads of tokens, providers, grants and agents come from memory, invalidated exactly (store/cached.ts).
@@ -133,6 +136,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   for (const [id, config] of Object.entries(all)) {
     await store.upsertProvider(await toRecord(gateway, id, config, "file"));
   }
+  for (const issuer of trustedIssuers ?? []) await putIssuer(gateway, issuer, "file");
   gateway.webhooks = startWebhookDeliverer(gateway);
   const handle = createPipeline(gateway, routeTable({ demo: withDemo, native: opts.mode === "native", ...(maxBody ? { maxBody } : {}) }), {
     none: () => undefined,

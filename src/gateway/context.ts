@@ -50,6 +50,8 @@ export interface GatewayOptions {
   metricsPublic: boolean;
   /** Largest proxied request body, in bytes (`--max-proxy-body`). */
   maxProxyBody: number;
+  /** `--max-delegation-depth` (DESIGN §23): exchanges from a root token; default 3, 0 turns delegation off. */
+  maxDelegationDepth?: number;
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error";

@@ -50,6 +50,7 @@ export const SERVE_FLAGS = {
   "rate-limit-proxy": { type: "string", env: "ATH_RATE_LIMIT_PROXY", description: "Proxied requests per client_id, N/s|m|h or 0 = off (env ATH_RATE_LIMIT_PROXY; default 100/s)", valueHint: "N/unit" },
   "max-body": { type: "string", env: "ATH_MAX_BODY", description: "Largest protocol request body, bytes (env ATH_MAX_BODY; default 65536)", valueHint: "bytes" },
   "otlp-endpoint": { type: "string", env: "OTEL_EXPORTER_OTLP_ENDPOINT", description: "Export traces over OTLP/HTTP JSON to <URL>/v1/traces (env OTEL_EXPORTER_OTLP_ENDPOINT)", valueHint: "url" },
+  "max-delegation-depth": { type: "string", env: "ATH_MAX_DELEGATION_DEPTH", description: "Delegations from one root token, at most (env ATH_MAX_DELEGATION_DEPTH; default 3; 0: none)", valueHint: "n" },
   "max-proxy-body": { type: "string", env: "ATH_MAX_PROXY_BODY", description: "Largest proxied request body, bytes (env ATH_MAX_PROXY_BODY; default 33554432)", valueHint: "bytes" },
 } as const satisfies Record<string, FlagSpec>;
 
@@ -205,6 +206,7 @@ const ServeOptions = z
     "rate-limit-proxy": rate("rate-limit-proxy", "100/s"),
     "max-body": integer("max-body", 1024, 64 * 1024 * 1024, LIMITS.maxBodyBytes),
     "max-proxy-body": integer("max-proxy-body", 1024, 1024 ** 4, 32 * 1024 * 1024),
+    "max-delegation-depth": integer("max-delegation-depth", 0, 16, 3),
     "otlp-endpoint": text,
     home: z.string(),
     "master-key": text,
@@ -275,6 +277,8 @@ const ServeOptions = z
     },
     maxBody: o["max-body"],
     maxProxyBody: o["max-proxy-body"],
+    /** DESIGN §23: exchanges from a root token. */
+    maxDelegationDepth: o["max-delegation-depth"],
     /** OTLP/HTTP base URL for traces (DESIGN §20); `/v1/traces` is appended. */
     otlpEndpoint: o["otlp-endpoint"],
   }));

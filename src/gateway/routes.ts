@@ -10,6 +10,7 @@ import * as adminAudit from "./admin/audit.ts";
 import * as adminBudgets from "./admin/budgets.ts";
 import * as adminProviders from "./admin/providers.ts";
 import * as adminTokens from "./admin/tokens.ts";
+import * as adminIssuers from "./admin/trusted-issuers.ts";
 import * as adminWebhooks from "./admin/webhooks.ts";
 import * as adminConsole from "./console/handlers.ts";
 import type { Handler, Route, RouteAuth, RouteKind, RouteLimit } from "./context.ts";
@@ -116,6 +117,10 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("admin.approvals.list", "GET", PATHS.adminApprovals, "api", adminApprovals.list, { auth: "admin" }),
     row("admin.approvals.decide", "POST", `${PATHS.adminApprovals}/{approval_id}`, "api", adminApprovals.decideOne, { auth: "admin" }),
     row("admin.budgets.list", "GET", PATHS.adminBudgets, "api", adminBudgets.list, { auth: "admin" }),
+    // Enterprise and workload identity (DESIGN §23)
+    row("admin.trusted-issuers.list", "GET", PATHS.adminTrustedIssuers, "api", adminIssuers.list, { auth: "admin" }),
+    row("admin.trusted-issuers.create", "POST", PATHS.adminTrustedIssuers, "api", adminIssuers.create, { auth: "admin" }),
+    row("admin.trusted-issuers.delete", "DELETE", `${PATHS.adminTrustedIssuers}/{issuer}`, "api", adminIssuers.remove, { auth: "admin" }),
 
     // Admin console (DESIGN §9): pages; the session cookie is checked by the handlers (sign-in is one of them)
     row("console", "GET", PATHS.adminConsole, "page", adminConsole.overview),

@@ -13,7 +13,7 @@ import { loadOrCreateMasterKey } from "./crypto/sealing.ts";
 import { errorResponse } from "./http/response.ts";
 import { startSweeper } from "./ops/sweeper.ts";
 import type { ServeOptions } from "./options.ts";
-import { ConfigError, loadProvidersFile } from "./providers/file.ts";
+import { ConfigError, loadGatewayFile } from "./providers/file.ts";
 
 export interface RunningServer {
   app: App;
@@ -25,7 +25,7 @@ export interface RunningServer {
 
 /** Starts the gateway; resolves once it is configured and listening. */
 export async function startServer(o: ServeOptions, meta: { version: string; log: Logger }): Promise<RunningServer> {
-  const providers = o.providersFile ? loadProvidersFile(o.providersFile) : {};
+  const { providers, trustedIssuers } = o.providersFile ? loadGatewayFile(o.providersFile) : { providers: {}, trustedIssuers: [] };
   if (o.mode === "native") requireOneApp(o, Object.keys(providers).length);
   if (!o.strictScopes) {
     for (const [id, c] of Object.entries(providers)) {
@@ -90,9 +90,11 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         rateLimits: o.rateLimits,
         maxBody: o.maxBody,
         maxProxyBody: o.maxProxyBody,
+        maxDelegationDepth: o.maxDelegationDepth,
         ...(o.otlpEndpoint ? { otlpEndpoint: o.otlpEndpoint } : {}),
         upstreamConcurrency: o.upstreamConcurrency,
         providers,
+        trustedIssuers,
         ...(o.adminToken ? { adminToken: o.adminToken } : {}),
         ...(o.introspectionToken ? { introspectionToken: o.introspectionToken } : {}),
         masterKey,

@@ -93,6 +93,11 @@ export const AdminToken = z.object({
   created_at: z.string(),
   expires_at: z.string(),
   revoked_at: z.string().nullable(),
+  /**
+   * DESIGN §23: a delegated token's chain — its ancestors, nearest first (their token ids, agents and clients) — and
+   * its budget share; absent for a token of a grant of its own (and from older gateways).
+   */
+  delegation: z.object({ chain: z.array(z.object({ token_id: z.string(), agent_id: z.string(), client_id: z.string() })), budget: z.number().int().nullable() }).optional(),
 });
 export type AdminToken = z.infer<typeof AdminToken>;
 export const AdminTokenList = z.object({ tokens: z.array(AdminToken), next_cursor: nextCursor });

@@ -29,6 +29,8 @@ export const PATHS = {
   approvals: "/ath/approvals",
   adminApprovals: "/ath/admin/approvals",
   adminBudgets: "/ath/admin/budgets",
+  /** DESIGN §23: trusted issuers (ID-JAGs, workload JWTs). + /{issuer} (URL-encoded) */
+  adminTrustedIssuers: "/ath/admin/trusted-issuers",
   adminConsole: "/admin",
   nativeApi: "/api",
   /** DESIGN §20: the audit chain as JSONL (`?since=`), and the public key its checkpoints are signed with. */

@@ -31,6 +31,8 @@ export const ERRORS = {
   PROVIDER_ALREADY_EXISTS: { status: 409, message: "A provider with this id already exists; use PUT to replace it" },
   APPROVAL_REQUIRED: { status: 403, message: "A person must approve this request before it is forwarded" },
   APPROVAL_DENIED: { status: 403, message: "A person denied this request" },
+  /** DESIGN §23: an ID-JAG is good but the person has not connected the provider yet: `details.consent_url`. */
+  CONSENT_REQUIRED: { status: 403, message: "The person must connect this provider once before the enterprise's grant can be used" },
   POLICY_DENIED: { status: 403, message: "A policy rule of this gateway refuses this request" },
   BUDGET_EXHAUSTED: { status: 429, message: "The budget for this kind of request is used up until its window ends" },
   PAYLOAD_TOO_LARGE: { status: 413, message: "The request body is too large" },

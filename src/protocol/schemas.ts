@@ -7,6 +7,7 @@ import { AgentStatus, ProviderApproval, ScopeIntersection } from "./lean.ts";
 
 export { AgentStatus, ATHError, formatIssues, ProviderApproval, ScopeIntersection } from "./lean.ts";
 import { PREFIX } from "./constants.ts";
+import { ActClaim, GRANT_TYPES, IDENTITY_LIMITS, TOKEN_TYPES } from "./identity.ts";
 
 /** An absolute URI (RFC 3986): anything `new URL` accepts with a scheme, e.g. https://… or did:key:…. */
 export const uri = z
@@ -208,8 +209,50 @@ export const RefreshTokenRequest = z.object({
 });
 export type RefreshTokenRequest = z.infer<typeof RefreshTokenRequest>;
 
-/** Either grant of POST /ath/token. */
-export const TokenRequest = z.discriminatedUnion("grant_type", [TokenExchangeRequest, RefreshTokenRequest]);
+/**
+ * DESIGN §23: an Identity Assertion JWT Authorization Grant (RFC 7523 §2.1) for `provider_id`, the client authenticated
+ * as at every grant; `scope` may narrow what the assertion grants.
+ */
+export const JwtBearerRequest = z.object({
+  grant_type: z.literal(GRANT_TYPES.jwtBearer),
+  client_id: id,
+  client_secret: z.string().min(1).max(512),
+  agent_attestation: z.string().min(1).max(8192),
+  assertion: z.string().min(1).max(16384),
+  provider_id: id,
+  scope: z.union([z.string().max(8192), scopes]).optional(),
+});
+export type JwtBearerRequest = z.infer<typeof JwtBearerRequest>;
+
+/** A budget share (DESIGN §23 "Pinned"): a decimal count of calls, as a form string or a JSON number. */
+const budgetShare = z
+  .union([z.number().int(), z.string().regex(/^\d{1,10}$/, "budget must be a decimal count of calls")])
+  .transform((v) => Number(v))
+  .refine((n) => n >= 0 && n <= IDENTITY_LIMITS.maxBudget, { message: `budget must be from 0 to ${IDENTITY_LIMITS.maxBudget}` });
+
+/**
+ * DESIGN §23: delegation (RFC 8693 token exchange) — the agent's own access token for a registered sub-agent's, with
+ * `scope` ⊆ its own and an optional budget share; `actor_token` is the sub-agent's attestation (aud
+ * `{base_url}/ath/token`). `actor_client_id` (ath's extension) names the sub-agent the caller meant.
+ */
+export const DelegationRequest = z.object({
+  grant_type: z.literal(GRANT_TYPES.tokenExchange),
+  client_id: id,
+  client_secret: z.string().min(1).max(512),
+  agent_attestation: z.string().min(1).max(8192),
+  subject_token: z.string().min(1).max(512),
+  subject_token_type: z.literal(TOKEN_TYPES.accessToken, { error: `subject_token_type must be ${TOKEN_TYPES.accessToken}` }),
+  actor_token: z.string().min(1).max(8192),
+  actor_token_type: z.literal(TOKEN_TYPES.jwt, { error: `actor_token_type must be ${TOKEN_TYPES.jwt}` }),
+  requested_token_type: z.literal(TOKEN_TYPES.accessToken, { error: `requested_token_type may only be ${TOKEN_TYPES.accessToken}` }).optional(),
+  actor_client_id: id.optional(),
+  scope: z.union([z.string().max(8192), scopes]).optional(),
+  budget: budgetShare.optional(),
+});
+export type DelegationRequest = z.infer<typeof DelegationRequest>;
+
+/** Every grant of POST /ath/token. */
+export const TokenRequest = z.discriminatedUnion("grant_type", [TokenExchangeRequest, RefreshTokenRequest, JwtBearerRequest, DelegationRequest]);
 export type TokenRequest = z.infer<typeof TokenRequest>;
 
 
@@ -225,6 +268,10 @@ export const TokenResponse = z.object({
   provider_id: z.string(),
   agent_id: z.string(),
   scope_intersection: ScopeIntersection,
+  /** DESIGN §23, RFC 8693 §2.2.1: a delegated token's type, its chain of actors, its budget share (null: none). */
+  issued_token_type: z.string().optional(),
+  act: ActClaim.optional(),
+  budget: z.number().int().nullable().optional(),
 });
 export type TokenResponse = z.infer<typeof TokenResponse>;
 
@@ -259,6 +306,9 @@ export const IntrospectionResponse = z.union([
     agent_id: z.string(),
     user_id: z.string(),
     provider_id: z.string(),
+    /** DESIGN §23: a delegated token's chain (RFC 8693 §4.1), and its budget share. */
+    act: ActClaim.optional(),
+    budget: z.number().int().nullable().optional(),
   }),
   z.object({ active: z.literal(false) }).strict(),
 ]);

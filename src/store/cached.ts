@@ -161,6 +161,8 @@ const WRITES: Record<string, (...args: never[]) => ChangeKey[]> = {
 const RESULT_WRITES: Record<string, (result: never) => ChangeKey[]> = {
   revokeTokensWhere: (revoked: TokenRecord[]) => revoked.map((t) => `t:${t.token_hash}` as ChangeKey),
   revokeRefreshFamily: (revoked: TokenRecord[]) => revoked.map((t) => `t:${t.token_hash}` as ChangeKey),
+  // DESIGN §23: a delegation chain's descendants die with an ancestor — the same invalidation as any revocation
+  revokeDescendants: (revoked: TokenRecord[]) => revoked.map((t) => `t:${t.token_hash}` as ChangeKey),
 };
 
 /** Methods that change nothing cached. */
@@ -185,6 +187,10 @@ const NEUTRAL = new Set([
   // the MCP front door (DESIGN §18): its clients and codes are never cached (its refresh tokens are the agents', above)
   "createMcpClient", "getMcpClient", "markMcpClientAuthorized", "createMcpAuthorization", "getMcpAuthorization", "setMcpAuthorizationCode",
   "consumeMcpCode", "findMcpApproval", "recordMcpSession", "getMcpSession",
+  // enterprise and workload identity, delegation (DESIGN §23): never cached — issuers, workload agents and connections
+  // are read at registration and token grants; shares count in the database like every budget
+  "upsertTrustedIssuer", "getTrustedIssuer", "listTrustedIssuers", "deleteTrustedIssuer", "createWorkloadAgent", "getWorkloadAgent",
+  "recordConnection", "getConnection", "findLiveGrant", "recordAncestors", "openBudget", "carveBudget",
 ]);
 
 /**

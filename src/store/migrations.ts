@@ -339,6 +339,38 @@ DROP TABLE mcp_refresh_tokens;
 ALTER TABLE mcp_clients ADD COLUMN authorized_at ${int};
 UPDATE mcp_clients SET authorized_at = created_at WHERE client_id IN (SELECT client_id FROM agents);
 CREATE INDEX mcp_clients_unused ON mcp_clients (created_at) WHERE authorized_at IS NULL;`,
+    // enterprise and workload identity, and delegation (DESIGN §23) — one self-contained step: trusted issuers (the
+    // providers file's and the admin API's); agents registered with a workload JWT (the issuer they keep using, the key
+    // they proved); the person an ID-JAG connection session is for; upstream grants found by (agent, person, provider);
+    // a delegated token's chain and budget share (tokens.delegation, JSON) and its ancestors, one row each, so revoking
+    // any of them reaches every descendant in one statement. Rows of the last two tables are dropped once expired by the
+    // next insert (store/sql/identity.ts, store/sql/delegations.ts).
+    `CREATE TABLE trusted_issuers (
+  issuer TEXT PRIMARY KEY,
+  config TEXT NOT NULL,
+  source TEXT NOT NULL CHECK (source IN ('file', 'admin')),
+  updated_at ${int} NOT NULL
+);
+CREATE TABLE workload_agents (
+  client_id TEXT PRIMARY KEY REFERENCES agents (client_id) ON DELETE CASCADE,
+  issuer TEXT NOT NULL,
+  jkt TEXT
+);
+CREATE TABLE idjag_connections (
+  session_id TEXT PRIMARY KEY,
+  person TEXT NOT NULL,
+  expires_at ${int} NOT NULL
+);
+CREATE INDEX idjag_connections_expires ON idjag_connections (expires_at);
+CREATE INDEX grants_holder ON grants (agent_id, user_id, provider_id);
+ALTER TABLE tokens ADD COLUMN delegation TEXT;
+CREATE TABLE token_ancestors (
+  ancestor_id TEXT NOT NULL,
+  token_hash TEXT NOT NULL,
+  expires_at ${int} NOT NULL,
+  PRIMARY KEY (ancestor_id, token_hash)
+);
+CREATE INDEX token_ancestors_expires ON token_ancestors (expires_at);`,
   ];
 }
 

@@ -3,6 +3,7 @@
  * returns BIGINT as a string), and the column lists used by the INSERT statements live next to the mappers.
  */
 import type { ApprovalRule, BudgetRule, PolicyRule } from "../protocol/index.ts";
+import type { Delegation } from "./identity-types.ts";
 import type { AgentRecord, ApprovalRecord, AuditEvent, GrantRecord, ProviderRecord, RefreshTokenRecord, SessionRecord, TokenRecord } from "./types.ts";
 
 export type Row = Record<string, unknown>;
@@ -20,7 +21,7 @@ export const SESSION_COLUMNS = [
 
 export const TOKEN_COLUMNS = [
   "token_hash", "token_id", "client_id", "agent_id", "user_id", "provider_id", "scopes", "grant_id", "created_at", "expires_at",
-  "revoked_at", "family_id", "jkt",
+  "revoked_at", "family_id", "jkt", "delegation",
 ] as const satisfies readonly (keyof TokenRecord)[];
 
 export const REFRESH_COLUMNS = [
@@ -165,6 +166,7 @@ export function toToken(r: Row): TokenRecord {
     // absent unless set: records minted without refresh or DPoP compare equal to what was created
     ...(r.family_id == null ? {} : { family_id: str(r.family_id) }),
     ...(r.jkt == null ? {} : { jkt: str(r.jkt) }),
+    ...(r.delegation == null ? {} : { delegation: json<Delegation>(r.delegation) }),
   };
 }
 

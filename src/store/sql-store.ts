@@ -10,8 +10,10 @@ import { approvalQueries } from "./sql/approvals.ts";
 import { budgetQueries } from "./sql/budgets.ts";
 import { auditQueries } from "./sql/audit.ts";
 import { consoleQueries } from "./sql/console.ts";
+import { delegationQueries } from "./sql/delegations.ts";
 import type { Driver } from "./sql/driver.ts";
 import { grantQueries } from "./sql/grants.ts";
+import { identityQueries } from "./sql/identity.ts";
 import { mcpQueries } from "./sql/mcp.ts";
 import { metaQueries } from "./sql/meta.ts";
 import { providerQueries } from "./sql/providers.ts";
@@ -44,6 +46,8 @@ export function sqlStore(driver: Driver, inTransaction = false): Store {
     ...rateLimitQueries(db),
     ...sweepQueries(db),
     ...webhookQueries(db),
+    ...identityQueries(db),
+    ...delegationQueries(db),
     // Nested: already in one, the inner decision joins it.
     transaction: (fn) => (inTransaction ? fn(sqlStore(db, true)) : db.transaction((tx) => fn(sqlStore(tx, true)))),
     changes: () => db.changes(),

@@ -7,6 +7,7 @@
  * AES-256-GCM blobs from gateway/sealing.ts); the store never sees a plaintext secret.
  */
 import type { AgentStatus, ApprovalRule, BudgetRule, PolicyRule, DeveloperInfo, ProviderApproval, ProviderConfig } from "../protocol/index.ts";
+import type { Delegation, IdentityStore } from "./identity-types.ts";
 import type { McpStore } from "./mcp-types.ts";
 import type { ChangeFeed } from "./notify.ts";
 
@@ -87,6 +88,8 @@ export interface TokenRecord {
   family_id?: string | null;
   /** RFC 9449: the JWK thumbprint of the key a DPoP-bound token is bound to; absent for a bearer token. */
   jkt?: string | null;
+  /** DESIGN §23: set on a token minted by delegation — its ancestors and budget share. */
+  delegation?: Delegation | null;
 }
 
 /**
@@ -306,7 +309,7 @@ export interface SweepResult {
   webhooks: number;
 }
 
-export interface Store extends McpStore {
+export interface Store extends McpStore, IdentityStore {
   readonly kind: "sqlite" | "postgres";
 
   // meta (schema version, generated admin-token hash, …)

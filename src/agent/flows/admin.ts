@@ -37,6 +37,7 @@ import {
   type AdminAgent as Agent_,
 } from "../../protocol/admin.ts";
 import { PATHS } from "../../protocol/constants.ts";
+import { AdminTrustedIssuer, AdminTrustedIssuerList, AdminTrustedIssuerRemoved } from "../../protocol/identity.ts";
 import { ApprovalRules, BudgetRules, PolicyRules, type ApprovalRule, type BudgetRule, type PolicyRule } from "../../protocol/provider-config.ts";
 import { formatIssues } from "../../protocol/lean.ts";
 import { loadAgent, type Agent, type AgentOptions } from "./agent.ts";
@@ -180,3 +181,10 @@ export const listBudgets = (t: AdminTarget, q: { client_id?: string; provider_id
 export const exportAudit = (t: AdminTarget, since: string | undefined, onChunk: (chunk: Uint8Array) => void) =>
   adminStream(t, `${PATHS.adminAuditExport}${query({ since })}`, onChunk);
 export const auditKey = (t: AdminTarget) => fetchAuditKey(t.base, t.http);
+
+// trusted issuers (DESIGN §23)
+
+export const listIssuers = (t: AdminTarget) => adminCall(t, "GET", PATHS.adminTrustedIssuers, AdminTrustedIssuerList);
+export const addIssuer = (t: AdminTarget, entry: Record<string, unknown>) => adminCall(t, "POST", PATHS.adminTrustedIssuers, AdminTrustedIssuer, entry);
+/** The issuer is one path segment: its URL percent-encoded whole (DESIGN §23 "Pinned"). */
+export const removeIssuer = (t: AdminTarget, issuer: string) => adminCall(t, "DELETE", `${PATHS.adminTrustedIssuers}/${seg(issuer)}`, AdminTrustedIssuerRemoved);

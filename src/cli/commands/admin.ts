@@ -37,6 +37,7 @@ const NOUNS = {
   audit: () => import("./admin/audit.ts"),
   webhooks: () => import("./admin/webhooks.ts"),
   budgets: () => import("./admin/budgets.ts"),
+  issuers: () => import("./admin/issuers.ts"),
 };
 type Nouns = typeof NOUNS;
 type Verb = (inv: Invocation) => Promise<void>;
@@ -71,7 +72,7 @@ const approvalVerb = (verb: "approve" | "deny") =>
   );
 
 export default defineCommand({
-  meta: { name: "admin", description: "Operate a gateway: providers, agents, approvals, tokens, audit, webhooks, budgets (needs the admin token)" },
+  meta: { name: "admin", description: "Operate a gateway: providers, agents, approvals, tokens, audit, webhooks, budgets, trusted issuers (needs the admin token)" },
   subCommands: {
     login: leaf("session", "login", "Save the admin token for this gateway (from --token, else stdin); checked first", {
       token: { type: "string", description: "The admin token (else read from stdin)", valueHint: "token" },
@@ -127,6 +128,11 @@ export default defineCommand({
         token_id: { type: "positional", required: false, description: "ath_tkid_…" },
         ...filterArgs,
       }, (m) => m.tokensRevoke),
+    }),
+    issuers: group("issuers", "Trusted issuers (enterprise IdPs' ID-JAGs, workload JWTs): list, add, remove", {
+      list: leaf("issuers", "list", "List the trusted issuers", {}, (m) => m.issuersList),
+      add: leaf("issuers", "add", "Add (or replace) a trusted issuer from a JSON file ({issuer, jwks_uri|jwks, kind, subjects?, audience?}; - for stdin)", file, (m) => m.issuersAdd),
+      remove: leaf("issuers", "remove", "Remove a trusted issuer", id("issuer"), (m) => m.issuersRemove),
     }),
     webhooks: group("webhooks", "Webhooks (signed POSTs of agent, token and approval events): list, add, remove", {
       list: leaf("webhooks", "list", "List the webhook subscriptions", {}, (m) => m.webhooksList),

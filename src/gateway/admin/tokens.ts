@@ -73,6 +73,10 @@ export function view(t: TokenRecord): AdminToken {
     created_at: iso(t.created_at)!,
     expires_at: iso(t.expires_at)!,
     revoked_at: iso(t.revoked_at),
+    // never an ancestor's hash: its public id, agent and client only
+    ...(t.delegation
+      ? { delegation: { chain: t.delegation.chain.map(({ token_id, agent_id, client_id }) => ({ token_id, agent_id, client_id })), budget: t.delegation.budget } }
+      : {}),
   };
 }
 

@@ -4,6 +4,7 @@ import type { AgentRecord } from "../../store/types.ts";
 import { verifyAttestation, type AttestationCheck } from "../identity/attestation.ts";
 import type { Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
+import { attestedAsWorkload } from "./workload.ts";
 
 /** The agent (or MCP client) record of a client_id, or null. */
 export function findAgent(gw: Gateway, clientId: string): Promise<AgentRecord | null> {
@@ -55,8 +56,12 @@ export function approvalFor(agent: AgentRecord, providerId: string): ProviderApp
   return agent.approvals.find((a) => a.provider_id === providerId && a.approved_scopes.length > 0);
 }
 
-/** The attestation of a registered agent: sub must be its agent_id (403 AGENT_IDENTITY_MISMATCH otherwise). */
+/**
+ * The attestation of a registered agent: sub must be its agent_id (403 AGENT_IDENTITY_MISMATCH otherwise). A workload
+ * agent's is a workload JWT of the issuer it registered with (DESIGN §23, domain/workload.ts).
+ */
 export async function attest(gw: Gateway, jwt: string, agent: AgentRecord, audience: string): Promise<void> {
+  if (await attestedAsWorkload(gw, jwt, agent, audience)) return;
   const check: AttestationCheck = { audience, agentId: agent.agent_id, subMismatch: "AGENT_IDENTITY_MISMATCH", now: gw.now() };
   await verifyAttestation(jwt, check, { keys: gw.keys, recordJti: (a, j, e, n) => gw.store.recordJti(a, j, e, n) });
 }

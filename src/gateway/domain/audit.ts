@@ -38,8 +38,8 @@ interface CallLine {
   status: number;
 }
 
-/** Whose call it was: the token's ids, which the record carries. */
-type Grantee = Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id">;
+/** Whose call it was: the token's ids, which the record carries (and a delegated token's chain, DESIGN §23). */
+type Grantee = Pick<TokenRecord, "client_id" | "agent_id" | "user_id" | "provider_id" | "delegation">;
 
 /** What the record keeps of a call besides its time. */
 interface CallFacts {
@@ -61,7 +61,8 @@ const MATCH_LINES = 8;
 function openCalls({ token, at }: ProxiedCall): AuditEvent {
   return {
     type: "proxy.call", at, client_id: token.client_id, agent_id: token.agent_id, user_id: token.user_id, provider_id: token.provider_id,
-    data: { calls: [] as CallLine[] },
+    // a delegated token's record names the agents it came through, nearest first (members in canonical order)
+    data: token.delegation ? { act: token.delegation.chain.map((l) => l.agent_id), calls: [] as CallLine[] } : { calls: [] as CallLine[] },
   };
 }
 

@@ -15,6 +15,8 @@ export const WINDOW_MS: Readonly<Record<BudgetRule["window"], number>> = { "1h":
 
 export interface BudgetHit {
   rule: BudgetRule;
+  /** A delegated token's share (DESIGN §23, domain/delegation-budget.ts): its calls over its whole life, no window. */
+  delegated?: true;
   /** What is counted: the store row's key and description for this call's window. */
   usage: Omit<BudgetUsage, "used">;
 }
@@ -108,6 +110,10 @@ export async function applyBudgets(
 
 /** 429 BUDGET_EXHAUSTED, Retry-After until the window's end. */
 export function budgetExhausted(gw: Gateway, hit: BudgetHit): AthError {
+  if (hit.delegated) {
+    // a share never resets: no Retry-After — the sub-agent asks its parent for a new delegation
+    return new AthError("BUDGET_EXHAUSTED", `This delegated token has made the ${hit.rule.limit} calls its parent gave it`, { limit: hit.rule.limit, reason: "delegated_budget" });
+  }
   const resetsAt = new Date(hit.usage.expires_at).toISOString();
   return new AthError(
     "BUDGET_EXHAUSTED",

@@ -17,6 +17,7 @@ import { allowedByScopeRules, ANY_SCOPE } from "../rules/scope-rules.ts";
 import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval, passResend } from "./approvals.ts";
 import { audit } from "./audit.ts";
 import { applyBudgets, budgetsMatching, type BudgetHit } from "./budgets.ts";
+import { shareHit } from "./delegation-budget.ts";
 import { decidePolicy, httpConditionInput, MAX_POLICY_BODY_DEFAULT, mcpConditionInput, policyDenied, type Matches, type PolicyHit, type RequestBody } from "./policy.ts";
 
 /** What is being called: an HTTP request (canonical) or an MCP call. */
@@ -68,6 +69,8 @@ export async function decideCall(gw: Gateway, c: Caller, subject: CallSubject): 
     if (hit?.rule.action === "approve") approval = hit.rule;
   }
   const budgets = c.config.budgets || c.agent.budgets ? budgetsMatching(c.config, c.agent, (m) => matches(m, "either"), c.token, gw.now()) : [];
+  // a delegated token's share (DESIGN §23) counts every call it sends, whatever it is
+  if (c.token.delegation?.budget != null && !free) budgets.push(...shareHit(c.token));
   return { kind: "send", approval, budgets };
 }
 

@@ -1,12 +1,14 @@
 /**
  * RFC 7662 introspection of an ATH token (DESIGN §7, §14): a live token is described; anything else — unknown,
  * expired, revoked, its agent no longer approved, or its upstream grant dead (the provider refused its refresh, or it
- * was dropped) — is exactly `{"active": false}` (RFC 7662 §2.2). What introspection says, the proxy does: the grant is
+ * was dropped), or a delegated token one of whose ancestors was revoked — is exactly `{"active": false}` (RFC 7662
+ * §2.2); a delegated token shows its `act` chain (DESIGN §23). What introspection says, the proxy does: the grant is
  * read from the same cache the proxy reads, invalidated across instances like a revocation.
  */
 import type { IntrospectionResponse } from "../../protocol/index.ts";
 import type { Gateway } from "../context.ts";
 import { findAgent, isApproved } from "./agents.ts";
+import { actClaim, chainIsLive } from "./delegation-chain.ts";
 import { findToken } from "./tokens.ts";
 
 export async function introspection(gw: Gateway, presented: string): Promise<IntrospectionResponse> {
@@ -14,7 +16,7 @@ export async function introspection(gw: Gateway, presented: string): Promise<Int
   const now = gw.now();
   const live = token !== null && token.revoked_at === null && token.expires_at > now;
   const agent = live ? await findAgent(gw, token.client_id) : null;
-  if (!token || !live || !agent || !isApproved(gw, agent)) return { active: false };
+  if (!token || !live || !agent || !isApproved(gw, agent) || !(await chainIsLive(gw, token))) return { active: false };
   const grant = token.grant_id === null ? null : await gw.store.getGrant(token.grant_id);
   if (grant === null || grant.status !== "live") return { active: false };
   const res: IntrospectionResponse = {
@@ -31,5 +33,8 @@ export async function introspection(gw: Gateway, presented: string): Promise<Int
     user_id: token.user_id,
     provider_id: token.provider_id,
   };
+  // DESIGN §23: a delegated token shows its whole chain of actors (RFC 8693 §4.1) and its budget share
+  const act = actClaim(token.delegation);
+  if (act) Object.assign(res, { act, budget: token.delegation?.budget ?? null });
   return res;
 }

@@ -1,6 +1,7 @@
 /**
- * Registration (DESIGN §3 Phase A, §17): an agent proves its identity (the attestation's signature by the key its
- * agent_id names, `aud` = base_url), the registration policy decides its approvals (rules/policy.ts), and it gets
+ * Registration (DESIGN §3 Phase A, §17, §23): an agent proves its identity (the attestation's signature by the key its
+ * agent_id names, `aud` = base_url — or a trusted issuer's workload JWT: domain/workload.ts), the registration policy
+ * decides its approvals (rules/policy.ts), and it gets
  * client credentials — 256-bit, stored hashed; and, later, grows its providers and scopes without a new identity.
  */
 import {
@@ -12,6 +13,7 @@ import {
   type AgentStatus,
   type RegistrationUpdateRequest,
 } from "../../protocol/index.ts";
+import type { WorkloadAgentRecord } from "../../store/identity-types.ts";
 import type { AgentRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { hashSecret, mintSecret } from "../crypto/secrets.ts";
@@ -20,20 +22,32 @@ import { decideApprovals, growApprovals } from "../rules/policy.ts";
 import { attest } from "./agents.ts";
 import { audit } from "./audit.ts";
 import { providerMap } from "./providers.ts";
+import { isWorkloadJwt } from "./trusted-issuers.ts";
+import { provenKey, verifyWorkloadJwt } from "./workload.ts";
 
-/** A new agent, registered; AGENT_ALREADY_REGISTERED (409) when its agent_id already is. */
-export async function registerAgent(gw: Gateway, body: AgentRegistrationRequest): Promise<AgentRegistrationResponse> {
+/**
+ * A new agent, registered; AGENT_ALREADY_REGISTERED (409) when its agent_id already is. `proof`: the request's DPoP
+ * header — a workload (DESIGN §23), whose agent_id holds no key, proves the key its tokens will bind to with it.
+ */
+export async function registerAgent(gw: Gateway, body: AgentRegistrationRequest, proof: string | null = null): Promise<AgentRegistrationResponse> {
   const now = gw.now();
-  await verifyAttestation(
-    body.agent_attestation,
-    { audience: gw.opts.baseUrl, agentId: body.agent_id, subMismatch: "INVALID_ATTESTATION", now },
-    { keys: gw.keys, recordJti: (a, j, e, n) => gw.store.recordJti(a, j, e, n) },
-  );
+  let workload: WorkloadAgentRecord | null = null;
+  if (await isWorkloadJwt(gw, body.agent_attestation)) {
+    const verified = await verifyWorkloadJwt(gw, body.agent_attestation, { audience: gw.opts.baseUrl });
+    if (verified.sub !== body.agent_id) throw new AthError("INVALID_ATTESTATION", "the workload JWT's sub must be the agent_id", { reason: "assertion_invalid" });
+    workload = { client_id: "", issuer: verified.issuer, jkt: await provenKey(gw, proof, body.agent_id) };
+  } else {
+    await verifyAttestation(
+      body.agent_attestation,
+      { audience: gw.opts.baseUrl, agentId: body.agent_id, subMismatch: "INVALID_ATTESTATION", now },
+      { keys: gw.keys, recordJti: (a, j, e, n) => gw.store.recordJti(a, j, e, n) },
+    );
+  }
   const { approvals, status } = decideApprovals(body.requested_providers, await providerMap(gw), gw.opts.approval);
   const clientId = mintSecret(PREFIX.clientId, 16);
   const clientSecret = mintSecret(PREFIX.clientSecret);
   const approvalExpires = now + LIMITS.approvalTtlDefaultSeconds * 1000;
-  const created = await gw.store.createAgent({
+  const record = {
     client_id: clientId,
     client_secret_hash: hashSecret(clientSecret),
     agent_id: body.agent_id,
@@ -44,12 +58,17 @@ export async function registerAgent(gw: Gateway, body: AgentRegistrationRequest)
     approvals,
     approval_expires: approvalExpires,
     created_at: now,
-  });
+  };
+  // a workload agent and its issuer and key come into being together
+  const created = workload
+    ? await gw.store.transaction(async (tx) => (await tx.createAgent(record)) && (await tx.createWorkloadAgent({ ...workload, client_id: clientId }), true))
+    : await gw.store.createAgent(record);
   if (!created) {
     await audit(gw, "agent.registration_refused", { agent_id: body.agent_id, data: { reason: "already registered" } });
     throw new AthError("AGENT_ALREADY_REGISTERED", undefined, { agent_id: body.agent_id });
   }
-  await audit(gw, "agent.registered", { client_id: clientId, agent_id: body.agent_id, data: { status, approvals } });
+  const identity = workload ? { workload: { issuer: workload.issuer, key_bound: workload.jkt !== null } } : {};
+  await audit(gw, "agent.registered", { client_id: clientId, agent_id: body.agent_id, data: { status, approvals, ...identity } });
   return {
     client_id: clientId,
     client_secret: clientSecret,

@@ -1,6 +1,6 @@
 /**
- * ATH tokens: the one read path (`findToken`), the bearer check of the proxy (and native API), minting and
- * revocation.
+ * ATH tokens: the one read path (`findToken`), the bearer check of the proxy (and native API) — a delegated token's
+ * chain included (DESIGN §23) —, minting and revocation.
  */
 import { AthError, PREFIX } from "../../protocol/index.ts";
 import { MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
@@ -11,6 +11,7 @@ import { requireApproved } from "./agents.ts";
 import { audit } from "./audit.ts";
 import { dropGrant } from "./grants.ts";
 import { DpopProofError, verifyDpopProof } from "../identity/dpop.ts";
+import { actClaim, requireLiveChain, revokeDescendantsOf } from "./delegation-chain.ts";
 import type { ProviderConfig } from "../../protocol/index.ts";
 
 /** The token a presented secret stands for, or null. */
@@ -58,6 +59,8 @@ export async function requireLiveToken(gw: Gateway, presented: string | null): P
   if (!token) throw new AthError("TOKEN_INVALID", undefined, undefined, { headers: CHALLENGE });
   if (token.revoked_at !== null) throw new AthError("TOKEN_REVOKED", undefined, undefined, { headers: CHALLENGE });
   if (token.expires_at <= gw.now()) throw new AthError("TOKEN_EXPIRED", undefined, undefined, { headers: CHALLENGE });
+  // DESIGN §23: a delegated token stands only while every token it descends from does
+  if (token.delegation) await requireLiveChain(gw, token, CHALLENGE);
   return token;
 }
 
@@ -192,14 +195,19 @@ export async function revokeRefreshFamily(gw: Gateway, rt: RefreshTokenRecord, b
 }
 
 /**
- * What follows a revocation once it committed: each token's `token.revoked` event, and each upstream grant dropped and
- * revoked at the provider. Called outside any transaction — it calls the provider.
+ * What follows a revocation once it committed: the tokens delegated from the revoked ones (DESIGN §23), to any depth,
+ * revoked in the store too (each use already refuses them: domain/delegation-chain.ts); each token's `token.revoked`
+ * event (a delegated one's names its chain); and each upstream grant dropped and revoked at the provider — never for a
+ * delegated token alone: the grant is its root's. Called outside any transaction — it calls the provider.
  */
 export async function afterRevocation(gw: Gateway, revoked: TokenRecord[], by: "client" | "admin"): Promise<void> {
+  const descendants = revoked.length === 0 ? [] : await revokeDescendantsOf(gw, revoked);
   const grants = new Set<string>();
-  for (const t of revoked) {
-    if (t.grant_id) grants.add(t.grant_id);
-    await audit(gw, "token.revoked", { client_id: t.client_id, agent_id: t.agent_id, provider_id: t.provider_id, user_id: t.user_id, data: { by, token_id: t.token_id } });
+  for (const t of [...revoked, ...descendants]) {
+    if (t.grant_id && !t.delegation) grants.add(t.grant_id);
+    const act = actClaim(t.delegation);
+    const data = { by, token_id: t.token_id, ...(act ? { act, with_ancestor: descendants.includes(t) } : {}) };
+    await audit(gw, "token.revoked", { client_id: t.client_id, agent_id: t.agent_id, provider_id: t.provider_id, user_id: t.user_id, data });
   }
   for (const grantId of grants) await dropGrant(gw, grantId);
 }

@@ -250,7 +250,7 @@ function csrfToken(approvalId: string, who: ApproverIdentity): string {
 }
 
 async function page(gw: Gateway, a: ApprovalRecord, who: ApproverIdentity): Promise<string> {
-  const [provider, agent, request] = await Promise.all([findProvider(gw, a.provider_id), findAgent(gw, a.client_id), requestView(gw, a)]);
+  const [provider, agent, request, token] = await Promise.all([findProvider(gw, a.provider_id), findAgent(gw, a.client_id), requestView(gw, a), findTokenById(gw, a.token_id)]);
   return renderApprovalPage({
     gatewayHost: new URL(gw.opts.baseUrl).host,
     status: approvalStatus(a, gw.now()),
@@ -264,6 +264,7 @@ async function page(gw: Gateway, a: ApprovalRecord, who: ApproverIdentity): Prom
       purpose: agent?.purpose ?? null,
     },
     request,
+    ...(token?.delegation ? { delegatedBy: token.delegation.chain.map((l) => ({ agentId: l.agent_id, clientId: l.client_id })) } : {}),
     expiresAt: new Date(a.expires_at),
     now: new Date(gw.now()),
   });

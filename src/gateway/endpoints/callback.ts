@@ -13,7 +13,8 @@ import { openProvider, outbound, requireProvider } from "../domain/providers.ts"
 import { pendingByUpstreamState, recordConsent } from "../domain/sessions.ts";
 import { redirect } from "../http/response.ts";
 import { exchangeCode, upstreamUserId, type UpstreamTokenResponse } from "../oauth/client.ts";
-import { htmlResponse, renderCodeResultPage } from "../pages/index.ts";
+import { htmlResponse, renderCodeResultPage, renderConnectedPage } from "../pages/index.ts";
+import { connectionPerson } from "../domain/connections.ts";
 import { finishSignin, isSigninState } from "./approvals.ts";
 import { denied } from "./consent.ts";
 
@@ -49,10 +50,15 @@ export async function callback(call: Call): Promise<Response> {
     await audit(gw, "callback.exchange_failed", { client_id: session.client_id, provider_id: session.provider_id, data: { reason } });
     throw new AthError("OAUTH_ERROR", err instanceof AthError ? err.message : undefined);
   }
-  const userId = (await upstreamUserId(provider, tokens, outbound(gw))) ?? browserPseudonym(binding);
+  // An ID-JAG's connection (DESIGN §23): the grant is the enterprise person's, whoever the upstream says signed in.
+  const person = await connectionPerson(gw, session);
+  const userId = person ?? (await upstreamUserId(provider, tokens, outbound(gw))) ?? browserPseudonym(binding);
   const { agentCode, expiresAt, consented } = await recordConsent(gw, session, { tokens, userId });
   // This browser may later approve this user's individual requests (DESIGN §15).
   const headers = { "set-cookie": await approverCookieAfterConsent(gw, req, session.provider_id, userId) };
+  if (person !== null) {
+    return htmlResponse(renderConnectedPage({ providerName: record.config.display_name, gatewayHost: new URL(gw.opts.baseUrl).host, scopes: consented }), { headers });
+  }
 
   // The gateway's own callback as the agent's redirect URI (the official SDK's and athx's default) means "no agent
   // redirect": sending the browser there would only show a "no longer valid" page (DESIGN §8).

@@ -7,6 +7,7 @@ import type { ProviderRecord, SessionRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual } from "../crypto/secrets.ts";
 import { findAgent } from "../domain/agents.ts";
+import { connectionPerson } from "../domain/connections.ts";
 import { audit } from "../domain/audit.ts";
 import { bindingHash, csrfToken, ensureBinding, readBinding } from "../domain/browser-binding.ts";
 import { findProvider, openProvider, requireProvider } from "../domain/providers.ts";
@@ -31,7 +32,8 @@ export async function showConsent(call: Call): Promise<Response> {
   }
   const record = await requireProvider(gw, session.provider_id);
   const upstream = await upstreamAuthorizeUrl(gw, session, record);
-  if (record.config.consent_screen === false) {
+  // An ID-JAG's connection (DESIGN §23) shows no page of ath's either: the enterprise's IdP decided.
+  if (record.config.consent_screen === false || (await connectionPerson(gw, session)) !== null) {
     // No page to answer: this GET is the decision, so it binds (and the provider is told to ask: see oauth/client.ts).
     if (!(await bindBrowser(gw, session, bindingHash(binding.value)))) throw new AthError("STATE_MISMATCH");
     return redirect(upstream, 303, headers);

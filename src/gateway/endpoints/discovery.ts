@@ -1,5 +1,5 @@
 /** GET /.well-known/ath.json, GET /health and the landing page GET /. Never a secret. */
-import { ATH_VERSION, PATHS, type DiscoveryDocument } from "../../protocol/index.ts";
+import { ATH_VERSION, GRANT_TYPES, PATHS, type DiscoveryDocument } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { listProviders } from "../domain/providers.ts";
 import { json } from "../http/response.ts";
@@ -27,7 +27,8 @@ export async function discovery({ gw }: Call): Promise<Response> {
       revoke: base + PATHS.revoke,
       proxy: base + PATHS.proxy,
     },
-    grant_types_supported: ["authorization_code", "refresh_token"],
+    // DESIGN §17 (refresh) and §23: an enterprise IdP's ID-JAG, and delegation to a sub-agent (RFC 8693)
+    grant_types_supported: ["authorization_code", "refresh_token", GRANT_TYPES.jwtBearer, ...(gw.opts.maxDelegationDepth === 0 ? [] : [GRANT_TYPES.tokenExchange])],
     dpop_signing_alg_values_supported: ["ES256"],
   };
   return json(doc, 200, { "cache-control": "public, max-age=60" });

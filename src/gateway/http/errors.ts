@@ -12,6 +12,8 @@ export class OAuthError extends Error {
     readonly description: string,
     readonly status = 400,
     readonly headers: Record<string, string> = {},
+    /** Members beside `error` (DESIGN §23: `consent_url` with `interaction_required`). */
+    readonly extra: Record<string, string> = {},
   ) {
     super(description);
   }
@@ -56,7 +58,7 @@ export function jsonRpcErrorBody(id: unknown, code: number, message: string, dat
 
 /** Responses for the shapes above (the boundary's). */
 export function oauthErrorResponse(err: OAuthError): Response {
-  return new Response(JSON.stringify({ error: err.error, error_description: err.description }), {
+  return new Response(JSON.stringify({ error: err.error, error_description: err.description, ...err.extra }), {
     status: err.status,
     headers: { "content-type": "application/json", "cache-control": "no-store", ...err.headers },
   });

@@ -138,7 +138,7 @@ async function fetchDocumentKey(agentId: string, env: FetchEnv): Promise<{ key: 
   }
 }
 
-async function fetchDocument(agentId: string, env: FetchEnv): Promise<{ text: string; cacheMs: number }> {
+async function fetchDocument(agentId: string, env: FetchEnv): Promise<{ text: string; cacheMs: number; cacheControl: string | null }> {
   // One deadline for the whole fetch — DNS lookups, redirects and the body included. The lookups cannot be aborted,
   // so each step races the deadline.
   const signal = AbortSignal.timeout(IDENTITY_LIMITS.timeoutMs);
@@ -166,8 +166,8 @@ async function fetchDocument(agentId: string, env: FetchEnv): Promise<{ text: st
         await res.body?.cancel();
         throw new Refusal(`the identity document came with Content-Encoding ${show(encoding)}, which was not asked for`);
       }
-      const cacheMs = cacheLifetime(res.headers.get("cache-control"));
-      return { text: await Promise.race([readCapped(res), deadline]), cacheMs };
+      const cacheControl = res.headers.get("cache-control");
+      return { text: await Promise.race([readCapped(res), deadline]), cacheMs: cacheLifetime(cacheControl), cacheControl };
     }
   } catch (err) {
     if (signal.aborted) throw new Refusal("timed out after 5 s");
@@ -281,9 +281,10 @@ function show(value: string): string {
 
 /**
  * A public JSON document fetched the way agent identity documents are — https only (http and loopback under `--dev`),
- * no private hosts, 5 s, 64 KiB, ≤ 3 redirects: MCP client ID metadata documents (DESIGN §18) are fetched with it.
+ * no private hosts, 5 s, 64 KiB, ≤ 3 redirects: MCP client ID metadata documents (DESIGN §18) and trusted issuers'
+ * JWKS (§23, which keep their own cache rule: `cacheControl` is the header as received) are fetched with it.
  * Throws an Error whose message says why it could not be had.
  */
-export function fetchPublicDocument(url: string, o: { dev: boolean; fetch: Fetch }): Promise<{ text: string; cacheMs: number }> {
+export function fetchPublicDocument(url: string, o: { dev: boolean; fetch: Fetch }): Promise<{ text: string; cacheMs: number; cacheControl: string | null }> {
   return fetchDocument(url, { dev: o.dev, fetch: o.fetch, lookup: defaultLookup });
 }

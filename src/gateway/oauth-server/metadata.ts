@@ -3,7 +3,7 @@
  * `/.well-known/openid-configuration`, which some clients try first) and, per fronted MCP server, RFC 9728
  * protected-resource metadata.
  */
-import { AthError } from "../../protocol/index.ts";
+import { AthError, GRANT_TYPES } from "../../protocol/index.ts";
 import { MCP_PATHS } from "../../protocol/mcp-front-door.ts";
 import type { Call } from "../context.ts";
 import { json } from "../http/response.ts";
@@ -23,7 +23,8 @@ export async function authorizationServerMetadata(call: Call): Promise<Response>
       scopes_supported: [...scopes],
       response_types_supported: ["code"],
       response_modes_supported: ["query"],
-      grant_types_supported: ["authorization_code", "refresh_token"],
+      // DESIGN §23: an enterprise IdP's ID-JAG (RFC 7523 §2.1), from a trusted issuer
+      grant_types_supported: ["authorization_code", "refresh_token", GRANT_TYPES.jwtBearer],
       token_endpoint_auth_methods_supported: ["none", "client_secret_post", "client_secret_basic"],
       code_challenge_methods_supported: ["S256"],
       client_id_metadata_document_supported: true,

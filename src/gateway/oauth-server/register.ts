@@ -1,4 +1,5 @@
 /** POST /oauth/register — RFC 7591 dynamic client registration for MCP clients (DESIGN §18). */
+import { GRANT_TYPES } from "../../protocol/index.ts";
 import { MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
 import type { Call } from "../context.ts";
 import { hashSecret, mintSecret } from "../crypto/secrets.ts";
@@ -20,7 +21,8 @@ export async function register(call: Call): Promise<Response> {
   }
   const m = parsed.data;
   checkRedirectUris(m.redirect_uris);
-  const grants = m.grant_types.filter((g) => g !== "authorization_code" && g !== "refresh_token");
+  // DESIGN §23 "Pinned": a dynamically registered client may use the jwt-bearer grant (an enterprise IdP's ID-JAG)
+  const grants = m.grant_types.filter((g) => g !== "authorization_code" && g !== "refresh_token" && g !== GRANT_TYPES.jwtBearer);
   if (grants.length) throw new OAuthError("invalid_client_metadata", `unsupported grant_types: ${grants.join(", ")}`);
   if (m.response_types.some((r) => r !== "code")) throw new OAuthError("invalid_client_metadata", "response_types must be [\"code\"]");
 

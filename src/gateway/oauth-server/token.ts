@@ -1,17 +1,20 @@
 /**
  * POST /oauth/token — the OAuth wire of MCP clients' tokens (DESIGN §18): the form parsed, the client authenticated,
  * then the domain decides — domain/mcp-codes.ts for `authorization_code`, domain/refresh.ts for `refresh_token` (the
- * agents' rotation: one race window, one kill rule) — and its answer or refusal is shaped as OAuth's (RFC 6749 §5.1,
- * §5.2), not ATH's. MCP refresh tokens keep the `ath_rt_` prefix: one aggregate, one prefix; the row, not the prefix,
+ * agents' rotation: one race window, one kill rule), domain/id-jag.ts for an enterprise IdP's ID-JAG (§23, RFC 7523
+ * `jwt-bearer`: no browser) — and its answer or refusal is shaped as OAuth's (RFC 6749 §5.1, §5.2), not ATH's. MCP refresh tokens keep the `ath_rt_` prefix: one aggregate, one prefix; the row, not the prefix,
  * says whose a token is.
  */
-import { AthError, type TokenResponse } from "../../protocol/index.ts";
+import { AthError, GRANT_TYPES, type TokenResponse } from "../../protocol/index.ts";
 import type { Call, Gateway } from "../context.ts";
 import { constantTimeEqual, hashSecret } from "../crypto/secrets.ts";
 import { exchangeMcpCode } from "../domain/mcp-codes.ts";
 import { rotateRefreshToken } from "../domain/refresh.ts";
 import { readText } from "../http/request.ts";
-import { resolveClient, type ResolvedClient } from "./clients.ts";
+import { redirectHost, resolveClient, type ResolvedClient } from "./clients.ts";
+import { requireResource, tokenForPerson, verifyIdJag } from "../domain/id-jag.ts";
+import { agentFor } from "../domain/mcp-clients.ts";
+import { providerForResource, resourceOf } from "../mcp/providers.ts";
 import { noStoreJson, OAuthError } from "./errors.ts";
 
 export async function token(call: Call): Promise<Response> {
@@ -23,12 +26,13 @@ export async function token(call: Call): Promise<Response> {
   const client = await authenticate(gw, req, form);
   await call.identify({ client_id: client.agentClientId });
   const grantType = form.get("grant_type");
-  if (grantType !== "authorization_code" && grantType !== "refresh_token") {
-    throw new OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token");
+  if (grantType !== "authorization_code" && grantType !== "refresh_token" && grantType !== GRANT_TYPES.jwtBearer) {
+    throw new OAuthError("unsupported_grant_type", `grant_type must be authorization_code, refresh_token or ${GRANT_TYPES.jwtBearer}`);
   }
   let issued: TokenResponse;
   try {
-    issued = grantType === "authorization_code" ? await exchangeMcpCode(gw, codeExchange(client, form)) : await rotateRefreshToken(gw, refreshRequest(client, form));
+    if (grantType === GRANT_TYPES.jwtBearer) issued = await idJag(gw, client, form);
+    else issued = grantType === "authorization_code" ? await exchangeMcpCode(gw, codeExchange(client, form)) : await rotateRefreshToken(gw, refreshRequest(client, form));
   } catch (err) {
     throw (err instanceof AthError && asOAuthError(err)) || err;
   }
@@ -60,6 +64,11 @@ export function asOAuthError(err: AthError): OAuthError | null {
       return new OAuthError("invalid_grant", "an administrator suspended this client");
     case "SCOPE_NOT_APPROVED":
       return new OAuthError("invalid_scope", err.message);
+    case "PROVIDER_NOT_APPROVED":
+      return new OAuthError("invalid_target", err.message);
+    // DESIGN §23 "Pinned": a 400 (RFC 6749 §5.2) with the URL the person opens once beside `error`
+    case "CONSENT_REQUIRED":
+      return new OAuthError("interaction_required", err.message, 400, {}, { consent_url: String(err.details?.consent_url) });
     case "INVALID_REQUEST":
       if (reason === "scope_widening") return new OAuthError("invalid_scope", `a refresh cannot widen the scopes: ${String((err.details?.scopes as string[] | undefined)?.join(" "))}`);
       if (reason === "resource_mismatch") return new OAuthError("invalid_target", err.message);
@@ -117,6 +126,29 @@ function codeExchange(client: ResolvedClient, form: URLSearchParams) {
   if (!code) throw new OAuthError("invalid_request", "code is required");
   if (!verifier || !/^[A-Za-z0-9._~-]{43,128}$/.test(verifier)) throw new OAuthError("invalid_request", "code_verifier (PKCE) is required");
   return { clientId: client.clientId, code, verifier, redirectUri: form.get("redirect_uri"), resource: form.get("resource") };
+}
+
+/**
+ * DESIGN §23: an enterprise IdP's ID-JAG for the MCP resource it names — a client that registered the grant type
+ * (RFC 7591 `grant_types`), the assertion issued to it, the resource one of this gateway's MCP servers (and the one
+ * the request names, if it names one); the client's agent record is the one its authorizations use.
+ */
+async function idJag(gw: Gateway, client: ResolvedClient, form: URLSearchParams): Promise<TokenResponse> {
+  const assertion = form.get("assertion");
+  if (!assertion) throw new OAuthError("invalid_request", "assertion is required");
+  if (!client.metadata.grant_types.includes(GRANT_TYPES.jwtBearer)) {
+    throw new OAuthError("unauthorized_client", `this client did not register the ${GRANT_TYPES.jwtBearer} grant type`);
+  }
+  const verified = await verifyIdJag(gw, assertion, client.clientId);
+  const provider = await providerForResource(gw, verified.resource);
+  if (!provider) throw new OAuthError("invalid_target", "the assertion's resource is no MCP server of this gateway");
+  const resource = resourceOf(gw, provider.provider_id);
+  const asked = form.get("resource");
+  if (asked !== null && asked.replace(/\/$/, "") !== resource) throw new OAuthError("invalid_target", "resource differs from the assertion's");
+  requireResource(verified, resource);
+  const agent = await agentFor(gw, { ...client, redirectHost: redirectHost(client.metadata) }, provider.provider_id, provider.config.available_scopes);
+  const scopes = (form.get("scope") ?? "").split(" ").filter(Boolean);
+  return tokenForPerson(gw, verified, { agent, provider, scopes: scopes.length > 0 ? scopes : undefined, jkt: null, mcpClient: client.clientId });
 }
 
 function refreshRequest(client: ResolvedClient, form: URLSearchParams) {

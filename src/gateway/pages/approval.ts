@@ -9,6 +9,7 @@
 import { renderAgentSection, renderDecisionForm } from "./agent.ts";
 import { escapeHtml, renderPage } from "./layout.ts";
 import { renderRequestView, type RequestView } from "./request-view.ts";
+import { renderDelegationSection, type DelegationView } from "./delegation.ts";
 
 export interface ApprovalPageView {
   gatewayHost: string;
@@ -20,6 +21,8 @@ export interface ApprovalPageView {
   agent: { agentId: string; developerName: string; developerId: string; purpose: string | null };
   /** The request as it will be sent (pages/request-view.ts). */
   request: RequestView;
+  /** DESIGN §23: when the agent's token was delegated to it, the agents it came through, nearest first. */
+  delegatedBy?: DelegationView;
   expiresAt: Date;
   now: Date;
 }
@@ -43,6 +46,7 @@ ${decided[v.status]}
 <h2>The request</h2>
 ${renderRequestView(v.request)}
 ${renderAgentSection(v.agent)}
+${renderDelegationSection(v.delegatedBy)}
 ${form}`;
   return renderPage({ title: `Approve this request to ${v.provider.displayName}?`, body, brand: `ath gateway · ${v.gatewayHost}` });
 }

@@ -14,6 +14,7 @@ export { renderConsentPage, type ConsentView } from "./consent.ts";
 export { renderLandingPage, type LandingView } from "./landing.ts";
 export {
   renderCodeResultPage,
+  renderConnectedPage,
   renderDeniedPage,
   renderErrorPage,
   type CodeResultView,

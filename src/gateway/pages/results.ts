@@ -37,6 +37,18 @@ the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong> revokes it in its a
   return renderPage({ title: "Access approved", body, brand: `ath gateway · ${v.gatewayHost}` });
 }
 
+/** After an ID-JAG's connection (DESIGN §23): nothing to hand over — the client asks again with a new assertion. */
+export function renderConnectedPage(v: { providerName: string; gatewayHost: string; scopes: string[] }): string {
+  const body = `<h1 class="status-ok">Connected</h1>
+<p class="lead">You connected ${escapeHtml(v.providerName)}. Your organization's sign-in already decided which applications may use it; go back to the application and try again.</p>
+<h2>Access granted</h2>
+<ul class="scopes">
+${v.scopes.map((s) => `<li><span class="scope-name">${escapeHtml(s)}</span></li>`).join("\n") || '<li><span class="scope-desc">No scopes</span></li>'}
+</ul>
+<p class="hint">To take this access back later, the operator of the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong> revokes it in its admin console; revoking at ${escapeHtml(v.providerName)} itself works too. You can close this tab.</p>`;
+  return renderPage({ title: "Connected", body, brand: `ath gateway · ${v.gatewayHost}` });
+}
+
 export function renderDeniedPage(v: { providerName: string }): string {
   const body = `<h1 class="status-bad">Access denied</h1>
 <p class="lead">You denied the agent access to ${escapeHtml(v.providerName)}. Nothing was shared.</p>

@@ -1,10 +1,10 @@
 /**
- * The `--providers` file: JSON keyed by provider id, `${ENV_NAME}` taken from the environment in any string, an
+ * The `--providers` file: JSON keyed by provider id (and `trusted_issuers`, DESIGN §23), `${ENV_NAME}` taken from the environment in any string, an
  * entry's `template` filled in (DESIGN §11), every problem reported with its path at once
  * (`providers.github.token_endpoint: Invalid http(s) URL`).
  */
 import { readFileSync } from "node:fs";
-import { formatIssues, ProvidersFile, type ProviderConfig } from "../../protocol/index.ts";
+import { formatIssues, ProvidersFile, TrustedIssuers, type ProviderConfig, type TrustedIssuer } from "../../protocol/index.ts";
 import { locateJsonError } from "./json-syntax.ts";
 import { policyProblems } from "../rules/conditions.ts";
 import { applyTemplate, UnknownTemplateError } from "./templates/index.ts";
@@ -15,6 +15,14 @@ export class ConfigError extends Error {
 
 /** Reads, interpolates and validates a providers file; throws ConfigError listing every problem. */
 export function loadProvidersFile(path: string, env: Record<string, string | undefined> = process.env): Record<string, ProviderConfig> {
+  return loadGatewayFile(path, env).providers;
+}
+
+/**
+ * The providers file with its `trusted_issuers` (DESIGN §23): the one key that is not a provider id — an array of
+ * issuer entries, validated with the providers, every problem reported at once.
+ */
+export function loadGatewayFile(path: string, env: Record<string, string | undefined> = process.env): { providers: Record<string, ProviderConfig>; trustedIssuers: TrustedIssuer[] } {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -31,20 +39,35 @@ export function loadProvidersFile(path: string, env: Record<string, string | und
   }
   const missing: string[] = [];
   const interpolated = interpolateEnv(raw, env, [], missing);
-  const parsed = ProvidersFile.safeParse(fillTemplates(interpolated, missing));
+  const { issuers, rest } = splitIssuers(interpolated);
+  const parsed = ProvidersFile.safeParse(fillTemplates(rest, missing));
   // A field whose ${ENV} is unset is reported once, as such, not again as the empty string zod then sees.
   const missingPaths = new Set(missing.map((m) => m.slice(0, m.indexOf(":"))));
   const invalid = parsed.success ? [] : formatIssues(parsed.error, "providers").filter((m) => !missingPaths.has(m.slice(0, m.indexOf(":"))));
   // `when` conditions compile now, so a typo fails the start, naming the rule (DESIGN §16)
   const conditions = parsed.success ? Object.entries(parsed.data).flatMap(([id, c]) => policyProblems(c.policy, `providers.${id}.policy`)) : [];
-  const problems = [...missing, ...invalid, ...conditions];
-  if (problems.length > 0 || !parsed.success) {
+  const trusted = TrustedIssuers.safeParse(issuers);
+  const issuerProblems = trusted.success ? duplicateIssuers(trusted.data) : formatIssues(trusted.error, "trusted_issuers");
+  const problems = [...missing, ...invalid, ...conditions, ...issuerProblems];
+  if (problems.length > 0 || !parsed.success || !trusted.success) {
     throw new ConfigError(`invalid providers file ${path}:\n  ${problems.join("\n  ")}`);
   }
-  return parsed.data;
+  return { providers: parsed.data, trustedIssuers: trusted.data };
 }
 
 // internal
+
+/** The file's `trusted_issuers` (default none) apart from its provider entries. */
+function splitIssuers(file: unknown): { issuers: unknown; rest: unknown } {
+  if (file === null || typeof file !== "object" || Array.isArray(file) || !("trusted_issuers" in file)) return { issuers: [], rest: file };
+  const { trusted_issuers: issuers, ...rest } = file as Record<string, unknown>;
+  return { issuers, rest };
+}
+
+function duplicateIssuers(issuers: TrustedIssuer[]): string[] {
+  const seen = new Set<string>();
+  return issuers.flatMap((t, i) => (seen.has(t.issuer) ? [`trusted_issuers.${i}.issuer: ${t.issuer} is listed twice`] : (seen.add(t.issuer), [])));
+}
 
 /**
  * Each entry with its template filled in. An unknown template is reported under the entry's `template` and the entry

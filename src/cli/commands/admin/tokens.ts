@@ -12,8 +12,10 @@ export async function tokensList({ args: a, format }: Invocation): Promise<void>
     t.token_id,
     t.revoked_at !== null ? "revoked" : Date.parse(t.expires_at) <= now ? "expired" : "active",
     t.client_id, t.user_id, t.provider_id, t.scopes.join(","), t.created_at, t.expires_at,
+    // DESIGN §23: who delegated it — the ancestors' clients, nearest first
+    t.delegation ? t.delegation.chain.map((l) => l.client_id).join("<") : "-",
   ]);
-  table(c.out, ["TOKEN_ID", "STATE", "CLIENT_ID", "USER", "PROVIDER", "SCOPES", "CREATED", "EXPIRES"], rows);
+  table(c.out, ["TOKEN_ID", "STATE", "CLIENT_ID", "USER", "PROVIDER", "SCOPES", "CREATED", "EXPIRES", "DELEGATED_BY"], rows);
   more(c.out, answer.next_cursor);
 }
 

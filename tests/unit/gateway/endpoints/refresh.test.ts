@@ -59,7 +59,13 @@ describe("Refresh tokens — issue and rotation", () => {
     expect(f.token.refresh_token).toStartWith("ath_rt_");
     expect(f.token.refresh_expires_in).toBe(IDLE_S);
     const d = DiscoveryDocument.parse((await call(`${BASE}/.well-known/ath.json`, { fetch: g.fetch })).json);
-    expect(d.grant_types_supported).toEqual(["authorization_code", "refresh_token"]);
+    // and DESIGN §23's grants: an enterprise IdP's ID-JAG, delegation to a sub-agent
+    expect(d.grant_types_supported).toEqual([
+      "authorization_code",
+      "refresh_token",
+      "urn:ietf:params:oauth:grant-type:jwt-bearer",
+      "urn:ietf:params:oauth:grant-type:token-exchange",
+    ]);
   });
 
   test("malformed refresh requests: no refresh_token names it, an unknown one is INVALID_GRANT, an empty scope names scope", async () => {
