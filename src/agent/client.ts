@@ -16,6 +16,8 @@ import {
   type RegistrationUpdateRequest,
   type RefreshTokenRequest,
   type TokenExchangeRequest,
+  type DelegationRequest,
+  type JwtBearerRequest,
 } from "../protocol/schemas.ts";
 import { signDpopProof } from "./dpop.ts";
 import type { AgentKey } from "./keys.ts";
@@ -59,6 +61,16 @@ export async function exchangeCode(base: string, body: TokenExchangeRequest | Re
   // DESIGN §17: a DPoP proof by the agent's key with every token request (no `ath`); gateways without DPoP ignore it.
   const headers = key === undefined ? undefined : { dpop: await signDpopProof(key, { method: "POST", url }) };
   return attested(base, requestJson(TokenResponse, { method: "POST", url, json: body, ...(headers ? { headers } : {}) }, http));
+}
+
+/**
+ * POST /ath/token for one of DESIGN §23's grants — a delegation (RFC 8693) or an ID-JAG (RFC 7523) — as JSON, with a
+ * DPoP proof by the agent's key as every token request.
+ */
+export async function grantAt(base: string, body: DelegationRequest | JwtBearerRequest, http: HttpOptions, key: AgentKey) {
+  const url = base + PATHS.token;
+  const headers = { dpop: await signDpopProof(key, { method: "POST", url }) };
+  return attested(base, requestJson(TokenResponse, { method: "POST", url, json: body, headers }, http));
 }
 
 /** POST /ath/revoke as JSON (as /ath/token: DESIGN §8); the gateway answers 200 `{}` whatever happened. */

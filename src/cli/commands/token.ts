@@ -2,23 +2,52 @@
  * `ath token --code X [--session S]`: exchange the agent code for a token (Phase B, RFC 6749 §4.1.3) and save it.
  * Without `--session` the only unexpired pending session from `ath authorize` is used (several: exit 3). A code
  * this home already exchanged is not sent again: the token it gave is printed, with `already_exchanged`.
+ * Delegation (DESIGN §23; commands/token-delegation.ts): `--actor`, `--delegate <client_id>`, `--import <file>`.
  */
 import { exchange, type ExchangeInput, type Exchanged } from "../../agent/flows/exchange.ts";
 import { reveal } from "../../agent/mask.ts";
-import { commonOptions, context, single, text, type CommonOptions } from "../kit/common.ts";
+import { commonOptions, context, list, single, text, type CommonOptions } from "../kit/common.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
 import { usageError } from "../kit/errors.ts";
 import { commonArgs, defineCommand, showSecretsArg } from "../kit/flags.ts";
 import type { Output } from "../kit/render.ts";
 import type { SavedToken } from "../../agent/home.ts";
 
+/** What `--actor`, `--delegate` and `--import` ask for (DESIGN §23); at most one of them. */
+export type DelegationMode =
+  | { kind: "actor" }
+  | { kind: "delegate"; clientId: string; actorToken: string | undefined; scopes: string[] | undefined; budget: string | undefined; out: string | undefined }
+  | { kind: "import"; file: string };
+
+function delegationMode(a: Record<string, unknown>, scopes: string[]): DelegationMode | undefined {
+  const modes = [a.actor === true, text(a.delegate) !== undefined, text(a.import) !== undefined].filter(Boolean).length;
+  if (modes > 1) throw usageError("token takes one of --actor, --delegate and --import");
+  if (a.actor === true) return { kind: "actor" };
+  const clientId = text(a.delegate);
+  if (clientId !== undefined) {
+    return { kind: "delegate", clientId, actorToken: text(a["actor-token"]), scopes: scopes.length ? scopes : undefined, budget: text(a.budget), out: text(a.out) };
+  }
+  const file = text(a.import);
+  if (file !== undefined) return { kind: "import", file };
+  for (const flag of ["actor-token", "budget", "out"]) if (text(a[flag]) !== undefined) throw usageError(`--${flag} goes with --delegate`);
+  if (scopes.length) throw usageError("--scopes goes with --delegate");
+  return undefined;
+}
+
 export interface TokenOptions extends CommonOptions, Omit<ExchangeInput, "target"> {
   showSecrets: boolean;
   /** `--refresh`: refresh the saved token with its refresh token instead of exchanging a code (DESIGN §17). */
   refresh?: boolean;
+  /** `--actor`, `--delegate`, `--import` (DESIGN §23). */
+  delegation?: DelegationMode;
 }
 
 export async function run(opts: TokenOptions, deps: Deps): Promise<void> {
+  if (opts.delegation) {
+    if (opts.code !== "" || opts.refresh) throw usageError("token takes one of --code, --refresh, --actor, --delegate and --import");
+    const { runDelegation } = await import("./token-delegation.ts");
+    return runDelegation(opts, opts.delegation, deps);
+  }
   if (opts.refresh) {
     if (opts.code !== "") throw usageError("token takes --code or --refresh, not both");
     const ctx = await context(opts, deps);
@@ -27,7 +56,7 @@ export async function run(opts: TokenOptions, deps: Deps): Promise<void> {
     const r = await refreshSaved(ctx.agent, ctx.target().base, opts.provider, Math.floor(performance.timeOrigin));
     return renderRefreshed(ctx.out, r.token, r.refreshed, opts.showSecrets, deps.now());
   }
-  if (opts.code === "") throw usageError("token needs --code <code> (from the redirect after the user approved), or --refresh");
+  if (opts.code === "") throw usageError("token needs --code <code> (from the redirect after the user approved), or --refresh (or --actor, --delegate, --import)");
   const ctx = await context(opts, deps);
   const { code, session, provider } = opts;
   const r = await exchange({ target: ctx.target(), code, session, provider }, ctx.agent);
@@ -78,8 +107,16 @@ const args = {
   code: { type: "string", description: "Authorization code from the redirect" },
   refresh: { type: "boolean", default: false, description: "Refresh the saved token (of --provider) with its refresh token" },
   session: { type: "string", description: "ath_session_id (default: the pending one)", valueHint: "ath_sess_…" },
-  provider: { type: "string", description: "Pick the pending session of this provider" },
+  provider: { type: "string", description: "Pick the pending session of this provider (with --delegate: the token to delegate)" },
   ...showSecretsArg,
+  // delegation to a sub-agent (DESIGN §23)
+  actor: { type: "boolean", default: false, description: "As a sub-agent: print an actor token (5 min, single use) for the agent that delegates to you" },
+  delegate: { type: "string", description: "Delegate part of the saved token to this sub-agent's client_id (needs --actor-token)", valueHint: "client_id" },
+  "actor-token": { type: "string", description: "The sub-agent's actor token (what `ath token --actor` printed; - for stdin)", valueHint: "jwt" },
+  scopes: { type: "string", description: "With --delegate: the scopes to pass on (default: all of the token's)", valueHint: "a,b" },
+  budget: { type: "string", description: "With --delegate: the calls the sub-agent may make (carved out of yours)", valueHint: "n" },
+  out: { type: "string", description: "With --delegate: write the handoff for the sub-agent to this file (0600)", valueHint: "file" },
+  import: { type: "string", description: "As a sub-agent: save the token a parent delegated to you (its handoff file; - for stdin)", valueHint: "file" },
 } as const;
 
 export default defineCommand({
@@ -91,6 +128,8 @@ export default defineCommand({
     if (session !== undefined) o.session = session;
     const provider = single(data, "provider", "token");
     if (provider !== undefined) o.provider = provider;
+    const delegation = delegationMode(a, list(data, "scopes"));
+    if (delegation) o.delegation = delegation;
     return run(o, getDeps());
   },
 });
