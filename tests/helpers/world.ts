@@ -28,8 +28,8 @@ export interface WorldOptions {
   /** Extra environment of the gateway process. */
   env?: Record<string, string>;
   dataDir?: string;
-  /** Extra or replacement providers, given the upstream (auth, api). */
-  providers?: (auth: UpstreamAuth, api: UpstreamApi) => GatewayOptions["providers"];
+  /** Extra or replacement providers, given the upstream (auth, api); may start servers of its own first (async). */
+  providers?: (auth: UpstreamAuth, api: UpstreamApi) => GatewayOptions["providers"] | Promise<GatewayOptions["providers"]>;
   /** Only the providers of `providers`, none of the standard ones (native mode fronts exactly one). */
   onlyProviders?: boolean;
 }
@@ -86,7 +86,8 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
       client_secret: auth.postClient.client_secret,
     },
   };
-  const providers = o.onlyProviders ? { ...o.providers?.(auth, api) } : { ...standard, ...o.providers?.(auth, api) };
+  const extra = await o.providers?.(auth, api);
+  const providers = o.onlyProviders ? { ...extra } : { ...standard, ...extra };
   let gw: Gateway;
   try {
     gw = await startGateway({
