@@ -1,7 +1,7 @@
 /**
  * An access token alone — no refresh token, no family — for the grants whose tokens are not renewed by ath (DESIGN
- * §23): an ID-JAG's (the IdP decides again each time: draft-ietf-oauth-identity-assertion-authz-grant §5, identity
- * chaining's "SHOULD NOT issue a refresh token") and a delegation's (the sub-agent asks its parent again).
+ * §23): an ID-JAG's (the IdP decides again each time: draft-ietf-oauth-identity-assertion-authz-grant, "Refresh
+ * Token": the resource authorization server SHOULD NOT return one) and a delegation's (the sub-agent asks its parent).
  */
 import { PREFIX } from "../../protocol/index.ts";
 import type { Delegation } from "../../store/identity-types.ts";
