@@ -47,7 +47,7 @@ export function loadGatewayFile(path: string, env: Record<string, string | undef
   // `when` conditions compile now, so a typo fails the start, naming the rule (DESIGN §16)
   const conditions = parsed.success ? Object.entries(parsed.data).flatMap(([id, c]) => policyProblems(c.policy, `providers.${id}.policy`)) : [];
   const trusted = TrustedIssuers.safeParse(issuers);
-  const issuerProblems = trusted.success ? duplicateIssuers(trusted.data) : formatIssues(trusted.error, "trusted_issuers");
+  const issuerProblems = [...(trusted.success ? [] : formatIssues(trusted.error, "trusted_issuers")), ...duplicateIssuers(issuers)];
   const problems = [...missing, ...invalid, ...conditions, ...issuerProblems];
   if (problems.length > 0 || !parsed.success || !trusted.success) {
     throw new ConfigError(`invalid providers file ${path}:\n  ${problems.join("\n  ")}`);
@@ -64,9 +64,17 @@ function splitIssuers(file: unknown): { issuers: unknown; rest: unknown } {
   return { issuers, rest };
 }
 
-function duplicateIssuers(issuers: TrustedIssuer[]): string[] {
+/** Each issuer listed again (read from the raw entries: reported with the entries' other problems, all at once). */
+function duplicateIssuers(issuers: unknown): string[] {
+  if (!Array.isArray(issuers)) return [];
   const seen = new Set<string>();
-  return issuers.flatMap((t, i) => (seen.has(t.issuer) ? [`trusted_issuers.${i}.issuer: ${t.issuer} is listed twice`] : (seen.add(t.issuer), [])));
+  return issuers.flatMap((t: unknown, i) => {
+    const issuer = (t as { issuer?: unknown } | null)?.issuer;
+    if (typeof issuer !== "string") return [];
+    if (seen.has(issuer)) return [`trusted_issuers.${i}.issuer: ${issuer} is listed twice`];
+    seen.add(issuer);
+    return [];
+  });
 }
 
 /**
