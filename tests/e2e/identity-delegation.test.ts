@@ -77,7 +77,7 @@ describe("delegation with the CLI (DESIGN §23)", () => {
     expect(dead.stderr).toContain("TOKEN_REVOKED");
   }, 60_000);
 
-  test("an import of a handoff made for another agent is refused (exit 2), and nothing is saved", async () => {
+  test("usage mistakes exit 2 in one line; an import of a handoff made for another agent is refused (exit 2), and nothing is saved", async () => {
     const parent = await home();
     const sub = await home();
     const stranger = await home();
@@ -90,6 +90,17 @@ describe("delegation with the CLI (DESIGN §23)", () => {
     const actor = (await ath(sub, ["token", "-g", gw, "--actor", "--format", "json"])).json();
     const out = join(parent, "h.json");
     expect((await ath(parent, ["token", "-g", gw, "--delegate", actor.client_id, "--actor-token", actor.actor_token, "--out", out])).code).toBe(0);
+    // usage mistakes: one line, exit 2, nothing sent
+    for (const args of [
+      ["--actor", "--delegate", actor.client_id],
+      ["--budget", "3"],
+      ["--delegate", actor.client_id, "--actor-token", actor.actor_token, "--budget", "many", "--out", out],
+      ["--delegate", actor.client_id, "--out", out],
+      ["--import", join(parent, "missing.json")],
+    ]) {
+      const r = await ath(parent, ["token", "-g", gw, ...args]);
+      expect({ args, code: r.code, lines: r.stderr.trim().split("\n").length }).toEqual({ args, code: 2, lines: 1 });
+    }
     const wrong = await ath(stranger, ["token", "-g", gw, "--import", out]);
     expect(wrong.code).toBe(2);
     expect(wrong.stderr).toContain(reg.client_id);

@@ -32,7 +32,7 @@ import { provenKey, verifyWorkloadJwt } from "./workload.ts";
 export async function registerAgent(gw: Gateway, body: AgentRegistrationRequest, proof: string | null = null): Promise<AgentRegistrationResponse> {
   const now = gw.now();
   let workload: WorkloadAgentRecord | null = null;
-  if (await isWorkloadJwt(gw, body.agent_attestation)) {
+  if (await isWorkloadJwt(gw, body.agent_attestation, body.agent_id)) {
     const verified = await verifyWorkloadJwt(gw, body.agent_attestation, { audience: gw.opts.baseUrl });
     if (verified.sub !== body.agent_id) throw new AthError("INVALID_ATTESTATION", "the workload JWT's sub must be the agent_id", { reason: "assertion_invalid" });
     workload = { client_id: "", issuer: verified.issuer, jkt: await provenKey(gw, proof, body.agent_id) };

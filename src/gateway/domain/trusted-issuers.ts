@@ -56,10 +56,13 @@ export async function verifyFromIssuer(gw: Gateway, jwt: string, kind: TrustedIs
   return { issuer: record.config, claims };
 }
 
-/** Whether `jwt` claims to come from a trusted workload issuer (how registration tells a workload JWT from an attestation). */
-export async function isWorkloadJwt(gw: Gateway, jwt: string): Promise<boolean> {
+/**
+ * Whether `jwt` claims to come from a trusted workload issuer (how registration tells a workload JWT from an
+ * attestation, whose `iss` is the agent_id itself or its origin: those cost no store read).
+ */
+export async function isWorkloadJwt(gw: Gateway, jwt: string, agentId: string): Promise<boolean> {
   const iss = peekClaims(jwt)?.iss;
-  if (typeof iss !== "string") return false;
+  if (typeof iss !== "string" || iss === agentId || (URL.canParse(agentId) && /^https?:/.test(agentId) && iss === new URL(agentId).origin)) return false;
   return (await findIssuer(gw, iss))?.config.kind === "workload";
 }
 
