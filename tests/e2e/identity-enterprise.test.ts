@@ -119,6 +119,20 @@ describe("ID-JAG through the binary (DESIGN §23)", () => {
     expectOAuthError(await present(await idp.idJag({ aud: gw, client_id: clientId, resource: "https://mcp.elsewhere.example/mcp" })), "invalid_target");
   }, 60_000);
 
+  test("the CLI: `ath token --assertion` names the consent URL the first time (exit 4), then saves the person's token, which `ath proxy` uses", async () => {
+    const reg = (await ath(home.path, ["register", "-g", gw, "--request", "mail:mail:read", "--format", "json"])).json();
+    const jag = () => idp.idJag({ aud: gw, client_id: reg.client_id, resource: `${gw}/ath/proxy/mail`, scope: "mail:read" });
+    const first = await ath(home.path, ["token", "-g", gw, "--assertion", await jag(), "--provider", "mail"]);
+    expect(first.code).toBe(4);
+    const url = /(http:\/\/127\.0\.0\.1:\d+\/ath\/consent\/[\w-]+)/.exec(first.stderr)?.[1];
+    expect(first.stderr).toContain("CONSENT_REQUIRED");
+    await consent(url!);
+    const saved = await ath(home.path, ["token", "-g", gw, "--assertion", await jag(), "--provider", "mail", "--format", "json"]);
+    expect(saved.json()).toMatchObject({ provider_id: "mail", token_type: "DPoP", effective_scopes: ["mail:read"] });
+    const mail = await ath(home.path, ["proxy", "-g", gw, "mail", "GET", "/v1/messages"]);
+    expect({ code: mail.code, stderr: mail.stderr }).toEqual({ code: 0, stderr: "" });
+  }, 60_000);
+
   test("an unknown kid refetches the issuer's JWKS once; another unknown kid within the minute is refused without a fetch", async () => {
     const net = { baseUrl: gw, fetch: (req: Request) => fetch(req) };
     const { agent, client } = await registeredAgent(net, { providers: [{ provider_id: "mail", scopes: ["mail:read"] }] });

@@ -6,13 +6,14 @@
  *    token: `delegate` — scopes ⊆ its own, an optional budget share. The answer is a handoff document.
  * 3. The sub-agent saves the handoff as its token for that provider: `importHandoff` — checked to be its own (client_id
  *    and agent_id), then used by `ath proxy` like any token (DPoP-bound to its key when the parent's was bound).
- * A delegated token has no refresh token: when it expires, the sub-agent asks its parent again.
+ * A delegated token has no refresh token: when it expires, the sub-agent asks its parent again. And the other grant of
+ * §23 an agent presents itself: an enterprise IdP's ID-JAG (`assertionToken`).
  */
 import { z } from "zod";
 import { GRANT_TYPES, TOKEN_TYPES, ActClaim } from "../../protocol/identity.ts";
 import type { TokenResponse } from "../../protocol/schemas.ts";
 import { audience, grantAt } from "../client.ts";
-import { notConfigured, usageError } from "../errors.ts";
+import { ClientError, notConfigured, usageError } from "../errors.ts";
 import { updateCredentials, type SavedToken } from "../home.ts";
 import { attest } from "../identity.ts";
 import { requireRegistration } from "../tokens.ts";
@@ -145,4 +146,51 @@ export async function importHandoff(agent: Agent, doc: unknown): Promise<{ saved
     agent.now,
   );
   return { saved, handoff };
+}
+
+/**
+ * An enterprise IdP's ID-JAG for this agent (DESIGN §23): traded at /ath/token for the person's token of `provider`
+ * and saved as this identity's token for it. The person has not connected the provider yet: exit 4 CONSENT_REQUIRED,
+ * the message naming the URL to open once (then a new assertion is presented).
+ */
+export async function assertionToken(agent: Agent, base: string, i: { assertion: string; provider: string; scopes?: string[] }): Promise<{ response: TokenResponse; saved: SavedToken }> {
+  const identity = await agent.identity();
+  const reg = await requireRegistration(agent.home, base, identity.agentId);
+  let response: TokenResponse;
+  try {
+    response = await grantAt(
+      base,
+      {
+        grant_type: GRANT_TYPES.jwtBearer,
+        client_id: reg.client_id,
+        client_secret: reg.client_secret,
+        agent_attestation: await attest(identity, audience(base, "token")),
+        assertion: i.assertion,
+        provider_id: i.provider,
+        ...(i.scopes === undefined ? {} : { scope: i.scopes.join(" ") }),
+      },
+      agent.http,
+      identity.key,
+    );
+  } catch (e) {
+    const url = e instanceof ClientError && e.code === "CONSENT_REQUIRED" ? e.details?.consent_url : undefined;
+    if (!(e instanceof ClientError) || typeof url !== "string") throw e;
+    // the gateway's words name the field; a person reads the URL itself
+    const said = e.message.replace(/: open consent_url once, then present a new assertion$/, "");
+    throw new ClientError(e.kind, e.code, `${said}: the person opens ${url} once, then run this again with a new assertion`, {
+      ...(e.status === undefined ? {} : { status: e.status }),
+      details: e.details ?? {},
+      cause: e,
+    });
+  }
+  const saved = savedTokenOf(response, agent.now());
+  await updateCredentials(
+    agent.home,
+    (c) => {
+      const r = c.gateways[base]?.agents[identity.agentId];
+      if (r !== undefined) r.tokens[response.provider_id] = saved;
+    },
+    agent.now,
+  );
+  return { response, saved };
 }

@@ -2,7 +2,7 @@
  * `ath token --code X [--session S]`: exchange the agent code for a token (Phase B, RFC 6749 §4.1.3) and save it.
  * Without `--session` the only unexpired pending session from `ath authorize` is used (several: exit 3). A code
  * this home already exchanged is not sent again: the token it gave is printed, with `already_exchanged`.
- * Delegation (DESIGN §23; commands/token-delegation.ts): `--actor`, `--delegate <client_id>`, `--import <file>`.
+ * DESIGN §23 (commands/token-grants.ts): `--actor`, `--delegate <client_id>`, `--import <file>`, `--assertion <jwt>`.
  */
 import { exchange, type ExchangeInput, type Exchanged } from "../../agent/flows/exchange.ts";
 import { reveal } from "../../agent/mask.ts";
@@ -17,11 +17,17 @@ import type { SavedToken } from "../../agent/home.ts";
 export type DelegationMode =
   | { kind: "actor" }
   | { kind: "delegate"; clientId: string; actorToken: string | undefined; scopes: string[] | undefined; budget: string | undefined; out: string | undefined }
-  | { kind: "import"; file: string };
+  | { kind: "import"; file: string }
+  | { kind: "assertion"; assertion: string; scopes: string[] | undefined };
 
 function delegationMode(a: Record<string, unknown>, scopes: string[]): DelegationMode | undefined {
-  const modes = [a.actor === true, text(a.delegate) !== undefined, text(a.import) !== undefined].filter(Boolean).length;
-  if (modes > 1) throw usageError("token takes one of --actor, --delegate and --import");
+  const modes = [a.actor === true, text(a.delegate) !== undefined, text(a.import) !== undefined, text(a.assertion) !== undefined].filter(Boolean).length;
+  if (modes > 1) throw usageError("token takes one of --actor, --delegate, --import and --assertion");
+  const assertion = text(a.assertion);
+  if (assertion !== undefined) {
+    for (const flag of ["actor-token", "budget", "out"]) if (text(a[flag]) !== undefined) throw usageError(`--${flag} goes with --delegate`);
+    return { kind: "assertion", assertion, scopes: scopes.length ? scopes : undefined };
+  }
   if (a.actor === true) return { kind: "actor" };
   const clientId = text(a.delegate);
   if (clientId !== undefined) {
@@ -30,7 +36,7 @@ function delegationMode(a: Record<string, unknown>, scopes: string[]): Delegatio
   const file = text(a.import);
   if (file !== undefined) return { kind: "import", file };
   for (const flag of ["actor-token", "budget", "out"]) if (text(a[flag]) !== undefined) throw usageError(`--${flag} goes with --delegate`);
-  if (scopes.length) throw usageError("--scopes goes with --delegate");
+  if (scopes.length) throw usageError("--scopes goes with --delegate or --assertion");
   return undefined;
 }
 
@@ -44,9 +50,9 @@ export interface TokenOptions extends CommonOptions, Omit<ExchangeInput, "target
 
 export async function run(opts: TokenOptions, deps: Deps): Promise<void> {
   if (opts.delegation) {
-    if (opts.code !== "" || opts.refresh) throw usageError("token takes one of --code, --refresh, --actor, --delegate and --import");
-    const { runDelegation } = await import("./token-delegation.ts");
-    return runDelegation(opts, opts.delegation, deps);
+    if (opts.code !== "" || opts.refresh) throw usageError("token takes one of --code, --refresh, --actor, --delegate, --import and --assertion");
+    const { runGrant } = await import("./token-grants.ts");
+    return runGrant(opts, opts.delegation, deps);
   }
   if (opts.refresh) {
     if (opts.code !== "") throw usageError("token takes --code or --refresh, not both");
@@ -113,10 +119,11 @@ const args = {
   actor: { type: "boolean", default: false, description: "As a sub-agent: print an actor token (5 min, single use) for the agent that delegates to you" },
   delegate: { type: "string", description: "Delegate part of the saved token to this sub-agent's client_id (needs --actor-token)", valueHint: "client_id" },
   "actor-token": { type: "string", description: "The sub-agent's actor token (what `ath token --actor` printed; - for stdin)", valueHint: "jwt" },
-  scopes: { type: "string", description: "With --delegate: the scopes to pass on (default: all of the token's)", valueHint: "a,b" },
+  scopes: { type: "string", description: "With --delegate: the scopes to pass on (default: all of the token's); with --assertion: narrower scopes", valueHint: "a,b" },
   budget: { type: "string", description: "With --delegate: the calls the sub-agent may make (carved out of yours)", valueHint: "n" },
   out: { type: "string", description: "With --delegate: write the handoff for the sub-agent to this file (0600)", valueHint: "file" },
   import: { type: "string", description: "As a sub-agent: save the token a parent delegated to you (its handoff file; - for stdin)", valueHint: "file" },
+  assertion: { type: "string", description: "Trade an enterprise IdP's ID-JAG for the person's token of --provider (- for stdin)", valueHint: "jwt" },
 } as const;
 
 export default defineCommand({

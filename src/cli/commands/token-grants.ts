@@ -1,18 +1,19 @@
 /**
- * `ath token --actor | --delegate <client_id> | --import <file>` (DESIGN §23): delegation to a sub-agent, one flag per
- * step (agent/flows/delegate.ts). The actor token is printed alone in text mode, so `$(ath token --actor)` takes it;
+ * `ath token --actor | --delegate <client_id> | --import <file> | --assertion <jwt>` (DESIGN §23): delegation to a
+ * sub-agent, one flag per step, and an enterprise IdP's ID-JAG traded for the person's token (agent/flows/delegate.ts). The actor token is printed alone in text mode, so `$(ath token --actor)` takes it;
  * the handoff — which holds the sub-agent's token — goes only where it is asked to: a file (0600, `--out`), or stdout
  * with `--show-secrets`. Without either nothing is sent: a delegated token printed masked would be lost.
  */
-import { actorToken, delegate, importHandoff } from "../../agent/flows/delegate.ts";
+import { actorToken, assertionToken, delegate, importHandoff } from "../../agent/flows/delegate.ts";
 import { reveal } from "../../agent/mask.ts";
 import { context } from "../kit/common.ts";
 import type { Deps } from "../kit/deps.ts";
 import { usageError } from "../kit/errors.ts";
 import type { DelegationMode, TokenOptions } from "./token.ts";
 
-export async function runDelegation(opts: TokenOptions, mode: DelegationMode, deps: Deps): Promise<void> {
+export async function runGrant(opts: TokenOptions, mode: DelegationMode, deps: Deps): Promise<void> {
   if (mode.kind === "import") return importMode(opts, mode.file, deps);
+  if (mode.kind === "assertion") return assertionMode(opts, mode, deps);
   if (mode.kind === "actor") {
     const ctx = await context(opts, deps);
     const a = await actorToken(ctx.agent, ctx.target().base);
@@ -79,6 +80,22 @@ async function importMode(opts: TokenOptions, file: string, deps: Deps): Promise
     ["expires_at", ctx.out.time(saved.expires_at, deps.now())],
     ["effective_scopes", saved.effective_scopes.join(",")],
     ["budget", handoff.budget === null ? "(none)" : String(handoff.budget)],
+  ]);
+}
+
+async function assertionMode(opts: TokenOptions, mode: Extract<DelegationMode, { kind: "assertion" }>, deps: Deps): Promise<void> {
+  if (opts.provider === undefined) throw usageError("--assertion needs --provider <id>: the provider the assertion's resource names");
+  const assertion = mode.assertion === "-" ? (await deps.readStdin()).trim() : mode.assertion;
+  const ctx = await context(opts, deps);
+  const { response, saved } = await assertionToken(ctx.agent, ctx.target().base, { assertion, provider: opts.provider, ...(mode.scopes ? { scopes: mode.scopes } : {}) });
+  if (ctx.out.json) return ctx.out.doc({ ...response, access_token: reveal(response.access_token, opts.showSecrets), expires_at: saved.expires_at });
+  ctx.out.success(`token for ${response.provider_id} saved (from the enterprise's assertion)`);
+  ctx.out.table([
+    ["provider", response.provider_id],
+    ["access_token", reveal(response.access_token, opts.showSecrets)],
+    ["token_type", response.token_type],
+    ["expires_at", ctx.out.time(saved.expires_at, deps.now())],
+    ["effective_scopes", response.effective_scopes.join(",")],
   ]);
 }
 
