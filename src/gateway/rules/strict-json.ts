@@ -126,7 +126,7 @@ function scan(text: string, root: object): void {
 const DELIMITERS = new Set([0x2c, 0x5d, 0x7d, 0x20, 0x09, 0x0a, 0x0d]);
 
 function childOf(parent: { value: unknown; keys: Set<string> | null; key: string | null }, depth: number): unknown {
-  if (depth > SPAN_DEPTH || parent.value === null || typeof parent.value !== "object") return null;
+  if (depth >= SPAN_DEPTH || parent.value === null || typeof parent.value !== "object") return null;
   if (!parent.keys && parent.key === null) parent.key = "0";
   return (parent.value as Record<string, unknown>)[parent.key!];
 }
