@@ -15,6 +15,7 @@ import { listMcpProviders, resourceOf } from "./mcp/providers.ts";
 import { startSweeper } from "./ops/sweeper.ts";
 import type { ServeOptions } from "./options.ts";
 import { ConfigError, loadProvidersFile } from "./providers/file.ts";
+import { fileProblem } from "../text/file-errors.ts";
 
 export interface RunningServer {
   app: App;
@@ -38,7 +39,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
       try {
         readFileSync(path, "utf8");
       } catch (e) {
-        throw new ConfigError(`${flag} ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+        throw new ConfigError(`${flag} ${path}: cannot read it: ${fileProblem(e)}`);
       }
     }
   }

@@ -99,7 +99,11 @@ const args = {
   ...commonArgs,
   provider: { type: "string", description: "Provider id (native mode: the app id)", valueHint: "id" },
   scopes: { type: "string", description: "Comma-separated scopes (default: those approved at registration)", valueHint: "a,b" },
-  wait: { type: "boolean", description: "Receive the redirect on a loopback port and save the token (default on a TTY, text mode)" },
+  wait: {
+    type: "boolean",
+    description: "Receive the redirect on a loopback port and save the token (default on a TTY, text mode)",
+    negativeDescription: "Print the URL and the session, then return: `ath token --code` saves the token (default when piped or --format json)",
+  },
   open: { type: "boolean", default: true, description: "Open the browser", negativeDescription: "Only print the URL" },
   timeout: { type: "string", default: "300", description: `Seconds to wait for the approval (at most ${MAX_WAIT_SECONDS})`, valueHint: "seconds" },
   "redirect-uri": { type: "string", description: "user_redirect_uri to send (without --wait)", valueHint: "uri" },

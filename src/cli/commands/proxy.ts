@@ -22,6 +22,7 @@ import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
 import { athErrorKind, ClientError, oneLine, usageError } from "../kit/errors.ts";
 import { commonArgs, defineCommand, invocation } from "../kit/flags.ts";
+import { fileProblem } from "../../text/file-errors.ts";
 
 export interface ProxyOptions extends CommonOptions {
   /** Positional words: provider method path, or method path in native mode. */
@@ -143,7 +144,7 @@ async function readBodyArg(arg: string, deps: Deps): Promise<string> {
     const { readFile } = await import("node:fs/promises");
     return await readFile(path, "utf8");
   } catch (e) {
-    throw usageError(`--body ${oneLine(arg)}: cannot read ${oneLine(path)} (${(e as NodeJS.ErrnoException).code ?? "error"})`);
+    throw usageError(`--body ${oneLine(arg)}: cannot read ${oneLine(path)}: ${fileProblem(e)}`);
   }
 }
 
