@@ -3,7 +3,8 @@
  * `ath serve --demo`: a provider the gateway does not offer, a scope the agent may not ask for, the flags `--help`
  * must show and the flag people type for `--body`, a gateway that is down, an expired token whose refresh fails, a
  * refresh family that died (one exit code, every time), a port in use, providers files and other files that are
- * wrong, and what `ath serve` tells a person at start.
+ * wrong, what `ath serve` tells a person at start — and `ath mcp`'s tool errors, whose texts name the next tool,
+ * never a shell command (the MCP host is the official SDK client spawning dist/ath).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdir, writeFile } from "node:fs/promises";
@@ -11,6 +12,7 @@ import { join } from "node:path";
 import { consent } from "../helpers/agent.ts";
 import { ath, ATH_BIN, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
+import { startHost, type ToolResult } from "../helpers/mcp-host.ts";
 import { freePort, tempDir } from "../helpers/net.ts";
 
 let gw: Gateway;
@@ -95,6 +97,28 @@ describe("ath register / authorize", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toBe("ath: unknown flag --data for `ath proxy` (did you mean --body?): see `ath proxy --help`\n");
   });
+});
+
+describe("AGENT_UNAPPROVED at authorize (issue 35)", () => {
+  test("a pending agent the admin suspended: exit 4 naming what the operator runs, and the saved status is the true one", async () => {
+    const manual = await startGateway({ binary: true, providers: {}, extraArgs: ["--demo", "--approval", "manual"] });
+    try {
+      const h = await freshHome();
+      expect((await ath(h, ["register", "-g", manual.baseUrl, "--provider", "demo", "--scopes", "notes:read"])).code).toBe(0);
+      const saved = () => ath(h, ["status", "-g", manual.baseUrl, "--format", "json"]).then((r) => r.json().registrations[0]);
+      const { client_id, agent_status } = await saved();
+      expect(agent_status).toBe("pending");
+      expect((await ath(h, ["admin", "agents", "suspend", client_id, "-g", manual.baseUrl, "--admin-token", manual.adminToken])).code).toBe(0);
+      const r = await ath(h, ["authorize", "-g", manual.baseUrl, "--provider", "demo", "--no-wait"]);
+      expect(r.code).toBe(4);
+      expect(r.stderr).toContain("AGENT_UNAPPROVED");
+      expect(r.stderr).toContain(`this agent is suspended at ${manual.baseUrl}`);
+      expect(r.stderr).toContain(`ath admin agents approve ${client_id}`);
+      expect((await saved()).agent_status).toBe("suspended");
+    } finally {
+      await manual.cleanup();
+    }
+  }, 60_000);
 });
 
 describe("a gateway that is down", () => {
@@ -217,4 +241,43 @@ describe("ath serve", () => {
     expect(key.stderr).toContain("is a directory, not a file");
     for (const r of [body, key]) expect(r.stderr).not.toMatch(/ENOENT|EISDIR/);
   });
+});
+
+describe("ath mcp's tool errors", () => {
+  /** A tool error's text: its code, the reason, and `Next:` in tools' terms — no shell command, no flag. */
+  function expectNoShell(r: ToolResult, code: string): string {
+    expect(r.isError).toBe(true);
+    const text = r.content.map((c) => c.text ?? "").join("\n");
+    expect(text).toStartWith(`${code}: `);
+    expect({ code, shell: /`ath [a-z]|run `|--[a-z]/.exec(text)?.[0] ?? null }).toEqual({ code, shell: null });
+    expect(text).toContain("\nNext: ");
+    return text;
+  }
+
+  test("not registered, a provider not offered, no token, a dead refresh family: each names the tool to call, never `ath …`", async () => {
+    const fresh = await freshHome();
+    const host = await startHost({ home: fresh, args: ["-g", gw.baseUrl] });
+    try {
+      expectNoShell(await host.call("ath_request", { provider: "demo", method: "GET", path: "/notes" }), "NOT_REGISTERED");
+      expect(expectNoShell(await host.call("ath_authorize", { provider: "nonexistent" }), "UNKNOWN_PROVIDER")).toContain("ath_providers");
+      const pending = await host.call("ath_authorize", { provider: "demo", scopes: ["notes:read"] });
+      expect(pending.structuredContent?.status).toBe("pending");
+      expect(expectNoShell(await host.call("ath_request", { provider: "demo", method: "GET", path: "/notes" }), "NO_TOKEN")).toContain("ath_authorize");
+    } finally {
+      await host.close();
+    }
+    const h = await authorizedHome(short);
+    const clientId = (await ath(h, ["status", "-g", short.baseUrl, "--format", "json"])).json().registrations[0].client_id;
+    await ath(h, ["admin", "tokens", "revoke", "-g", short.baseUrl, "--admin-token", short.adminToken, "--client-id", clientId]);
+    await Bun.sleep(1_100);
+    const dead = await startHost({ home: h, args: ["-g", short.baseUrl] });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const text = expectNoShell(await dead.call("ath_request", { provider: "demo", method: "GET", path: "/notes" }), "TOKEN_REVOKED");
+        expect(text).toContain('call ath_authorize {"provider":"demo"}');
+      }
+    } finally {
+      await dead.close();
+    }
+  }, 60_000);
 });

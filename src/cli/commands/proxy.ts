@@ -15,6 +15,7 @@ import { forTerminal as sanitized, jsonInert } from "../../text/sanitize.ts";
 import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../../protocol/constants.ts";
 import { didYouMean } from "../../text/suggest.ts";
 import { requestWithApproval, type ApprovalWait } from "../../agent/flows/approval.ts";
+import { opensElsewhere } from "../../agent/links.ts";
 import { OWN_HEADERS, parseMaybeJson, utf8, type RequestInput } from "../../agent/flows/request.ts";
 import { isApprovalId } from "../../protocol/lean.ts";
 import { spinner } from "../kit/spinner.ts";
@@ -111,7 +112,8 @@ function waitForPerson(ctx: Awaited<ReturnType<typeof context>>, input: RequestI
     intervalMs: pollInterval(deps.env),
     async ask(pending) {
       const until = Date.parse(pending.expires_at);
-      out.info(`${input.method} ${input.path} needs a person's approval${pending.approver === "admin" ? " (an admin of the gateway decides it)" : ""}. Open this URL:\n  ${pending.approval_url}`);
+      const elsewhere = opensElsewhere(pending.approval_url, input.target.base);
+      out.info(`${input.method} ${input.path} needs a person's approval${pending.approver === "admin" ? " (an admin of the gateway decides it)" : ""}. Open this URL${elsewhere ? ` (it ${elsewhere}, not the gateway)` : ""}:\n  ${pending.approval_url}`);
       if (out.json) deps.stderr(`${JSON.stringify({ approval_id: pending.approval_id, approval_url: pending.approval_url, expires_at: pending.expires_at })}\n`);
       spin = deps.stderrTTY && !out.json ? spinner(() => `waiting for the approval… ${timeLeft(until - deps.now())} left`, deps.stderr) : undefined;
       deps.openUrl(pending.approval_url).catch((e: unknown) => {
