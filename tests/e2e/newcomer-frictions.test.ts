@@ -7,13 +7,15 @@
  * never a shell command (the MCP host is the official SDK client spawning dist/ath).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { consent } from "../helpers/agent.ts";
 import { ath, ATH_BIN, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { startHost, type ToolResult } from "../helpers/mcp-host.ts";
 import { freePort, tempDir } from "../helpers/net.ts";
+import { start } from "../helpers/processes.ts";
+import { sectionOf } from "../helpers/readme.ts";
 
 let gw: Gateway;
 let short: Gateway;
@@ -278,6 +280,83 @@ describe("ath mcp's tool errors", () => {
       }
     } finally {
       await dead.close();
+    }
+  }, 60_000);
+});
+
+describe("an idle gateway with a webhook and an OTLP endpoint", () => {
+  test("exports nothing while idle: a poll of the webhook outbox with nothing to do is no span (it was one a second)", async () => {
+    const batches: { spans: { name: string; traceId: string }[]; at: number }[] = [];
+    const delivered: string[] = [];
+    const collector = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        const path = new URL(req.url).pathname;
+        if (path === "/v1/traces") {
+          const body = (await req.json()) as { resourceSpans: { scopeSpans: { spans: { name: string; traceId: string }[] }[] }[] };
+          batches.push({ spans: body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((x) => x.spans)), at: Date.now() });
+          return Response.json({});
+        }
+        if (path === "/hook") delivered.push(await req.text());
+        return new Response(null, { status: 204 });
+      },
+    });
+    const otlp = await startGateway({ binary: true, providers: {}, extraArgs: ["--demo", "--otlp-endpoint", `http://127.0.0.1:${collector.port}`] });
+    try {
+      const add = await fetch(`${otlp.baseUrl}/ath/admin/webhooks`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${otlp.adminToken}`, "content-type": "application/json" },
+        body: JSON.stringify({ url: `http://127.0.0.1:${collector.port}/hook`, events: ["agent.registered"], secret: "a-webhook-secret-of-24-chars" }),
+      });
+      expect(add.status).toBe(201);
+      // an event, delivered: the deliverer has run inside a request's trace context since
+      expect((await ath(await freshHome(), ["register", "-g", otlp.baseUrl, "--provider", "demo", "--scopes", "notes:read"])).code).toBe(0);
+      for (let i = 0; i < 100 && delivered.length === 0; i++) await Bun.sleep(50);
+      expect(delivered.length).toBe(1);
+      await Bun.sleep(1_500); // what that work exported has left (spans leave within a second)
+      const before = batches.reduce((n, b) => n + b.spans.length, 0);
+      await Bun.sleep(3_500);
+      const idle = batches.flatMap((b) => b.spans).slice(before);
+      expect(idle.map((sp) => sp.name)).toEqual([]);
+    } finally {
+      await otlp.cleanup();
+      collector.stop(true);
+    }
+  }, 60_000);
+});
+
+describe("webhooks, as an operator first meets them", () => {
+  test("the docs and `ath admin webhooks add --help` say the secret's 16 characters and that a receiver on this machine needs --dev; so do the refusals", async () => {
+    const docs = sectionOf(await readFile(join(import.meta.dir, "../../docs/audit.md"), "utf8"), "Webhooks");
+    expect(docs).toContain("the secret is at least 16 characters");
+    expect(docs).toContain("a receiver on the gateway's own machine (`http://127.0.0.1:…`, `localhost`) is taken\n  only when the gateway runs with `--dev`");
+    const help = (await ath(home.path, ["admin", "webhooks", "add", "--help"])).stdout;
+    expect(help).toContain("the signing secret (at least 16 characters) is read from stdin");
+    expect(help).toContain("(http://127.0.0.1…) only when the gateway runs with --dev");
+    // a gateway without --dev, as an operator starts one
+    const token = "an-admin-token-of-at-least-24-characters";
+    const served = start([ATH_BIN, "serve", "--port", "0", "--admin-token", token, "--data-dir", join(home.path, "nodev")], { env: { ATH_HOME: home.path, ATH_LOG_FORMAT: "text" } });
+    try {
+      const [, base] = await served.waitFor("stdout", /^listening on (\S+)$/m);
+      const add = async (secret: string) => {
+        const p = Bun.spawn([ATH_BIN, "admin", "webhooks", "add", "-g", String(base), "--admin-token", token, "http://127.0.0.1:9/hook", "--events", "agent.registered"], {
+          env: { ...process.env, ATH_HOME: home.path, NO_COLOR: "1" },
+          stdin: new Blob([secret]),
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        const [code, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
+        return { code, stderr };
+      };
+      const short = await add("fifteen-chars!!");
+      expect(short.code).toBe(4);
+      expect(short.stderr).toContain("at least 16 characters");
+      const loopback = await add("a-secret-long-enough-for-it");
+      expect(loopback.code).toBe(4);
+      expect(loopback.stderr).toContain("with --dev");
+    } finally {
+      await served.kill("SIGKILL");
     }
   }, 60_000);
 });
