@@ -68,6 +68,8 @@ test("the README quick start, run as written against dist/ath with Chromium clic
       gateway = start(sh(`exec ${withPort}`), { env });
       const [, url] = await gateway.waitFor("stdout", /^listening on (\S+)$/m);
       expect(url).toBe(`http://127.0.0.1:${port}`);
+      // the lines after the ready one: where a person goes next
+      await gateway.waitFor("stdout", /^MCP server \S+: \S+$/m);
       outputs.push(gateway.output());
       continue;
     }
@@ -81,11 +83,13 @@ test("the README quick start, run as written against dist/ath with Chromium clic
     outputs.push(last.stdout + last.stderr);
   }
 
-  // what the README shows each command printing, it printed: the same lines, but for ids, secrets, times and ports
+  // what the README shows each command printing, it printed — and nothing else: the same lines, but for ids,
+  // secrets, times and ports (a spinner's frames are not lines a reader keeps)
   for (const [i, command] of qs.commands.entries()) {
-    const shown = shape(qs.printed[i] ?? "").filter((l) => !l.startsWith("✓"));
-    const got = shape(outputs[i] ?? "");
-    expect({ command, missing: shown.filter((l) => !got.includes(l)) }).toEqual({ command, missing: [] });
+    const shown = shape(qs.printed[i] ?? "");
+    const got = shape(outputs[i] ?? "").filter((l) => !l.includes("waiting for approval in the"));
+    expect({ command, missing: shown.filter((l) => !got.includes(l) && !l.startsWith("✓")) }).toEqual({ command, missing: [] });
+    expect({ command, unshown: got.filter((l) => !shown.includes(l)) }).toEqual({ command, unshown: [] });
   }
 
   // the journey is the one the README promises: serve --demo, then register, authorize --wait, proxy
