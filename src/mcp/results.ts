@@ -61,7 +61,7 @@ function scopeNext(p: string, d: Details): string {
 
 /** The next step after a failure, in the tools' terms (the flows' own messages name the CLI commands). */
 const NEXT: Record<string, (provider: string, details: Details) => string> = {
-  NO_GATEWAY: () => "this server was started without a gateway: the person who configured it adds `-g <gateway url>` to its command in the host's MCP settings",
+  NO_GATEWAY: () => "this server runs without a gateway: the person who set it up names one in its command in the host's MCP settings (`ath mcp -g <gateway url>`)",
   NOT_REGISTERED: reauthorize,
   NO_TOKEN: reauthorize,
   UNKNOWN_PROVIDER: () => "this gateway does not offer that provider: call ath_providers for the ones it does (details.providers)",
