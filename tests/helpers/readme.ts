@@ -43,7 +43,7 @@ export async function readJourney(repo: string, file: string, title: string): Pr
 }
 
 /**
- * Lines as comparable text: the gateway's ids and secrets (`ath_…`), did:key identities, and runs of letters, digits
+ * Lines as comparable text: the gateway's ids and secrets (`ath_…`), did:key identities, the sandbox's note ids, and runs of letters, digits
  * and `_-:.` that hold a digit or end in `…` (masked secrets, times, ports) become `#`; whitespace runs become one
  * space; lines that are only `#`, punctuation or empty go.
  */
@@ -54,6 +54,8 @@ export function shape(text: string): string[] {
     .map((l) =>
       l
         .replace(/\b(ath_|did:key:)[\w:.\/?&=%+…-]*/g, "#")
+        // the sandbox's note ids (`n_` + 8 random base64url characters, a digit or not)
+        .replace(/\bn_[A-Za-z0-9_-]{8}(?![\w-])/g, "#")
         .replace(/[\w:.\/?&=%+-]*(\d[\w:.\/?&=%+-]*|…)/g, "#")
         .replace(/\s+/g, " ")
         .trim(),
