@@ -134,7 +134,7 @@ describe("`ath mcp` refreshes by itself too (--token-ttl 2)", () => {
 });
 
 describe("The family ends (--refresh-idle 3, --refresh-ttl 8)", () => {
-  test("unused for longer than --refresh-idle: exit 4 TOKEN_EXPIRED naming ath authorize, and the token is forgotten", async () => {
+  test("unused for longer than --refresh-idle: exit 4 TOKEN_EXPIRED naming ath authorize — and the same again, the token kept dead", async () => {
     const home = await authorizedHome(ending);
     expect((await proxy(home, ending)).code).toBe(0);
     await Bun.sleep(4_000);
@@ -142,8 +142,9 @@ describe("The family ends (--refresh-idle 3, --refresh-ttl 8)", () => {
     expect(r.code).toBe(4);
     expect(r.json().error).toMatchObject({ code: "TOKEN_EXPIRED", details: { reason: "refresh_token_expired" } });
     expect(r.json().error.message).toContain(`ath authorize -g ${ending.baseUrl} --provider mail`);
+    // one condition, one exit code (issue 40: it was 4, then 3 NO_TOKEN)
     const again = await proxy(home, ending);
-    expect({ code: again.code, error: again.json().error.code }).toEqual({ code: 3, error: "NO_TOKEN" });
+    expect({ code: again.code, error: again.json().error.code }).toEqual({ code: 4, error: "TOKEN_EXPIRED" });
   }, 60_000);
 
   test("used all along, it still ends --refresh-ttl after the consent", async () => {

@@ -277,7 +277,7 @@ describe("ath serve — TLS", () => {
   test("TLS files that cannot be read or used are usage errors naming the flag", async () => {
     const missing = await serveFails(["--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"]);
     expect(missing.code).toBe(2);
-    expect(missing.err).toContain("--tls-cert /nonexistent/cert.pem: cannot read it (ENOENT)");
+    expect(missing.err).toContain("--tls-cert /nonexistent/cert.pem: cannot read it: no such file");
     const dir = await tmp();
     const notPem = join(dir, "not.pem");
     await writeFile(notPem, "not a certificate");

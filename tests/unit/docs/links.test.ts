@@ -39,6 +39,16 @@ describe("README and docs/", () => {
     for (const p of ARRIVING) expect(linked.has(p)).toBe(true);
   });
 
+  test("the README's Performance is one paragraph pointing at docs/performance.md, not a benchmark report (no build, ratio or budget)", () => {
+    const readme = read("README.md");
+    const start = readme.indexOf("\n## Performance\n");
+    expect(start).toBeGreaterThan(-1);
+    const section = readme.slice(start + 16, readme.indexOf("\n## ", start + 16)).trim();
+    expect(section.split("\n\n")).toHaveLength(1);
+    expect(links(section)).toContain("docs/performance.md");
+    expect(section).not.toMatch(/\d×|\bbuild [0-9a-f]{7}\b|budget|not met|UTC/);
+  });
+
   test("no page cites the design notes", () => {
     for (const file of ["README.md", ...pages]) expect({ file, cites: /\bDESIGN\b/.test(read(file)) }).toEqual({ file, cites: false });
   });
