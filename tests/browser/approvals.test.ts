@@ -91,6 +91,18 @@ async function ask(args: string[]) {
   return approval as { approval_id: string; approval_url: string; expires_at: string; request_digest: string; approver: string };
 }
 
+/** Every proxied call the audit log holds (the admin API; proxy.call records group a batch's calls). */
+async function auditedCalls(): Promise<{ method: string; path: string; status: number; request_digest?: string }[]> {
+  for (let i = 0; i < 100; i++) {
+    const res = await fetch(`${w.baseUrl}/ath/admin/audit?type=proxy.call&limit=500`, { headers: { "x-ath-user-token": w.gw.adminToken } });
+    const { events } = (await res.json()) as { events: { data: { calls: { method: string; path: string; status: number; request_digest?: string }[] } }[] };
+    const calls = events.flatMap((e) => e.data.calls);
+    if (calls.some((c) => c.request_digest)) return calls;
+    await Bun.sleep(50); // the audit queue writes in batches, ≤ 250 ms apart
+  }
+  return [];
+}
+
 async function decide(page: Page, url: string, button: "Approve" | "Deny") {
   const res = await page.goto(url);
   expect(res?.status()).toBe(200);
@@ -126,6 +138,10 @@ describe("the user approves one exact request", () => {
     expect(again.exit).toBe(4);
     expect(again.doc.body.details.previous).toEqual({ approval_id: pending.approval_id, reason: "used" });
     expect(posts().length).toBe(before + 1);
+
+    // the evidence joins to what the person approved (issue 35): the audit's proxy.call carries the 403's digest
+    const calls = await auditedCalls();
+    expect(calls.filter((c) => c.method === "POST" && c.path === "/v1/messages" && c.status === 201).map((c) => c.request_digest)).toContain(pending.request_digest);
   });
 
   test("a resend with a changed body, query or method is refused; the exact one still goes", async () => {
