@@ -11,7 +11,7 @@ const REPO = resolve(import.meta.dir, "../../..");
 const read = (path: string) => readFileSync(join(REPO, path), "utf8");
 const pages = readdirSync(join(REPO, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`);
 /** Pages written on other branches at the same time: linked by these names, checked once they exist. */
-const ARRIVING = ["policy", "agent-lifecycle", "guarantees-hardening", "audit", "mcp-front-door", "client-code-map"].map((n) => `docs/${n}.md`);
+const ARRIVING = ["policy", "agent-lifecycle", "guarantees-hardening", "audit", "mcp-front-door"].map((n) => `docs/${n}.md`);
 
 /** GitHub's heading anchors: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
 function anchors(markdown: string): Set<string> {
