@@ -5,51 +5,31 @@
  * at a time (Thompson's simulation), and each set reached is remembered as a DFA state with its transitions, built
  * lazily, so text a pattern has seen before costs one table lookup per code point (RE2's own DFA, in miniature).
  *
- * Bounds: at most MAX_STATES cached states per pattern (then the cache starts over, as RE2's does), and at most
- * MAX_WORK steps per match — a text × pattern pair that would need more fails the evaluation (fail closed) instead of
- * holding the event loop: with a cached DFA a MiB of text costs ≈ a million steps.
+ * Bounds: at most MAX_STATES cached states per pattern (then the cache starts over, as RE2's does), and a budget of
+ * steps per evaluation (re2/budget.ts) — a text × pattern pair that would need more fails the evaluation (fail closed)
+ * instead of holding the event loop: with a cached DFA a MiB of text costs ≈ a million steps.
  */
+import { inBudget, spend, STATE_COST, VISIT_COST, withMatchBudget } from "./budget.ts";
 import { inSet, isWordChar } from "./charset.ts";
 import { compileProgram, type Program } from "./program.ts";
 import { parseRe2 } from "./syntax.ts";
 
+export { MAX_WORK, Re2WorkError, withMatchBudget } from "./budget.ts";
 export { Re2SyntaxError } from "./syntax.ts";
 
 export interface Re2 {
   readonly source: string;
-  /** Whether the pattern matches somewhere in `text`; throws Re2WorkError once the budget (withMatchBudget) is spent. */
+  /** Whether the pattern matches somewhere in `text`; throws Re2WorkError once the budget (re2/budget.ts) is spent. */
   test(text: string): boolean;
 }
 
-export class Re2WorkError extends Error {
-  override readonly name = "Re2WorkError";
-}
-
+/** Cached DFA states per pattern: past it the cache starts over, as RE2's does. */
 export const MAX_STATES = 4_096;
-/** Steps one evaluation of a condition may spend on `matches`, all calls together (see withMatchBudget). */
-export const MAX_WORK = 2_000_000;
-
-/**
- * Runs `fn` with a fresh budget of MAX_WORK steps shared by every match it makes: a condition calling `matches` in a
- * comprehension over many strings spends one budget, not one per call. Evaluation is synchronous, so one counter
- * for the process is the evaluation's own.
- */
-export function withMatchBudget<T>(fn: () => T): T {
-  const [savedLeft, savedActive] = [left, active];
-  left = MAX_WORK;
-  active = true;
-  try {
-    return fn();
-  } finally {
-    left = savedLeft;
-    active = savedActive;
-  }
-}
 
 /** Compiles an RE2 pattern; throws Re2SyntaxError naming what RE2 would refuse. */
 export function compileRe2(source: string): Re2 {
   const dfa = new Dfa(compileProgram(parseRe2(source)));
-  return { source, test: (text) => (active ? dfa.test(text) : withMatchBudget(() => dfa.test(text))) };
+  return { source, test: (text) => (inBudget() ? dfa.test(text) : withMatchBudget(() => dfa.test(text))) };
 }
 
 // internal
@@ -72,19 +52,6 @@ interface State {
 }
 
 const MATCHED = Symbol("matched");
-
-/** What a step costs against the budget, in units of one cached transition (measured: scripts/bench/re2.ts). */
-const VISIT_COST = 2;
-const STATE_COST = 24;
-
-/** Steps left in the current budget; outside withMatchBudget each test() call gets a budget of its own. */
-let left = 0;
-let active = false;
-
-function spend(n: number): void {
-  left -= n;
-  if (left < 0) throw new Re2WorkError(`matching needs more than ${MAX_WORK} steps on this input`);
-}
 
 class Dfa {
   /** Cached states by a hash of their threads (buckets: a collision compares the threads). */
