@@ -5,8 +5,8 @@
  * verifier and another to whoever reads it next. Used by the offline audit verifier (agent/audit-verify.ts).
  *
  * The duplicate check is one pass over the text, constant work per character and per name: names are compared as
- * they are written unless they hold an escape (then decoded once), and a set of names is made only for an object
- * that reaches its second name.
+ * they are written unless they hold an escape (then decoded in the same pass: `"\u0061"` and `"a"` are one name), and
+ * a set of names is made only for an object that reaches its second name.
  */
 
 export type StrictJson = { ok: true; value: unknown } | { ok: false; reason: string };
@@ -65,7 +65,7 @@ export function firstDuplicateName(text: string): string | null {
         } else end++;
       }
       if (expectName) {
-        const name = escaped ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end);
+        const name = escaped ? unescape(text, i + 1, end) : text.slice(i + 1, end);
         const top = names.length - 1;
         const first = firsts[top] as string | null;
         if (first === null) firsts[top] = name;
@@ -84,6 +84,28 @@ export function firstDuplicateName(text: string): string | null {
 }
 
 // internal
+
+const SIMPLE: Record<string, string> = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
+
+/** The string between `from` and `to` (a valid JSON string's contents) with its escapes decoded. */
+function unescape(text: string, from: number, to: number): string {
+  let out = "";
+  let run = from;
+  for (let i = from; i < to; i++) {
+    if (text.charCodeAt(i) !== BACKSLASH) continue;
+    out += text.slice(run, i);
+    const c = text[i + 1]!;
+    if (c === "u") {
+      out += String.fromCharCode(parseInt(text.slice(i + 2, i + 6), 16));
+      i += 5;
+    } else {
+      out += SIMPLE[c];
+      i += 1;
+    }
+    run = i + 1;
+  }
+  return out + text.slice(run, to);
+}
 
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
