@@ -12,6 +12,7 @@ import type { Logger } from "./context.ts";
 import { loadOrCreateMasterKey } from "./crypto/sealing.ts";
 import { errorResponse } from "./http/response.ts";
 import { listMcpProviders, resourceOf } from "./mcp/providers.ts";
+import { fileAuditPin } from "./ops/audit-pin.ts";
 import { startSweeper } from "./ops/sweeper.ts";
 import type { ServeOptions } from "./options.ts";
 import { ConfigError, loadProvidersFile } from "./providers/file.ts";
@@ -43,7 +44,8 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
       }
     }
   }
-  const store = await openStoreNamingFlag(o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`, o.db !== undefined);
+  const db = o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`;
+  const store = await openStoreNamingFlag(db, o.db !== undefined);
   const masterKey = loadOrCreateMasterKey(o.dataDir, o.masterKey);
   // Requests that arrive before the gateway is configured — its providers file in the store — wait for it, so nothing
   // is answered before (a port of 0 is known only once bound, and the base URL may need it).
@@ -99,6 +101,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         ...(o.introspectionToken ? { introspectionToken: o.introspectionToken } : {}),
         masterKey,
         demo: o.demo,
+        auditPin: fileAuditPin(o.dataDir, db),
       },
       { store, log: meta.log },
     );
