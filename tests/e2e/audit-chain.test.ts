@@ -11,7 +11,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { auditKeyId, checkpointMessage } from "../../src/protocol/audit-chain.ts";
 import { authorize, call, consent, exchange, registeredAgent } from "../helpers/agent.ts";
-import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { tempDir } from "../helpers/net.ts";
 
@@ -63,7 +63,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await home?.remove();
   await gw?.cleanup();
-  removeBinary();
 });
 
 const records = () => lines.filter((l) => l.type !== "key" && l.type !== "checkpoint");

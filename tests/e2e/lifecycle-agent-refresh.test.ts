@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { consent } from "../helpers/agent.ts";
-import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { startHost } from "../helpers/mcp-host.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
@@ -29,7 +29,6 @@ afterAll(async () => {
   for (const h of homes) await h.remove();
   await short?.stop();
   await ending?.stop();
-  removeBinary();
 });
 
 /** A new home registered at `w` and holding a token for mail:read, got the way a person would give it. */
