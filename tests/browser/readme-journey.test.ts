@@ -11,8 +11,9 @@ import { existsSync } from "node:fs";
 import { mkdir, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
+import { ensureBinary } from "../helpers/cli-binary.ts";
 import { freePort, tempDir } from "../helpers/net.ts";
-import { freshPage, launchChromium } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, sharedChromium } from "../helpers/chromium.ts";
 import { clickAndWait } from "../helpers/person.ts";
 import { ATH_BIN, REPO, run, start, type Finished, type Running } from "../helpers/processes.ts";
 import { readQuickStart } from "../helpers/readme.ts";
@@ -24,7 +25,7 @@ let gateway: Running | undefined;
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
   await gateway?.kill("SIGKILL");
-  await browser?.close();
+  await closeContexts(browser);
   for (const c of cleanups) await c();
 });
 
@@ -48,10 +49,12 @@ test("the README quick start, run as written against dist/ath with Chromium clic
   for (const command of qs.commands) {
     ran.push(command);
     if (/^npm (install|ci)\b/.test(command)) {
-      // the machine running the tests was set up by `npm install`; build only if the binary is missing
+      // the machine running the tests was set up by `npm install`: the README's build runs when there is no binary;
+      // one older than the sources is rebuilt (tests/helpers/cli-binary.ts)
       const build = command.split("&&").map((s) => s.trim()).filter((s) => !/^npm (install|ci)\b/.test(s));
       expect(build.length).toBeGreaterThan(0);
       if (!existsSync(ATH_BIN)) for (const step of build) expect((await run(sh(step))).exitCode).toBe(0);
+      ensureBinary();
       continue;
     }
     if (/ serve\b/.test(command)) {
@@ -107,7 +110,7 @@ function shape(text: string): string[] {
 /** The person's part of `authorize --wait`: open the URL the CLI prints, press each button the README names. */
 async function approveInBrowser(cli: Running, buttons: string[]): Promise<Finished> {
   expect(buttons.length).toBeGreaterThan(0);
-  browser ??= await launchChromium();
+  browser ??= await sharedChromium();
   const { context, page } = await freshPage(browser);
   try {
     const [, url] = await cli.waitFor("stdout", /^\s+(https?:\/\/\S+\/ath\/consent\/\S+)\r?$/m);
