@@ -150,13 +150,18 @@ describe("the user approves one exact request", () => {
     expect((await proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id])).exit).toBe(0);
   });
 
-  test("two racing resends: one is forwarded", async () => {
+  // Two processes started together may reach the gateway one after the other, so this is the CLI's side of a spent
+  // approval; that one spend wins a real race is tests/unit/gateway/endpoints/approvals.test.ts's (in process, where
+  // the resends interleave at every await).
+  test("two `ath proxy` resends of one approval, started together: one is forwarded, the other exits 4 naming it used", async () => {
     const body = JSON.stringify({ ...MAIL, subject: "race" });
     const pending = await ask(["POST", "/v1/messages", "--body", body]);
     await decide(alice.page, pending.approval_url, "Approve");
     const before = posts().length;
     const results = await Promise.all([1, 2].map(() => proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id])));
     expect(results.map((r) => r.exit).sort()).toEqual([0, 4]);
+    const loser = results.find((r) => r.exit === 4)!;
+    expect(loser.doc.body.details.previous).toEqual({ approval_id: pending.approval_id, reason: "used" });
     expect(posts().length).toBe(before + 1);
   });
 

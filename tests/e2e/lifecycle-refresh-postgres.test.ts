@@ -1,7 +1,8 @@
 /**
  * Refresh tokens across two `ath serve` instances on one PostgreSQL database (DESIGN §6, §17): two refreshes racing
- * with the same refresh token, one on each instance — exactly one rotates, the other is told `refresh_token_spent`, and
- * the winner's successor keeps working (a race is not reuse); and reuse of a spent refresh token detected on the
+ * with the same refresh token, one on each instance, both held at the store until both wait there (so they race for
+ * certain: tests/helpers/store-race.ts) — exactly one rotates, the other is told `refresh_token_spent`, and the
+ * winner's successor keeps working (a race is not reuse); and reuse of a spent refresh token detected on the
  * second instance kills the family on both at once (the proxy's cache on the first hears of it).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -12,6 +13,7 @@ import { expectError } from "../helpers/expect-error.ts";
 import type { Gateway } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/lifecycle.ts";
 import { startPostgresPair, type PostgresPair } from "../helpers/postgres-pair.ts";
+import { raceAtStore } from "../helpers/store-race.ts";
 
 let pair: PostgresPair;
 let a: Gateway;
@@ -40,11 +42,11 @@ const reuses = async (g: Gateway) =>
   ((await call(`${g.baseUrl}/ath/admin/audit?type=refresh.reuse_detected`, { headers: { "x-ath-user-token": g.adminToken } })).json.events as unknown[]).length;
 
 describe("Refresh tokens on two instances sharing PostgreSQL", () => {
-  test("two refreshes racing with one refresh token (A and B): exactly one rotates, the other is refresh_token_spent, and the winner's successor still works", async () => {
+  test("two refreshes racing with one refresh token (A and B), both waiting at the store at once: exactly one rotates, the other is refresh_token_spent, and the winner's successor still works", async () => {
     const f = await fullFlow(a.baseUrl, { provider_id: "mail", scopes: ["mail:read"] });
     const rt = String(f.token.json.refresh_token);
     expect(rt).toStartWith("ath_rt_");
-    const [ra, rb] = await Promise.all([refreshAt(a, f, rt), refreshAt(b, f, rt)]);
+    const [ra, rb] = await raceAtStore({ schema: pair.schema, tables: /refresh_tokens$/, racers: 2, send: () => Promise.all([refreshAt(a, f, rt), refreshAt(b, f, rt)]) });
     const statuses = [ra.status, rb.status].sort();
     expect(statuses).toEqual([200, 400]);
     const [winner, loser] = ra.status === 200 ? [ra, rb] : [rb, ra];

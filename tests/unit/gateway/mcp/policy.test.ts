@@ -94,6 +94,8 @@ describe("policy rules in MCP terms", () => {
     expect(decideMcpCall(c, null, token([]), send({ to: "a@rival.example" }), false)).toMatchObject({ kind: "deny", code: "POLICY_DENIED", reason: "not to rivals", data: { rule: { from: "provider", index: 0 } } });
     expect(decideMcpCall(c, null, token([]), send({ to: "someone-long@friends.example" }), false)).toMatchObject({ kind: "approve", rule: { approver: "admin" } });
     expect(decideMcpCall(c, null, token([]), send({ to: "a@friends.example" }), false)).toEqual({ kind: "allow" });
+    // both hold (a rival's address longer than 20 characters): the first rule decides
+    expect(decideMcpCall(c, null, token([]), send({ to: "someone-long@rival.example" }), false)).toMatchObject({ kind: "deny", reason: "not to rivals" });
     // HTTP rules never judge an MCP call
     expect(decideMcpCall(policy([{ match: ["POST /send"], action: "deny" }]), null, token([]), send({}), false)).toEqual({ kind: "allow" });
   });
