@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { Browser, Page } from "playwright-core";
-import { freshPage, launchChromium, screenshots } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, screenshots, sharedChromium } from "../helpers/chromium.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { codeGrant, MemoryOAuthProvider, mcpClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
 import { freePort } from "../helpers/net.ts";
@@ -42,11 +42,11 @@ beforeAll(async () => {
   };
   gw = await startGateway({ binary: true, port, providers: { mail } });
   base = gw.baseUrl;
-  browser = await launchChromium();
+  browser = await sharedChromium();
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
   await gw?.cleanup();
   await host?.stop();
   await upstream?.stop();

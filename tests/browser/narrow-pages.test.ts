@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { authorize, call, consent, exchange, register, type ClientCredentials } from "../helpers/agent.ts";
 import { makeAgent, type TestAgent } from "../helpers/attestations.ts";
-import { freshPage, launchChromium, screenshots, VIEWPORTS } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, screenshots, sharedChromium, VIEWPORTS } from "../helpers/chromium.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { clickAndWait } from "../helpers/person.ts";
 
@@ -22,7 +22,7 @@ let client: ClientCredentials;
 const admin = (path: string, init: { method?: string; json?: unknown } = {}) => call(`${gw.baseUrl}${path}`, { ...init, headers: { "x-ath-user-token": gw.adminToken } });
 
 beforeAll(async () => {
-  [gw, browser] = await Promise.all([startGateway({ binary: true, providers: {}, extraArgs: ["--demo", "--approval", "manual"] }), launchChromium()]);
+  [gw, browser] = await Promise.all([startGateway({ binary: true, providers: {}, extraArgs: ["--demo", "--approval", "manual"] }), sharedChromium()]);
   agent = await makeAgent();
   const r = await register(gw.baseUrl, agent, { providers: [{ provider_id: "demo", scopes: ["notes:read"] }], body: { purpose: "Read my notes", developer: { name: "Acme", id: "dev-acme" } } });
   client = { client_id: String(r.json.client_id), client_secret: String(r.json.client_secret) };
@@ -32,7 +32,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await context?.close();
-  await browser?.close();
+  await closeContexts(browser);
   await gw?.cleanup();
 });
 

@@ -19,8 +19,9 @@ import { mkdir, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { Browser } from "playwright-core";
+import { ensureBinary } from "../helpers/cli-binary.ts";
 import { freePort, tempDir } from "../helpers/net.ts";
-import { freshPage, launchChromium } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, sharedChromium } from "../helpers/chromium.ts";
 import { clickAndWait } from "../helpers/person.ts";
 import { ATH_BIN, REPO, run, start, type Finished, type Running } from "../helpers/processes.ts";
 import { MemoryOAuthProvider, mcpClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
@@ -33,7 +34,7 @@ let gateway: Running | undefined;
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
   await gateway?.kill("SIGKILL");
-  await browser?.close();
+  await closeContexts(browser);
   for (const c of cleanups) await c();
 });
 
@@ -57,10 +58,12 @@ test("the README quick start, run as written against dist/ath with Chromium clic
   for (const command of qs.commands) {
     ran.push(command);
     if (/^npm (install|ci)\b/.test(command)) {
-      // the machine running the tests was set up by `npm install`; build only if the binary is missing
+      // the machine running the tests was set up by `npm install`: the README's build runs when there is no binary;
+      // one older than the sources is rebuilt (tests/helpers/cli-binary.ts)
       const build = command.split("&&").map((s) => s.trim()).filter((s) => !/^npm (install|ci)\b/.test(s));
       expect(build.length).toBeGreaterThan(0);
       if (!existsSync(ATH_BIN)) for (const step of build) expect((await run(sh(step))).exitCode).toBe(0);
+      ensureBinary();
       continue;
     }
     if (/ serve\b/.test(command)) {
@@ -104,7 +107,7 @@ test("the README quick start, run as written against dist/ath with Chromium clic
 /** The person's part of `authorize --wait`: open the URL the CLI prints, press each button the README names. */
 async function approveInBrowser(cli: Running, buttons: string[]): Promise<Finished> {
   expect(buttons.length).toBeGreaterThan(0);
-  browser ??= await launchChromium();
+  browser ??= await sharedChromium();
   const { context, page } = await freshPage(browser);
   try {
     const [, url] = await cli.waitFor("stdout", /^\s+(https?:\/\/\S+\/ath\/consent\/\S+)\r?$/m);
@@ -139,7 +142,7 @@ test("docs/mcp-front-door.md's one-minute journey: ath serve --demo fronts the s
   const provider = new MemoryOAuthProvider(host.redirectUrl, undefined, "One-minute Host");
   const first = mcpClient(String(mcpUrl), provider);
   await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
-  browser ??= await launchChromium();
+  browser ??= await sharedChromium();
   const { context, page } = await freshPage(browser);
   try {
     await page.goto(provider.authorizationUrl!.href);

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { verifyAuditExport } from "../../src/agent/audit-verify.ts";
 import { auditKeyId, checkpointMessage, endMessage } from "../../src/protocol/audit-chain.ts";
 import { authorize, call, consent, exchange, registeredAgent } from "../helpers/agent.ts";
-import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { tempDir } from "../helpers/net.ts";
 
@@ -65,7 +65,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await home?.remove();
   await gw?.cleanup();
-  removeBinary();
 });
 
 const records = (ls = lines) => ls.filter((l) => l.type !== "key" && l.type !== "checkpoint" && l.type !== "end");

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { forgeChain, forgedExport, sqliteTables } from "../helpers/audit-forger.ts";
-import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { tempDir } from "../helpers/net.ts";
 
@@ -58,7 +58,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.cleanup();
   await home?.remove();
-  removeBinary();
 });
 
 describe("records rewritten and re-chained, checkpoints deleted, the tail cut — with the store alone", () => {

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { consent } from "../helpers/agent.ts";
-import { ath, ATH_BIN, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ATH_BIN, ensureBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { startHost, type ToolResult } from "../helpers/mcp-host.ts";
 import { freePort, tempDir } from "../helpers/net.ts";
@@ -35,7 +35,6 @@ afterAll(async () => {
   for (const h of [home, ...homes]) await h?.remove();
   await gw?.cleanup();
   await short?.cleanup();
-  removeBinary();
 });
 
 async function freshHome(): Promise<string> {
