@@ -3,7 +3,11 @@
 # downloads it with SHA256SUMS, checks the checksum (a mismatch installs nothing) and puts it at
 # ${ATH_INSTALL_DIR:-$HOME/.local/bin}/ath. It never uses sudo.
 #
-#   curl -fsSL https://raw.githubusercontent.com/ath-protocol/ath/main/install.sh | sh
+#   curl -fsSLO https://raw.githubusercontent.com/ath-protocol/ath/main/install.sh && sh install.sh
+#
+# Fetched first, then run: `curl … | sh` exits 0 when the download fails (sh reads an empty script), this form
+# exits non-zero. Every failure here exits 1 and installs nothing; and since the work is one function called on the
+# last line, a script cut short in transfer runs nothing at all.
 #
 # ATH_DOWNLOAD_URL   base URL holding ath-<target> files and SHA256SUMS (default: the latest release)
 # ATH_INSTALL_DIR    where `ath` goes (default: $HOME/.local/bin)
@@ -62,11 +66,11 @@ detect() {
 }
 
 # --- download and check ------------------------------------------------------------------------------------------
-download() { # URL FILE
+download() { # URL FILE — fails (status 1) when the download does
   if command -v curl >/dev/null 2>&1; then
-    curl -fsSL --retry 2 -o "$2" "$1" || fail "could not download $1"
+    curl -fsSL --retry 2 -o "$2" "$1" || return 1
   elif command -v wget >/dev/null 2>&1; then
-    wget -q -O "$2" "$1" || fail "could not download $1"
+    wget -q -O "$2" "$1" || return 1
   else
     fail "neither curl nor wget is installed"
   fi
@@ -84,49 +88,56 @@ sha256() { # FILE
   fi
 }
 
-target=${ATH_TARGET:-$(detect)}
-case "$target" in
-  linux-x64 | linux-x64-musl | linux-arm64 | darwin-x64 | darwin-arm64) file="ath-$target" exe=ath ;;
-  windows-x64) file="ath-$target.exe" exe=ath.exe ;;
-  *) fail "unknown target $target" ;;
-esac
+# --- the whole run, as one function called on the last line ---------------------------------------------------
+main() {
+  target=${ATH_TARGET:-$(detect)}
+  case "$target" in
+    linux-x64 | linux-x64-musl | linux-arm64 | darwin-x64 | darwin-arm64) file="ath-$target" exe=ath ;;
+    windows-x64) file="ath-$target.exe" exe=ath.exe ;;
+    *) fail "unknown target $target" ;;
+  esac
 
-tmp=$(mktemp -d 2>/dev/null || mktemp -d -t ath)
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+  tmp=$(mktemp -d 2>/dev/null || mktemp -d -t ath)
+  trap 'rm -rf "$tmp"' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
 
-say "downloading $base/$file"
-download "$base/$file" "$tmp/$file"
-download "$base/SHA256SUMS" "$tmp/SHA256SUMS"
-expected=$(awk -v f="$file" '$2 == f || $2 == "*" f { print $1; exit }' "$tmp/SHA256SUMS")
-[ -n "$expected" ] || fail "SHA256SUMS lists no $file: nothing installed"
-actual=$(sha256 "$tmp/$file")
-if [ "$actual" != "$expected" ]; then
-  fail "checksum mismatch for $file (expected $expected, got $actual): nothing installed"
-fi
+  say "downloading $base/$file"
+  # the first download failing is most often no release there yet: say what works from a clone
+  download "$base/$file" "$tmp/$file" ||
+    fail "could not download $base/$file: nothing installed (no release there? From a clone of the repository: npx bun run release --only $target, then ATH_DOWNLOAD_URL=\"file://\$PWD/dist/release\" sh install.sh)"
+  download "$base/SHA256SUMS" "$tmp/SHA256SUMS" || fail "could not download $base/SHA256SUMS: nothing installed"
+  expected=$(awk -v f="$file" '$2 == f || $2 == "*" f { print $1; exit }' "$tmp/SHA256SUMS")
+  [ -n "$expected" ] || fail "SHA256SUMS lists no $file: nothing installed"
+  actual=$(sha256 "$tmp/$file")
+  if [ "$actual" != "$expected" ]; then
+    fail "checksum mismatch for $file (expected $expected, got $actual): nothing installed"
+  fi
 
-# --- install -----------------------------------------------------------------------------------------------------
-mkdir -p "$dir" 2>/dev/null || fail "cannot create $dir: choose another directory with ATH_INSTALL_DIR=… (this script never uses sudo)"
-[ -w "$dir" ] || fail "cannot write to $dir: choose another directory with ATH_INSTALL_DIR=… (this script never uses sudo)"
-chmod 755 "$tmp/$file"
-# copy next to the destination, then rename: a running ath is never overwritten in place
-cp "$tmp/$file" "$dir/.$exe.$$" || fail "cannot write to $dir"
-mv -f "$dir/.$exe.$$" "$dir/$exe" || fail "cannot write $dir/$exe"
+  # --- install -----------------------------------------------------------------------------------------------------
+  mkdir -p "$dir" 2>/dev/null || fail "cannot create $dir: choose another directory with ATH_INSTALL_DIR=… (this script never uses sudo)"
+  [ -w "$dir" ] || fail "cannot write to $dir: choose another directory with ATH_INSTALL_DIR=… (this script never uses sudo)"
+  chmod 755 "$tmp/$file"
+  # copy next to the destination, then rename: a running ath is never overwritten in place
+  cp "$tmp/$file" "$dir/.$exe.$$" || fail "cannot write to $dir"
+  mv -f "$dir/.$exe.$$" "$dir/$exe" || fail "cannot write $dir/$exe"
 
-if version=$("$dir/$exe" --version 2>/dev/null); then
-  say "installed $dir/$exe: ath $version"
-else
-  say "installed $dir/$exe (for $target; it does not run on this machine as it is: check the target)"
-fi
+  if version=$("$dir/$exe" --version 2>/dev/null); then
+    say "installed $dir/$exe: ath $version"
+  else
+    say "installed $dir/$exe (for $target; it does not run on this machine as it is: check the target)"
+  fi
 
-case ":${PATH:-}:" in
-  *":$dir:"*) say "run: ath --help" ;;
-  *)
-    say ""
-    say "$dir is not on your PATH. Add it, e.g. for sh/bash/zsh:"
-    say "  echo 'export PATH=\"$dir:\$PATH\"' >> ~/.profile && . ~/.profile"
-    say "or for fish:  fish_add_path $dir"
-    say "then run: ath --help"
-    ;;
-esac
+  case ":${PATH:-}:" in
+    *":$dir:"*) say "run: ath --help" ;;
+    *)
+      say ""
+      say "$dir is not on your PATH. Add it, e.g. for sh/bash/zsh:"
+      say "  echo 'export PATH=\"$dir:\$PATH\"' >> ~/.profile && . ~/.profile"
+      say "or for fish:  fish_add_path $dir"
+      say "then run: ath --help"
+      ;;
+  esac
+}
+
+main "$@"

@@ -57,14 +57,21 @@ export async function release(o: { targets?: Target[]; out?: string } = {}): Pro
   await rm(npmDir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   const commit = await buildCommit();
-  const artifacts: ReleaseResult["artifacts"] = [];
-  for (const target of targets) {
-    const file = join(dir, artifactName(target));
-    const started = performance.now();
-    await compile({ outfile: file, target: target.name, commit });
-    const sha256 = createHash("sha256").update(await readFile(file)).digest("hex");
-    artifacts.push({ target, file, sha256, seconds: (performance.now() - started) / 1000 });
-  }
+  // Two builds at a time: one leaves a CPU idle while it writes its ~100 MB (six on 2 CPUs: 11.7 → 8.9 s; six at
+  // once, 9.0 s). The artifacts keep the order of `targets`.
+  const artifacts: ReleaseResult["artifacts"] = new Array(targets.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < targets.length; i = next++) {
+      const target = targets[i]!;
+      const file = join(dir, artifactName(target));
+      const started = performance.now();
+      await compile({ outfile: file, target: target.name, commit });
+      const sha256 = createHash("sha256").update(await readFile(file)).digest("hex");
+      artifacts[i] = { target, file, sha256, seconds: (performance.now() - started) / 1000 };
+    }
+  };
+  await Promise.all([worker(), worker()]);
   await writeFile(join(dir, "SHA256SUMS"), artifacts.map((a) => `${a.sha256}  ${artifactName(a.target)}\n`).join(""));
   await writeNpmPackages(npmDir, artifacts.map((a) => ({ target: a.target, file: a.file })));
   return { dir, npmDir, artifacts };

@@ -24,14 +24,20 @@ export class ClientError extends Error {
   readonly reported: boolean;
   /** The message is several problems of the user's own files, one a line: printed line by line (each made safe). */
   readonly multiline: boolean;
+  /**
+   * What went wrong, without the next step for a person at a shell: `ath mcp` says its own next step in tools' terms
+   * (issue 40: a tool's text mixed "run `ath authorize …`" into its advice). The message is this plus `: <next>`.
+   */
+  readonly reason: string;
 
   constructor(
     kind: ErrorKind,
     code: string,
     message: string,
-    options: { status?: number; details?: ErrorDetails; cause?: unknown; reported?: boolean; multiline?: boolean } = {},
+    options: { status?: number; details?: ErrorDetails; cause?: unknown; reported?: boolean; multiline?: boolean; next?: string } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(options.next === undefined ? message : `${message}: ${options.next}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.reason = message;
     this.kind = kind;
     this.code = code;
     if (options.status !== undefined) this.status = options.status;
@@ -55,9 +61,9 @@ export function usageError(message: string, details?: ErrorDetails): ClientError
   return new ClientError("usage", "USAGE", message, details === undefined ? {} : { details });
 }
 
-/** A "not configured" error (exit 3) whose message names the next step. */
-export function notConfigured(code: string, message: string, details?: ErrorDetails): ClientError {
-  return new ClientError("config", code, message, details === undefined ? {} : { details });
+/** A "not configured" error (exit 3) whose message names the next step (`next`: the shell command's clause). */
+export function notConfigured(code: string, message: string, details?: ErrorDetails, next?: string): ClientError {
+  return new ClientError("config", code, message, { ...(details === undefined ? {} : { details }), ...(next === undefined ? {} : { next }) });
 }
 
 /**

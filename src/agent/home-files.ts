@@ -34,6 +34,11 @@ export interface SavedToken {
   /** ath's refresh token (DESIGN §17) and when its family ends (idle or absolute), if the gateway gave one. */
   refresh_token?: string | undefined;
   refresh_expires_at?: string | undefined;
+  /**
+   * Set when the gateway refused to refresh this token's family (`refresh_token_revoked|reused|expired`): the token is
+   * kept, dead, so every later use fails the same way (exit 4) until `ath authorize` saves a new one (issue 40).
+   */
+  refresh_dead?: string | undefined;
 }
 
 export interface PendingSession {
@@ -195,6 +200,7 @@ const savedToken = object<SavedToken>({
   expires_at: string,
   refresh_token: optional(string),
   refresh_expires_at: optional(string),
+  refresh_dead: optional(string),
 });
 
 const pendingSession = object<PendingSession>({

@@ -214,5 +214,13 @@ function networkError(req: Pick<HttpRequest, "method" | "url">, cause: unknown, 
     reason = oneLine(String(e?.message ?? cause));
   }
   const what = status === undefined ? reason : `the answer (${status}) broke off: ${reason}`;
-  return new ClientError("network", code, `${label(req)}: ${what}`, options);
+  // nothing listens there, or no such host: the person's next step (issue 40: "a gateway that is down gets no next step")
+  const origin = URL.canParse(req.url) ? new URL(req.url).origin : req.url;
+  const next =
+    status === undefined && reason === "connection refused"
+      ? `is a gateway running at ${origin}? Start one with \`ath serve\`, or pass the right -g`
+      : status === undefined && reason.startsWith("DNS lookup failed")
+        ? `check the gateway's URL (${origin}): pass the right -g`
+        : undefined;
+  return new ClientError("network", code, `${label(req)}: ${what}`, { ...options, ...(next === undefined ? {} : { next }) });
 }

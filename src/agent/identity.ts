@@ -10,6 +10,7 @@ const fsp = () => import("node:fs/promises");
 import type { ConfigFile, Home } from "./home.ts";
 import { notConfigured, usageError } from "./errors.ts";
 import type { AgentKey } from "./keys.ts";
+import { fileProblem } from "../text/file-errors.ts";
 
 export interface IdentityOptions {
   agentId?: string;
@@ -43,12 +44,12 @@ export async function loadIdentity(o: IdentityOptions, config: ConfigFile, home:
     const bad = (why: string) =>
       o.key !== undefined
         ? usageError(`--key ${explicit}: ${why}`)
-        : notConfigured("BAD_KEY", `the configured key ${explicit} ${why}: fix key_path with \`ath config set key-path <file>\``, { key_path: explicit });
+        : notConfigured("BAD_KEY", `the configured key ${explicit} ${why}`, { key_path: explicit }, "fix key_path with `ath config set key-path <file>`");
     let pem: string;
     try {
       pem = await (await fsp()).readFile(explicit, "utf8");
     } catch (e) {
-      throw bad(`cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+      throw bad(`cannot be read: ${fileProblem(e)}`);
     }
     try {
       key = await loadKey(pem);
@@ -84,8 +85,7 @@ export async function attest(id: Identity, audience: string): Promise<string> {
 // internal
 
 function reason(e: unknown): string {
-  const err = e as NodeJS.ErrnoException;
-  return (err?.code ?? err?.message ?? String(e)).replace(/^agent key: /, "");
+  return fileProblem(e).replace(/^agent key: /, "");
 }
 
 function modeOf(path: string): number {

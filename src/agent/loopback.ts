@@ -59,7 +59,7 @@ export function startLoopback(state: string, o: LoopbackOptions): LoopbackReceiv
     finish(() =>
       settle.reject(
         timeout.aborted
-          ? new ClientError("failure", "AUTHORIZATION_TIMEOUT", `no approval arrived within ${Math.round(o.timeoutMs / 1000)} s: run \`${o.retry ?? "ath authorize"}\` again`)
+          ? new ClientError("failure", "AUTHORIZATION_TIMEOUT", `no approval arrived within ${Math.round(o.timeoutMs / 1000)} s`, { next: `run \`${o.retry ?? "ath authorize"}\` again` })
           : new ClientError("failure", "CANCELLED", "the wait for the approval was cancelled"),
       ),
     );

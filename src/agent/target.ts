@@ -33,10 +33,7 @@ export function resolveBase(o: TargetOptions, config: ConfigFile): string {
   }
   const wanted = o.gateway ?? config.default_gateway;
   if (wanted === undefined || wanted === "") {
-    throw notConfigured(
-      "NO_GATEWAY",
-      "no gateway configured: pass -g <url>, or run `ath config set-gateway <name> <url>`",
-    );
+    throw notConfigured("NO_GATEWAY", "no gateway configured", undefined, "pass -g <url>, or run `ath config set-gateway <name> <url>`");
   }
   return resolveGatewayName(wanted, config);
 }

@@ -9,11 +9,7 @@ import { findRegistration, readCredentials, updateCredentials, type Home, type R
 export async function requireRegistration(home: Home, base: string, agentId: string): Promise<Registration> {
   const reg = findRegistration(await readCredentials(home), base, agentId);
   if (reg === undefined) {
-    throw notConfigured(
-      "NOT_REGISTERED",
-      `not registered at ${base} as ${agentId}: run \`ath register -g ${base} --provider <id>\``,
-      { gateway: base, agent_id: agentId },
-    );
+    throw notConfigured("NOT_REGISTERED", `not registered at ${base} as ${agentId}`, { gateway: base, agent_id: agentId }, `run \`ath register -g ${base} --provider <id>\``);
   }
   return reg;
 }
@@ -23,14 +19,10 @@ export function requireToken(reg: Registration, base: string, provider: string, 
   const token = reg.tokens[provider];
   const next = `run \`ath authorize -g ${base} --provider ${provider}\``;
   if (token === undefined) {
-    throw notConfigured("NO_TOKEN", `no token for ${provider} at ${base}: ${next}`, { gateway: base, provider_id: provider });
+    throw notConfigured("NO_TOKEN", `no token for ${provider} at ${base}`, { gateway: base, provider_id: provider }, next);
   }
   if (Date.parse(token.expires_at) <= now) {
-    throw notConfigured("TOKEN_EXPIRED", `the token for ${provider} at ${base} expired at ${token.expires_at}: ${next}`, {
-      gateway: base,
-      provider_id: provider,
-      expires_at: token.expires_at,
-    });
+    throw notConfigured("TOKEN_EXPIRED", `the token for ${provider} at ${base} expired at ${token.expires_at}`, { gateway: base, provider_id: provider, expires_at: token.expires_at }, next);
   }
   return token;
 }

@@ -12,12 +12,14 @@ import type { Fetch, Gateway, GatewayOptions, Logger, Metrics } from "./context.
 import { MasterKeySealer } from "./crypto/sealing.ts";
 import { hashSecret } from "./crypto/secrets.ts";
 import { openAuditChain } from "./domain/audit-chain.ts";
+import type { AuditPin } from "./domain/audit-guard.ts";
 import { enqueueWebhookEvents, isWebhookSource } from "./domain/webhooks.ts";
 import { startWebhookDeliverer } from "./ops/webhooks.ts";
 import { toRecord } from "./domain/providers.ts";
 import { putIssuer } from "./domain/trusted-issuers.ts";
 import { createPipeline } from "./http/pipeline.ts";
 import { createKeyResolver } from "./identity/agent-keys.ts";
+import { memoryAuditPin } from "./ops/audit-pin.ts";
 import { auditQueue } from "./ops/audit-queue.ts";
 import { SILENT } from "./ops/log.ts";
 import { createTracer } from "./ops/tracing.ts";
@@ -50,6 +52,8 @@ export interface AppOptions
   maxBody?: number;
   /** OTLP/HTTP base URL (`--otlp-endpoint`, OTEL_EXPORTER_OTLP_ENDPOINT): spans go to `<it>/v1/traces`. */
   otlpEndpoint?: string;
+  /** Where the audit chain's verified head is kept (ops/audit-pin.ts; `ath serve`: a file in the data dir); default: memory. */
+  auditPin?: AuditPin;
 }
 
 export interface AppDeps {
@@ -74,7 +78,7 @@ export interface App {
 }
 
 export async function createGateway(options: AppOptions, deps: AppDeps): Promise<App> {
-  const { providers, trustedIssuers, adminToken, introspectionToken, metricsToken, rateLimits, maxBody, masterKey, demo: withDemo, auditBatch, otlpEndpoint, ...opts } = options;
+  const { providers, trustedIssuers, adminToken, introspectionToken, metricsToken, rateLimits, maxBody, masterKey, demo: withDemo, auditBatch, otlpEndpoint, auditPin, ...opts } = options;
   const log = deps.log ?? SILENT;
   const tracer = createTracer({ ...(otlpEndpoint ? { endpoint: otlpEndpoint } : {}), version: opts.version, log, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
   // Reads of tokens, providers, grants and agents come from memory, invalidated exactly (store/cached.ts).
@@ -88,7 +92,16 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   const admin = await adminTokenHash(store, adminToken);
   const metrics = deps.metrics ?? createMetrics(opts.version);
   const sealer = await MasterKeySealer.fromRawKey(masterKey);
-  const auditChain = await openAuditChain(store, sealer, now, log);
+  const auditChain = await openAuditChain({
+    store, sealer, now, log,
+    pin: auditPin ?? memoryAuditPin(),
+    // A rewrite is recorded in the chain it was found in (the console and `ath admin audit` show it) and counted.
+    onTamper: (t) => {
+      const event = { type: "audit.tamper_detected", at: now(), data: { seq: t.seq, reason: t.reason } };
+      metrics.event(event.type, event);
+      store.appendAudit(event).catch((err) => log.error("the audit.tamper_detected record could not be written", err));
+    },
+  });
   const gateway: Gateway = {
     opts: {
       ...opts,

@@ -2,7 +2,7 @@
  * What every gateway handler gets: the options, the store, the sealer, the agent key resolver, a clock, the outbound
  * `fetch`, a logger — and, per request, a `Call` (the request, its route row and path parameters).
  */
-import type { AuditPublicJwk } from "../protocol/audit-chain.ts";
+import type { AuditPublicJwk, EndLine } from "../protocol/audit-chain.ts";
 import type { AuditCheckpoint, AuditEvent, Store } from "../store/types.ts";
 
 export interface GatewayOptions {
@@ -176,6 +176,8 @@ export interface AuditChain {
   jwk: AuditPublicJwk;
   /** Signs a checkpoint of the chain's head unless one exists at it; the newest checkpoint, or null (empty chain). */
   checkpoint(): Promise<AuditCheckpoint | null>;
+  /** An export's end: the head's checkpoint (null: empty chain) and the closing line signed over that head now. */
+  closeExport(): Promise<{ head: AuditCheckpoint | null; end: EndLine }>;
   /** Signs a checkpoint at a given record, unless one is there. */
   checkpointAt(seq: number, hash: string): Promise<void>;
   /** Tells the checkpointer `n` more records were written (the audit queue calls it). */

@@ -12,7 +12,7 @@ import { parseRate, type Rate } from "./ops/rate-limit.ts";
 /** The flags of `ath serve` (citty's argument shape, plus the environment variable each falls back to). */
 export const SERVE_FLAGS = {
   host: { type: "string", env: "ATH_HOST", description: "Address to listen on (env ATH_HOST; default 127.0.0.1)", valueHint: "addr" },
-  port: { type: "string", env: "ATH_PORT", description: "Port (env ATH_PORT; 0 picks a free one)", valueHint: "n" },
+  port: { type: "string", env: "ATH_PORT", description: "Port (env ATH_PORT; default 8787; 0 picks a free one)", valueHint: "n" },
   "base-url": { type: "string", env: "ATH_BASE_URL", description: "Public base URL (env ATH_BASE_URL)", valueHint: "url" },
   providers: { type: "string", env: "ATH_PROVIDERS_FILE", description: "Providers JSON file, ${ENV} interpolated (env ATH_PROVIDERS_FILE)", valueHint: "file" },
   "data-dir": { type: "string", env: "ATH_DATA_DIR", description: "State directory (env ATH_DATA_DIR; default $ATH_HOME/gateway)", valueHint: "dir" },
@@ -38,7 +38,7 @@ export const SERVE_FLAGS = {
   "tls-cert": { type: "string", description: "TLS certificate (PEM)", valueHint: "file" },
   "tls-key": { type: "string", description: "TLS private key (PEM)", valueHint: "file" },
   dev: { type: "boolean", description: "Development: allow http:// and loopback agent identity documents" },
-  demo: { type: "boolean", description: "Mount the sandbox provider `demo` under /demo" },
+  demo: { type: "boolean", description: "Mount the sandbox provider `demo` under /demo: a notes API, and an MCP server fronted at /mcp/demo" },
   insecure: { type: "boolean", description: "Allow plain http on a non-loopback address" },
   "trust-proxy": { type: "boolean", description: "TLS is terminated by a proxy in front (allows plain http; the client IP is the last X-Forwarded-For hop)" },
   "log-format": { type: "enum", env: "ATH_LOG_FORMAT", options: ["text", "json"] as string[], description: "Log lines as text or JSON (env ATH_LOG_FORMAT; default text on a terminal, else json)" },

@@ -5,15 +5,18 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { AthError } from "../protocol/index.ts";
+import { AthError, PATHS } from "../protocol/index.ts";
 import { openStore } from "../store/index.ts";
 import { createGateway, type App } from "./app.ts";
 import type { Logger } from "./context.ts";
 import { loadOrCreateMasterKey } from "./crypto/sealing.ts";
 import { errorResponse } from "./http/response.ts";
+import { listMcpProviders, resourceOf } from "./mcp/providers.ts";
+import { fileAuditPin } from "./ops/audit-pin.ts";
 import { startSweeper } from "./ops/sweeper.ts";
 import type { ServeOptions } from "./options.ts";
 import { ConfigError, loadGatewayFile } from "./providers/file.ts";
+import { fileProblem } from "../text/file-errors.ts";
 
 export interface RunningServer {
   app: App;
@@ -37,11 +40,12 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
       try {
         readFileSync(path, "utf8");
       } catch (e) {
-        throw new ConfigError(`${flag} ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+        throw new ConfigError(`${flag} ${path}: cannot read it: ${fileProblem(e)}`);
       }
     }
   }
-  const store = await openStoreNamingFlag(o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`, o.db !== undefined);
+  const db = o.db ?? `sqlite:${join(o.dataDir, "ath.db")}`;
+  const store = await openStoreNamingFlag(db, o.db !== undefined);
   const masterKey = loadOrCreateMasterKey(o.dataDir, o.masterKey);
   // Requests that arrive before the gateway is configured — its providers file in the store — wait for it, so nothing
   // is answered before (a port of 0 is known only once bound, and the base URL may need it).
@@ -99,6 +103,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         ...(o.introspectionToken ? { introspectionToken: o.introspectionToken } : {}),
         masterKey,
         demo: o.demo,
+        auditPin: fileAuditPin(o.dataDir, db),
       },
       { store, log: meta.log },
     );
@@ -134,8 +139,8 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
 
 /**
  * Runs until SIGTERM/SIGINT: prints a generated admin token once (stderr), then exactly one line `listening on
- * <base_url>` (stdout) when ready; the signal handlers are in place before that line, since a supervisor may signal
- * as soon as it reads it.
+ * <base_url>` (stdout) when ready — the signal handlers are in place before that line, since a supervisor may signal
+ * as soon as it reads it — and after it where a person goes next: the admin console and each MCP server it fronts.
  */
 export async function runServer(o: ServeOptions, meta: { version: string; log: Logger }): Promise<void> {
   const running = await startServer(o, meta);
@@ -156,12 +161,22 @@ export async function runServer(o: ServeOptions, meta: { version: string; log: L
   });
   await Bun.sleep(0); // let the runtime install the signal handlers
   meta.log.announce(`listening on ${running.url}`);
+  for (const line of await whereToGo(running)) meta.log.announce(line);
   await stopped;
 }
 
 // internal
 
 const IDLE_TIMEOUT_S = 10;
+
+/** The URLs a person opens next (issue 40): the admin console, and the front door of every MCP server served now. */
+async function whereToGo(running: RunningServer): Promise<string[]> {
+  const mcp = await listMcpProviders(running.app.gateway);
+  return [
+    `admin console: ${running.url}${PATHS.adminConsole}/ (sign in with the admin token)`,
+    ...mcp.map((p) => `MCP server ${p.provider_id}: ${resourceOf(running.app.gateway, p.provider_id)}`),
+  ];
+}
 
 /**
  * At most `max` requests in flight per peer address (DESIGN §14): Bun exposes no per-connection hook, so requests are
@@ -227,11 +242,18 @@ function redactUrl(spec: string): string {
   return spec.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, "$1:***@");
 }
 
-/** Bun.serve, with a TLS certificate or key it cannot use reported as a usage error naming the flags. */
+/**
+ * Bun.serve, with a TLS certificate or key it cannot use reported as a usage error naming the flags, and a port in use
+ * named with the flag that picks another (issue 40).
+ */
 function listen(options: Parameters<typeof Bun.serve>[0]): ReturnType<typeof Bun.serve> {
   try {
     return Bun.serve(options);
   } catch (e) {
+    const { hostname, port } = options as { hostname?: string; port?: number };
+    if ((e as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      throw new Error(`port ${port} on ${hostname} is already in use (another \`ath serve\`?): stop what listens there, or pick another port with --port <n> (--port 0: any free one)`, { cause: e });
+    }
     if ((options as { tls?: unknown }).tls) throw new ConfigError(`--tls-cert/--tls-key: ${(e as Error).message}`);
     throw e;
   }

@@ -17,13 +17,14 @@ export function ok(structured: object, summary: string): CallToolResult {
 
 /**
  * A tool error from anything a flow throws: ClientErrors keep their code, status and details; anything else (a
- * bug) is `ERROR` with its message. The text names the next tool to call when there is one.
+ * bug) is `ERROR` with its message. The message is the flow's reason without its next step for a shell (`run \`ath
+ * authorize …\``): the text names the next tool to call instead, when there is one (issue 40).
  */
 export function failed(e: unknown, tool?: { provider?: string }): CallToolResult {
-  const err = e as { name?: string; code?: unknown; message?: string; status?: number; details?: unknown };
+  const err = e as { name?: string; code?: unknown; message?: string; reason?: unknown; status?: number; details?: unknown };
   const known = err?.name === "ClientError" || err?.name === "AthError";
   const code = known && typeof err.code === "string" ? err.code : "ERROR";
-  const message = String(err?.message ?? e);
+  const message = typeof err?.reason === "string" ? err.reason : String(err?.message ?? e);
   const next = NEXT[code]?.(tool?.provider ?? "<id>", (known && typeof err.details === "object" && err.details !== null ? err.details : {}) as Details);
   const error = {
     code,
@@ -60,7 +61,7 @@ function scopeNext(p: string, d: Details): string {
 
 /** The next step after a failure, in the tools' terms (the flows' own messages name the CLI commands). */
 const NEXT: Record<string, (provider: string, details: Details) => string> = {
-  NO_GATEWAY: () => "start the server with `ath mcp -g <gateway url>`, or run `ath config set-gateway <name> <url>`",
+  NO_GATEWAY: () => "this server runs without a gateway: the person who set it up names one in its command in the host's MCP settings (`ath mcp -g <gateway url>`)",
   NOT_REGISTERED: reauthorize,
   NO_TOKEN: reauthorize,
   UNKNOWN_PROVIDER: () => "this gateway does not offer that provider: call ath_providers for the ones it does (details.providers)",
@@ -73,6 +74,8 @@ const NEXT: Record<string, (provider: string, details: Details) => string> = {
   SESSION_EXPIRED: reauthorize,
   SESSION_NOT_FOUND: reauthorize,
   AGENT_UNAPPROVED: () => "the gateway's admin must approve this agent (ath_status shows its agent_id and client_id); then call ath_authorize again",
+  NO_REFRESH_TOKEN: reauthorize,
+  CODE_ALREADY_EXCHANGED: reauthorize,
   PROVIDER_NOT_APPROVED: (p) => `this agent's registration does not cover ${p}; the gateway's admin can approve it`,
   APPROVAL_REQUIRED: () => "a person must approve this exact request at details.approval_url (show it to them); once they approved, call ath_request again with the same arguments and approval_id",
   APPROVAL_DENIED: () => "the person denied this request: do not send it again",

@@ -5,7 +5,10 @@
  * A record is what an export line holds without its `hash`, and exactly that is hashed: `hash` = lower-case hex
  * SHA-256 of the record's RFC 8785 canonical JSON. The first record's `prev_hash` is 64 zeros. A checkpoint signs
  * `{seq, hash, time}` (JCS) with the gateway's Ed25519 audit key; its line is `{type:"checkpoint", seq, hash, time,
- * signature}`, `signature` base64url. An export starts with `{type:"key", jwk}`.
+ * signature}`, `signature` base64url. An export starts with `{type:"key", jwk}` and ends with its closing line
+ * `{type:"end", seq, hash, time, signature}`: the head the export was taken at, signed over the JCS of the line without
+ * `signature` — its `type` member keeps an end's signature from ever passing for a checkpoint's, so an export cut
+ * after any checkpoint lacks a closing line no one without the key can make.
  */
 import { createHash, createPublicKey, verify as verifySignature } from "node:crypto";
 import { canonicalize } from "./jcs.ts";
@@ -52,6 +55,13 @@ export interface AuditPublicJwk {
   crv: "Ed25519";
   x: string;
   kid: string;
+}
+
+/** The export's closing line: the head it was taken at (seq 0 and ZERO_HASH for an empty chain), signed then. */
+export interface EndLine extends CheckpointBody {
+  type: "end";
+  /** base64url Ed25519 signature over canonicalize({type: "end", seq, hash, time}). */
+  signature: string;
 }
 
 export interface KeyLine {
@@ -113,17 +123,25 @@ export function checkpointMessage(c: CheckpointBody): Buffer {
   return Buffer.from(canonicalize({ seq: c.seq, hash: c.hash, time: c.time }), "utf8");
 }
 
+/** What an export's closing line signs: the line without its signature. */
+export function endMessage(c: CheckpointBody): Buffer {
+  return Buffer.from(canonicalize({ type: "end", seq: c.seq, hash: c.hash, time: c.time }), "utf8");
+}
+
 /** RFC 7638 thumbprint of an Ed25519 public key: base64url SHA-256 of `{"crv","kty","x"}` in that order. */
 export function auditKeyId(x: string): string {
   return createHash("sha256").update(canonicalize({ crv: "Ed25519", kty: "OKP", x })).digest("base64url");
 }
 
-/** A checker of checkpoint signatures under one public key. */
-export function checkpointVerifier(jwk: AuditPublicJwk): (c: CheckpointLine) => boolean {
+/** A checker of checkpoint signatures under one public key (`message`: endMessage for closing lines). */
+export function checkpointVerifier(
+  jwk: AuditPublicJwk,
+  message: (c: CheckpointBody) => Buffer = checkpointMessage,
+): (c: CheckpointBody & { signature: string }) => boolean {
   const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: jwk.x }, format: "jwk" });
   return (c) => {
     try {
-      return verifySignature(null, checkpointMessage(c), key, Buffer.from(c.signature, "base64url"));
+      return verifySignature(null, message(c), key, Buffer.from(c.signature, "base64url"));
     } catch {
       return false;
     }

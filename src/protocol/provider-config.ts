@@ -202,3 +202,42 @@ export const ProviderId = z
 export const AdminProviderRequest = ProviderConfig.safeExtend({ provider_id: ProviderId });
 
 export const ProvidersFile = z.record(ProviderId, ProviderConfig);
+
+/** The fields that hold a URL: a missing one is said as "a URL is required", not "a string". */
+const URL_FIELDS = new Set(["authorize_endpoint", "token_endpoint", "api_base_url", "userinfo_endpoint", "revocation_endpoint", "url", "resource"]);
+
+const WANTED: Record<string, string> = {
+  string: "a string",
+  number: "a number",
+  int: "a whole number",
+  boolean: "true or false",
+  array: "a list",
+  object: "an object",
+  record: "an object",
+};
+
+/**
+ * zod's type errors in words, for a person fixing a providers file (issue 40: `expected string, received undefined`):
+ * `missing (a URL is required)`, `must be a list (an array), not a string`; the root of the file is named as a file.
+ * Pass it as the parse's `error`; every other issue keeps its own message (undefined).
+ */
+export function providersFileIssue(issue: { code: string; expected?: string; input?: unknown; path?: readonly PropertyKey[]; issues?: readonly { message?: string }[] }): string | undefined {
+  // a provider id the record refuses: its own rule, not "Invalid key in record"
+  if (issue.code === "invalid_key") return `${JSON.stringify(issue.input)} is not a provider id: ${issue.issues?.[0]?.message ?? "see the rule for provider ids"}`;
+  if (issue.code !== "invalid_type" || issue.expected === undefined) return undefined;
+  const path = issue.path ?? [];
+  const field = String(path.at(-1) ?? "");
+  const wanted = issue.expected === "string" && URL_FIELDS.has(field) ? "a URL" : (WANTED[issue.expected] ?? `a ${issue.expected}`);
+  if (path.length === 0) return `the file must be an object keyed by provider id ({"github": {…}}), not ${kindOf(issue.input)}`;
+  if (path.length === 1) return `a provider's entry must be an object of its fields, not ${kindOf(issue.input)}`;
+  if (issue.input === undefined) return `missing (${wanted} is required)`;
+  return `must be ${wanted}${issue.expected === "array" ? " (an array)" : ""}, not ${kindOf(issue.input)}`;
+}
+
+function kindOf(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "a list";
+  if (typeof v === "object") return "an object";
+  if (typeof v === "boolean") return String(v);
+  return `a ${typeof v}`;
+}

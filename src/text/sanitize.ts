@@ -7,8 +7,9 @@
  * - `forTerminal`: by U+FFFD (tab and line feed kept where the text is multi-line, else they too become a space);
  * - `forPage`: by a visible `⟨U+202E⟩` (CR kept: only whitespace in HTML; HTML escaping is the page's own, after this);
  * - `jsonInert`: in JSON text, by their `\uXXXX` escape — the value is unchanged, what reaches a terminal is inert.
- * URLs from a gateway are used only when `http(s)` and of that gateway's origin (`sameOriginUrl`); a refused one is
- * named by its origin alone.
+ * URLs from a gateway are used only when DESIGN §14's link rule allows them (`checkLink`): https to any origin —
+ * another one named first —, http only to the gateway's own origin or a loopback host; a refused one is named by its
+ * origin alone.
  */
 
 /** Every character that must not reach a terminal raw, tab and line feed excepted. */
@@ -50,22 +51,38 @@ export function originOf(url: string): string {
   }
 }
 
+/** What a link from a gateway may be used as: its URL and, when it leaves the gateway's origin, the host it opens. */
+export type LinkVerdict = { ok: true; href: string; elsewhere: string | null } | { ok: false; why: string };
+
 /**
- * `url` when it is `http(s)` and has the origin of `gateway` (the base URL the client talks to); else null. What a
- * gateway hands the client to open, print as a link or elicit must pass this.
+ * DESIGN §14's rule for a URL a gateway hands the client to open, print as a link or elicit: `https` to any origin
+ * (the protocol lets `authorization_url` point at the provider; `elsewhere` is then the host to name first), `http`
+ * only to the gateway's own origin or a loopback host; never userinfo, control or format characters, or another
+ * scheme.
+ * @example checkLink("https://accounts.example.com/o/authorize?…", "http://127.0.0.1:8787") // ok, elsewhere "accounts.example.com"
  */
-export function sameOriginUrl(url: string, gateway: string): string | null {
+export function checkLink(url: string, gateway: string): LinkVerdict {
+  // before parsing: the URL parser silently drops tabs and line breaks, and would hide them
+  if (/[\u0000-\u0020\u007f-\u009f\u2028\u2029\p{Cf}]/u.test(url)) return { ok: false, why: "it holds control, space or format characters" };
   let u: URL;
   let g: URL;
   try {
     u = new URL(url);
     g = new URL(gateway);
   } catch {
-    return null;
+    return { ok: false, why: "it is not a URL" };
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") return null;
-  if (u.origin !== g.origin) return null;
-  return u.href;
+  if (u.username !== "" || u.password !== "") return { ok: false, why: "it carries a user name or password" };
+  const own = u.origin === g.origin;
+  if (u.protocol === "http:" && !own && !isLoopbackHost(u.hostname)) return { ok: false, why: "it is plain http to another host (only https may leave the gateway's origin)" };
+  if (u.protocol !== "https:" && u.protocol !== "http:") return { ok: false, why: `${forTerminal(u.protocol, { multiline: false })} links are never opened (only https, or http to the gateway or this computer)` };
+  return { ok: true, href: u.href, elsewhere: own ? null : forTerminal(u.host, { multiline: false }) };
+}
+
+/** A loopback host: `localhost`, 127.0.0.0/8, ::1 (the person's own computer). */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h.endsWith(".localhost") || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
 // internal

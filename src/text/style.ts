@@ -56,7 +56,7 @@ border-radius:10px;font:.92rem/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,m
 overflow-wrap:anywhere;user-select:all;-webkit-user-select:all}
 .hint{font-size:.92rem;color:var(--muted)}
 .nowrap{white-space:nowrap}
-code.id{display:block;overflow-x:auto;white-space:nowrap;font:.85rem/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+code.id{display:block;overflow-wrap:anywhere;word-break:break-all;font:.85rem/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .error-code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem;color:var(--muted)}
 .notice{border-left:4px solid var(--bad);padding:8px 12px;background:var(--claim);margin:12px 0}
 .card.wide{max-width:76rem}

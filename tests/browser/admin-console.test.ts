@@ -10,7 +10,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { authorize, call, consent, exchange, register, type ClientCredentials } from "../helpers/agent.ts";
 import { attest, makeAgent, type TestAgent } from "../helpers/attestations.ts";
 import { Browser as HttpBrowser, formWithButton } from "../helpers/browser.ts";
-import { freshPage, launchChromium, recordDialogs, screenshots, VIEWPORTS } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, recordDialogs, screenshots, sharedChromium, VIEWPORTS } from "../helpers/chromium.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { clickAndWait } from "../helpers/person.ts";
 
@@ -35,7 +35,7 @@ const api = (path: string, init: { method?: string; json?: unknown } = {}) =>
 const row = (text: string) => page.locator("table.list tbody tr", { hasText: text });
 
 beforeAll(async () => {
-  [gw, browser] = await Promise.all([startGateway({ binary: true, providers: {}, extraArgs: ["--demo", "--approval", "manual"] }), launchChromium()]);
+  [gw, browser] = await Promise.all([startGateway({ binary: true, providers: {}, extraArgs: ["--demo", "--approval", "manual"] }), sharedChromium()]);
   pending = await registered("Summarise my notes every morning", { name: "Acme Robotics", id: "dev-acme" });
   hostile = await registered(HOSTILE, { name: HOSTILE, id: "dev-<b>x</b>" });
   ({ context, page } = await freshPage(browser));
@@ -43,7 +43,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await context?.close();
-  await browser?.close();
+  await closeContexts(browser);
   await gw?.cleanup();
 });
 

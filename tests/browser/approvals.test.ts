@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { tempDir } from "../helpers/net.ts";
 import { mailProvider, startWorld, type World } from "../helpers/world.ts";
-import { freshPage, launchChromium, recordDialogs, screenshots } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, recordDialogs, screenshots, sharedChromium } from "../helpers/chromium.ts";
 import { clickAndWait, openConsent } from "../helpers/person.ts";
 import { ATH_BIN, AUTHORIZATION_URL, ath, run, start } from "../helpers/processes.ts";
 import { athError, startHost } from "../helpers/mcp-host.ts";
@@ -21,6 +21,8 @@ let chromium: Browser;
 let env: Record<string, string>;
 /** The person who consented (as alice at the provider): their browser keeps its cookies across tests. */
 let alice: { context: BrowserContext; page: Page };
+/** An approval asked before the tests, its page open in a tab of alice's: its ttl (10 s) passes while they run. */
+let expiring: { approval: Awaited<ReturnType<typeof ask>>; page: Page };
 const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
@@ -39,7 +41,7 @@ beforeAll(async () => {
         }),
       }),
     }),
-    launchChromium(),
+    sharedChromium(),
   ]);
   const home = await tempDir("approvals-home");
   cleanups.push(home.remove);
@@ -48,10 +50,12 @@ beforeAll(async () => {
   await ath(["register", "--provider", "approvals", "--scopes", SCOPES.join(","), "--purpose", "sends mail only when its user approves"], { env });
   alice = await freshPage(chromium);
   await authorizeAs(alice.page, "alice");
+  expiring = { approval: await ask(["POST", "/v1/echo", "--body", "{}"]), page: await alice.context.newPage() };
+  await expiring.page.goto(expiring.approval.approval_url);
 }, 120_000);
 afterAll(async () => {
   for (const c of cleanups) await c();
-  await chromium?.close();
+  await closeContexts(chromium);
   await w?.stop();
 });
 
@@ -91,6 +95,18 @@ async function ask(args: string[]) {
   return approval as { approval_id: string; approval_url: string; expires_at: string; request_digest: string; approver: string };
 }
 
+/** Every proxied call the audit log holds (the admin API; proxy.call records group a batch's calls). */
+async function auditedCalls(): Promise<{ method: string; path: string; status: number; request_digest?: string }[]> {
+  for (let i = 0; i < 100; i++) {
+    const res = await fetch(`${w.baseUrl}/ath/admin/audit?type=proxy.call&limit=500`, { headers: { "x-ath-user-token": w.gw.adminToken } });
+    const { events } = (await res.json()) as { events: { data: { calls: { method: string; path: string; status: number; request_digest?: string }[] } }[] };
+    const calls = events.flatMap((e) => e.data.calls);
+    if (calls.some((c) => c.request_digest)) return calls;
+    await Bun.sleep(50); // the audit queue writes in batches, ≤ 250 ms apart
+  }
+  return [];
+}
+
 async function decide(page: Page, url: string, button: "Approve" | "Deny") {
   const res = await page.goto(url);
   expect(res?.status()).toBe(200);
@@ -126,6 +142,10 @@ describe("the user approves one exact request", () => {
     expect(again.exit).toBe(4);
     expect(again.doc.body.details.previous).toEqual({ approval_id: pending.approval_id, reason: "used" });
     expect(posts().length).toBe(before + 1);
+
+    // the evidence joins to what the person approved (issue 35): the audit's proxy.call carries the 403's digest
+    const calls = await auditedCalls();
+    expect(calls.filter((c) => c.method === "POST" && c.path === "/v1/messages" && c.status === 201).map((c) => c.request_digest)).toContain(pending.request_digest);
   });
 
   test("a resend with a changed body, query or method is refused; the exact one still goes", async () => {
@@ -146,13 +166,18 @@ describe("the user approves one exact request", () => {
     expect((await proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id])).exit).toBe(0);
   });
 
-  test("two racing resends: one is forwarded", async () => {
+  // Two processes started together may reach the gateway one after the other, so this is the CLI's side of a spent
+  // approval; that one spend wins a real race is tests/unit/gateway/endpoints/approvals.test.ts's (in process, where
+  // the resends interleave at every await).
+  test("two `ath proxy` resends of one approval, started together: one is forwarded, the other exits 4 naming it used", async () => {
     const body = JSON.stringify({ ...MAIL, subject: "race" });
     const pending = await ask(["POST", "/v1/messages", "--body", body]);
     await decide(alice.page, pending.approval_url, "Approve");
     const before = posts().length;
     const results = await Promise.all([1, 2].map(() => proxy(["POST", "/v1/messages", "--body", body, "--approval", pending.approval_id])));
     expect(results.map((r) => r.exit).sort()).toEqual([0, 4]);
+    const loser = results.find((r) => r.exit === 4)!;
+    expect(loser.doc.body.details.previous).toEqual({ approval_id: pending.approval_id, reason: "used" });
     expect(posts().length).toBe(before + 1);
   });
 
@@ -166,18 +191,6 @@ describe("the user approves one exact request", () => {
     expect(r.doc.body.code).toBe("APPROVAL_DENIED");
     expect(posts().length).toBe(before);
   });
-
-  test("expiry: past its ttl the page can no longer approve, and the resend is refused", async () => {
-    const pending = await ask(["POST", "/v1/echo", "--body", "{}"]);
-    await alice.page.goto(pending.approval_url);
-    await Bun.sleep(Math.max(0, Date.parse(pending.expires_at) - Date.now()) + 500);
-    await clickAndWait(alice.page, "Approve");
-    expect(String(await alice.page.textContent("body"))).toContain("expired");
-    const r = await proxy(["POST", "/v1/echo", "--body", "{}", "--approval", pending.approval_id]);
-    expect(r.exit).toBe(4);
-    expect(r.doc.body.details.previous.reason).toBe("expired");
-    expect(w.api.requests.filter((x) => x.path === "/v1/echo")).toEqual([]);
-  }, 30_000);
 
   test("a hostile body is rendered inert: escaped text, no script runs", async () => {
     const hostile = JSON.stringify({ text: "</pre><script>alert(1)</script><img src=x onerror=alert(2)>", html: "<b>bold</b>" });
@@ -443,4 +456,17 @@ describe("ath mcp: ath_request on a request that needs an approval", () => {
       await host.close();
     }
   }, 60_000);
+});
+
+describe("an approval nobody decides within its ttl (asked before the tests above, which ran meanwhile)", () => {
+  test("expiry: past its ttl the page can no longer approve, and the resend is refused", async () => {
+    const { approval, page } = expiring;
+    await Bun.sleep(Math.max(0, Date.parse(approval.expires_at) - Date.now()) + 500);
+    await clickAndWait(page, "Approve");
+    expect(String(await page.textContent("body"))).toContain("expired");
+    const r = await proxy(["POST", "/v1/echo", "--body", "{}", "--approval", approval.approval_id]);
+    expect(r.exit).toBe(4);
+    expect(r.doc.body.details.previous.reason).toBe("expired");
+    expect(w.api.requests.filter((x) => x.path === "/v1/echo")).toEqual([]);
+  }, 30_000);
 });

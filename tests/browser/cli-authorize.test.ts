@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { tempDir } from "../helpers/net.ts";
 import { NATIVE_APP, startNativeWorld, startWorld, type World } from "../helpers/world.ts";
-import { freshPage, launchChromium, screenshots } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, screenshots, sharedChromium } from "../helpers/chromium.ts";
 import { consentInChromium, type ConsentSteps } from "../helpers/person.ts";
 import { ATH_BIN, AUTHORIZATION_URL, ath, run, start } from "../helpers/processes.ts";
 
@@ -23,11 +23,11 @@ let browser: Browser;
 const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  [w, browser] = await Promise.all([startWorld({ binary: true, extraArgs: ["--demo"] }), launchChromium()]);
+  [w, browser] = await Promise.all([startWorld({ binary: true, extraArgs: ["--demo"] }), sharedChromium()]);
 });
 afterAll(async () => {
   for (const c of cleanups) await c();
-  await browser?.close();
+  await closeContexts(browser);
   await w?.stop();
 });
 

@@ -11,7 +11,7 @@ import { expectError } from "../helpers/expect-error.ts";
 import { randomString } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 import { REGISTERED_REDIRECT, startAgentRedirect, type AgentRedirect } from "../helpers/agent-redirect.ts";
-import { freshPage, interceptRequests, launchChromium, screenshots } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, interceptRequests, screenshots, sharedChromium } from "../helpers/chromium.ts";
 import { clickAndWait, consentInChromium, openConsent, providerButton } from "../helpers/person.ts";
 
 interface Target {
@@ -35,7 +35,7 @@ let client: ClientCredentials;
 let receiver: AgentRedirect;
 
 beforeAll(async () => {
-  [w, browser] = await Promise.all([startWorld({ binary: true, extraArgs: ["--demo"] }), launchChromium()]);
+  [w, browser] = await Promise.all([startWorld({ binary: true, extraArgs: ["--demo"] }), sharedChromium()]);
   receiver = startAgentRedirect();
   agent = await makeAgent();
   const r = await register(w.baseUrl, agent, {
@@ -46,7 +46,7 @@ beforeAll(async () => {
   client = { client_id: String(r.json.client_id), client_secret: String(r.json.client_secret) };
 });
 afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
   receiver?.stop();
   await w?.stop();
 });

@@ -8,7 +8,7 @@ import type { Browser, Response } from "playwright-core";
 import { authorize, register, type ClientCredentials } from "../helpers/agent.ts";
 import { makeAgent, type TestAgent } from "../helpers/attestations.ts";
 import { startWorld, type World } from "../helpers/world.ts";
-import { freshPage, launchChromium, recordDialogs, screenshots } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, recordDialogs, screenshots, sharedChromium } from "../helpers/chromium.ts";
 import { clickAndWait, consentInChromium, openConsent } from "../helpers/person.ts";
 
 const HOSTILE = `<script>alert(1)</script> "><img src=x onerror=alert(1)> & 'quotes'`;
@@ -78,13 +78,13 @@ beforeAll(async () => {
         },
       }),
     }),
-    launchChromium(),
+    sharedChromium(),
   ]);
   ({ agent, client } = await registered("Summarise the inbox every morning", DEVELOPER));
   hostile = await registered(HOSTILE, { name: HOSTILE, id: "dev-<b>x</b>" });
 });
 afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
   await w?.stop();
 });
 

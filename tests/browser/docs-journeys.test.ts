@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdir, readFile, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
-import { freshPage, launchChromium } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, sharedChromium } from "../helpers/chromium.ts";
 import { freePort, tempDir } from "../helpers/net.ts";
 import { clickAndWait } from "../helpers/person.ts";
 import { ATH_BIN, REPO, run, start, type Running } from "../helpers/processes.ts";
@@ -33,12 +33,12 @@ beforeAll(async () => {
   cleanups.push(home.remove);
   gateway = start([ATH_BIN, "serve", "--demo", "--port", String(port)], { env: { ATH_HOME: home.path, ATH_LOG_FORMAT: "text" } });
   [, url = ""] = await gateway.waitFor("stdout", /^listening on (\S+)$/m);
-  browser = await launchChromium();
+  browser = await sharedChromium();
 });
 
 afterAll(async () => {
   await gateway?.kill("SIGKILL");
-  await browser?.close();
+  await closeContexts(browser);
   for (const c of cleanups) await c();
 });
 

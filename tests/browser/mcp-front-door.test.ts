@@ -12,7 +12,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UrlElicitationRequiredError } from "@modelcontextprotocol/sdk/types.js";
 import type { Browser, Page } from "playwright-core";
-import { freshPage, launchChromium, screenshots } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, screenshots, sharedChromium } from "../helpers/chromium.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { MemoryOAuthProvider, mcpClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
 import { freePort } from "../helpers/net.ts";
@@ -67,11 +67,11 @@ beforeAll(async () => {
   const hostileServer = { ...mailServer, display_name: "Hostile (MCP)", mcp: { url: hostile.url }, api_base_url: api.url, scope_rules: undefined, approval_rules: undefined, budgets: undefined, policy: undefined };
   gw = await startGateway({ port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" }, hostile: { ...hostileServer, scope_rules: { "mail:read": ["MCP tools/call *"] } } }, extraArgs: ["--refresh-idle", "86400", "--refresh-ttl", "90000"] });
   base = gw.baseUrl;
-  browser = await launchChromium();
+  browser = await sharedChromium();
 });
 
 afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
   await gw?.cleanup();
   await host?.stop();
   await upstream?.stop();

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import type { ElicitRequest, ElicitResult } from "@modelcontextprotocol/sdk/types.js";
-import { freshPage, launchChromium, screenshots } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, screenshots, sharedChromium } from "../helpers/chromium.ts";
 import { athError, startHost, textOf, type Host } from "../helpers/mcp-host.ts";
 import { tempDir } from "../helpers/net.ts";
 import { consentInChromium, type ConsentSteps } from "../helpers/person.ts";
@@ -26,11 +26,11 @@ let browser: Browser;
 const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  [w, browser] = await Promise.all([startWorld({ binary: true, extraArgs: ["--demo"] }), launchChromium()]);
+  [w, browser] = await Promise.all([startWorld({ binary: true, extraArgs: ["--demo"] }), sharedChromium()]);
 });
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  await browser?.close();
+  await closeContexts(browser);
   await w?.stop();
 });
 

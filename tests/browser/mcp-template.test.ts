@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
-import { freshPage, launchChromium } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, sharedChromium } from "../helpers/chromium.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { codeGrant, MemoryOAuthProvider, mcpClient, registerClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
 import { freePort } from "../helpers/net.ts";
@@ -23,11 +23,11 @@ beforeAll(async () => {
   github = startGitHubMock({ redirectUris: [`http://127.0.0.1:${port}/ath/callback`] });
   // What an operator writes: the template, the OAuth app's credentials — here, the mock's URLs in place of GitHub's.
   gw = await startGateway({ port, providers: { github: { template: "github-mcp", ...github.entry, mcp: { url: `${github.core.url}/mcp/` } } } });
-  browser = await launchChromium();
+  browser = await sharedChromium();
 });
 
 afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
   await gw?.cleanup();
   await github?.stop();
 });

@@ -9,21 +9,21 @@ import type { Browser, Page } from "playwright-core";
 import { startLoopback } from "../../src/agent/loopback.ts";
 import { registered, authorized, scriptedGateway, type InProcess } from "../helpers/in-process.ts";
 import { makeAgent } from "../helpers/attestations.ts";
-import { launchChromium, screenshots, VIEWPORTS } from "../helpers/chromium.ts";
+import { closeContexts, screenshots, sharedChromium, VIEWPORTS } from "../helpers/chromium.ts";
 
 let browser: Browser;
 let g: InProcess;
 let server: ReturnType<typeof Bun.serve>;
 let origin: string;
 beforeAll(async () => {
-  browser = await launchChromium();
+  browser = await sharedChromium();
   ({ g } = await scriptedGateway(() => ({})));
   // the in-process gateway behind a real port, so Chromium can load its pages
   server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => g.fetch(new URL(req.url).pathname + new URL(req.url).search, { method: req.method, headers: req.headers }) });
   origin = `http://127.0.0.1:${server.port}`;
 });
 afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
   await server?.stop(true);
   await g?.close();
 });

@@ -9,7 +9,7 @@ import type { Browser } from "playwright-core";
 import { authorize, exchange, register, type ClientCredentials } from "../helpers/agent.ts";
 import { REGISTERED_REDIRECT, startAgentRedirect, type AgentRedirect } from "../helpers/agent-redirect.ts";
 import { makeAgent, type TestAgent } from "../helpers/attestations.ts";
-import { freshPage, launchChromium, screenshots } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, screenshots, sharedChromium } from "../helpers/chromium.ts";
 import { expectError } from "../helpers/expect-error.ts";
 import { randomString } from "../helpers/net.ts";
 import { clickAndWait, consentInChromium, openConsent, providerButton } from "../helpers/person.ts";
@@ -25,7 +25,7 @@ let client: ClientCredentials;
 let receiver: AgentRedirect;
 
 beforeAll(async () => {
-  [w, browser] = await Promise.all([startTemplateWorld(IDS, { binary: true }), launchChromium()]);
+  [w, browser] = await Promise.all([startTemplateWorld(IDS, { binary: true }), sharedChromium()]);
   receiver = startAgentRedirect();
   agent = await makeAgent();
   const r = await register(w.baseUrl, agent, {
@@ -36,7 +36,7 @@ beforeAll(async () => {
   client = { client_id: String(r.json.client_id), client_secret: String(r.json.client_secret) };
 });
 afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
   receiver?.stop();
   await w?.stop();
 });

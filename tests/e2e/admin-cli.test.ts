@@ -9,7 +9,7 @@ import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { authorize, call, consent, exchange, registeredAgent, type ClientCredentials } from "../helpers/agent.ts";
 import type { TestAgent } from "../helpers/attestations.ts";
-import { ath, ATH_BIN, athEnv, ensureBinary, readUntil, removeBinary, type AthResult } from "../helpers/cli-binary.ts";
+import { ath, ATH_BIN, athEnv, ensureBinary, readUntil, type AthResult } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { freePort, tempDir } from "../helpers/net.ts";
 
@@ -43,7 +43,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await home?.remove();
   await gw?.cleanup();
-  removeBinary();
 });
 
 describe("the admin token", () => {

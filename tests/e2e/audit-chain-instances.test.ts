@@ -1,11 +1,15 @@
 /**
  * One audit chain per store (DESIGN §20): two `ath serve` instances on one PostgreSQL schema, written to at once,
  * never fork it — every record has its own seq, each links to the one before — and either instance's export verifies
- * under the one audit key they share (the first instance's, sealed under the common master key).
+ * under the one audit key they share (the first instance's, sealed under the common master key). A rewrite of the
+ * shared store is refused by both: each keeps the head it verified in its own data dir (ops/audit-pin.ts).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
 import { verifyAuditExport } from "../../src/agent/audit-verify.ts";
+import { forgeChain, postgresTables } from "../helpers/audit-forger.ts";
 import { startPostgresPair, type PostgresPair } from "../helpers/postgres-pair.ts";
+import { PG_URL } from "../helpers/store-harness.ts";
 
 let pair: PostgresPair;
 beforeAll(async () => {
@@ -48,10 +52,31 @@ test("two instances writing at once: one chain, no fork; both exports verify und
   }
   const keyA = JSON.parse(fromA.split("\n")[0]!).jwk;
   expect(JSON.parse(fromB.split("\n")[0]!).jwk).toEqual(keyA);
-  const records = fromB.trim().split("\n").map((l) => JSON.parse(l)).filter((l) => l.type !== "key" && l.type !== "checkpoint");
+  const records = fromB.trim().split("\n").map((l) => JSON.parse(l)).filter((l) => l.type !== "key" && l.type !== "checkpoint" && l.type !== "end");
   const created = records.filter((r) => r.type === "provider.created").map((r) => r.provider_id).sort();
   expect(created).toEqual(Array.from({ length: 2 * N }, (_, i) => `p${i}`).sort());
   expect(records.map((r) => r.seq)).toEqual(records.map((_, i) => i + 1));
   // the key each publishes is that one too
   for (const gw of [a, b]) expect(await (await fetch(`${gw.baseUrl}/.well-known/ath-audit-key`)).json()).toEqual(keyA);
+}, 120_000);
+
+test("a rewrite of the shared store is refused by every instance: each walks the chain from its own verified head", async () => {
+  const { a, b } = pair;
+  // both have verified (and pinned) the chain through its head
+  await exportFrom(a.baseUrl, a.adminToken);
+  await exportFrom(b.baseUrl, b.adminToken);
+  const t = postgresTables(PG_URL, pair.schema);
+  try {
+    await forgeChain(t, { rewrite: { seq: 5, data: { rewritten: true } }, dropCheckpoints: true });
+  } finally {
+    await t.close();
+  }
+  for (const gw of [a, b]) {
+    const res = await fetch(`${gw.baseUrl}/ath/admin/audit/export`, { headers: { "x-ath-user-token": gw.adminToken } });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ code: "NOT_READY", details: { reason: "audit_chain_tampered" } });
+    expect(gw.output()).toMatch(/AUDIT CHAIN REWRITTEN IN THE STORE at seq \d+/);
+  }
+  // each instance pinned its own head, in its own data dir
+  for (const gw of [a, b]) expect(readdirSync(gw.dataDir).filter((f) => f.startsWith("audit-head."))).toHaveLength(1);
 }, 120_000);

@@ -2,16 +2,18 @@
  * The verifiable audit log (DESIGN §20) end to end: `dist/ath serve --demo` writes the chain (agent registration,
  * consent, token, proxied calls audited as proxy.call without bodies), `ath admin audit export` takes it out,
  * `ath admin audit verify` checks it offline — exit 0 intact; every mutation (a flipped byte, a dropped, reordered or
- * inserted record, a checkpoint signed by another key) exit 1 naming the first bad seq — and `ath admin audit key`
- * gives the key to pin with `--key`. `--since` starts at a checkpoint and verifies alone.
+ * inserted record, a checkpoint signed by another key, a line with a name twice) exit 1 naming the first bad seq; an
+ * export cut anywhere — right after a checkpoint, down to its key line — exit 1 "truncated" (issue 35, finding 6) —
+ * and `ath admin audit key` gives the key to pin with `--key`. `--since` starts at a checkpoint and verifies alone.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync, sign } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { auditKeyId, checkpointMessage } from "../../src/protocol/audit-chain.ts";
+import { verifyAuditExport } from "../../src/agent/audit-verify.ts";
+import { auditKeyId, checkpointMessage, endMessage } from "../../src/protocol/audit-chain.ts";
 import { authorize, call, consent, exchange, registeredAgent } from "../helpers/agent.ts";
-import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { tempDir } from "../helpers/net.ts";
 
@@ -63,19 +65,29 @@ beforeAll(async () => {
 afterAll(async () => {
   await home?.remove();
   await gw?.cleanup();
-  removeBinary();
 });
 
-const records = () => lines.filter((l) => l.type !== "key" && l.type !== "checkpoint");
+const records = (ls = lines) => ls.filter((l) => l.type !== "key" && l.type !== "checkpoint" && l.type !== "end");
+let later: Record<string, any>[] | undefined;
+/** A second export, after more records: the first export's head checkpoint now stands inside the chain. */
+async function laterExport(): Promise<Record<string, any>[]> {
+  if (later) return later;
+  await registeredAgent(gw.baseUrl, { providers: [{ provider_id: "demo", scopes: ["notes:read"] }] });
+  const r = await admin("audit", "export");
+  expect(r.code).toBe(0);
+  return (later = r.stdout.trim().split("\n").map((l) => JSON.parse(l)));
+}
 
 describe("the export", () => {
-  test("key line first, records seq 1… with prev_hash chained from 64 zeros, ending on a signed checkpoint of the head", () => {
+  test("key line first, records seq 1… with prev_hash chained from 64 zeros, a signed checkpoint of the head, then the closing line", () => {
     expect(lines[0]).toMatchObject({ type: "key", jwk: { kty: "OKP", crv: "Ed25519" } });
     const rs = records();
     expect(rs.map((r) => r.seq)).toEqual(rs.map((_, i) => i + 1));
     expect(rs[0]!.prev_hash).toBe("0".repeat(64));
     for (const r of rs) expect(r.hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(lines.at(-1)).toMatchObject({ type: "checkpoint", seq: rs.length, hash: rs.at(-1)!.hash });
+    expect(lines.at(-2)).toMatchObject({ type: "checkpoint", seq: rs.length, hash: rs.at(-1)!.hash });
+    expect(lines.at(-1)).toMatchObject({ type: "end", seq: rs.length, hash: rs.at(-1)!.hash });
+    expect(lines.at(-1)!.signature).toMatch(/^[\w-]{86}$/);
     expect(rs.map((r) => r.type)).toContain("token.issued");
   });
 
@@ -114,6 +126,7 @@ describe("ath admin audit verify", () => {
     const own = await admin("audit", "verify", file("a.jsonl", exported));
     expect(own.code).toBe(0);
     expect(own.stdout).toContain(`intact: ${records().length} record(s)`);
+    expect(own.stdout).toContain(`closed at seq ${records().length}, signed ${lines.at(-1)!.time}`);
     expect(own.stdout).toContain("the export's own key");
     const keyFile = file("key.json", (await admin("audit", "key")).stdout);
     const pinned = await admin("audit", "verify", join(home.path, "a.jsonl"), "--key", keyFile);
@@ -135,8 +148,8 @@ describe("ath admin audit verify", () => {
     expect((await verify(lines.filter((_, j) => j !== i))).slice(0, 2)).toEqual([1, 12]);
     // the first record: nothing anchors the start
     expect((await verify(lines.filter((_, j) => j !== 1))).slice(0, 2)).toEqual([1, 1]);
-    // the last record, before the closing checkpoint
-    const last = lines.length - 2;
+    // the last record, before the checkpoint of the head and the closing line
+    const last = lines.length - 3;
     expect((await verify(lines.filter((_, j) => j !== last))).slice(0, 2)).toEqual([1, records().length]);
   });
 
@@ -159,17 +172,64 @@ describe("ath admin audit verify", () => {
 
   test("a checkpoint signed by another key: exit 1 at its seq; --key with a foreign key fails at the first checkpoint", async () => {
     const { privateKey, publicKey } = generateKeyPairSync("ed25519");
-    const last = lines.at(-1)!;
+    const i = lines.length - 2;
+    const last = lines[i]!;
     const resigned = { ...last, signature: sign(null, checkpointMessage(last as never), privateKey).toString("base64url") };
-    expect((await verify([...lines.slice(0, -1), resigned])).slice(0, 2)).toEqual([1, last.seq]);
+    expect((await verify(lines.map((l, j) => (j === i ? resigned : l)))).slice(0, 2)).toEqual([1, last.seq]);
+    // the closing line too
+    const end = lines.at(-1)!;
+    const endResigned = { ...end, signature: sign(null, endMessage(end as never), privateKey).toString("base64url") };
+    expect(await verify([...lines.slice(0, -1), endResigned])).toEqual([1, end.seq, expect.stringContaining("the closing line at seq")]);
     const x = publicKey.export({ format: "jwk" }).x!;
     const foreign = file("foreign.json", JSON.stringify({ kty: "OKP", crv: "Ed25519", x, kid: auditKeyId(x) }));
     const [code, seq] = await verify(lines, "--key", foreign);
     expect([code, seq]).toEqual([1, lines.find((l) => l.type === "checkpoint")!.seq]);
   });
 
-  test("an export whose tail is cut (no closing checkpoint) fails; a missing file is a usage error (exit 2)", async () => {
-    expect((await verify(lines.slice(0, -1))).slice(0, 2)).toEqual([1, 1]);
+  test("an export cut right after any signed checkpoint, or down to its key line, is truncated: exit 1 naming it", async () => {
+    const ls = await laterExport();
+    const cuts = ls.flatMap((l, j) => (l.type === "checkpoint" ? [j + 1] : []));
+    expect(cuts.length).toBeGreaterThanOrEqual(2); // the first export's checkpoint inside, and the head's
+    expect(verifyAuditExport(jsonl(ls))).toMatchObject({ ok: true });
+    for (const cut of [...cuts, 1, ls.length - 1, ls.length - 3]) {
+      const r = await admin("audit", "verify", file(`cut-${cut}.jsonl`, jsonl(ls.slice(0, cut))));
+      expect({ cut, code: r.code }).toEqual({ cut, code: 1 });
+      expect(r.stderr).toMatch(/^ath: truncated: the export has no closing line: it was cut after (seq \d+|its key line)/);
+    }
+    const json = await admin("audit", "verify", file("cut-json.jsonl", jsonl(lines.slice(0, 1))), "--format", "json");
+    expect(json.code).toBe(1);
+    expect(json.json()).toMatchObject({ error: { code: "AUDIT_EXPORT_TRUNCATED", details: { kind: "truncated", seq: null } } });
+  });
+
+  test("a checkpoint relabelled as the closing line, or a closing line moved up, does not pass", async () => {
+    const cp = lines.at(-2)!;
+    expect((await verify([...lines.slice(0, -1), { ...cp, type: "end" }])).slice(0, 2)).toEqual([1, cp.seq]);
+    const ls = await laterExport();
+    const early = ls.findIndex((l) => l.type === "checkpoint");
+    expect(early).toBeLessThan(ls.length - 2);
+    const [code, , said] = await verify([...ls.slice(0, early + 1), ls.at(-1)!, ...ls.slice(early + 1, -1)]);
+    expect(code).toBe(1);
+    expect(said).toContain("the closing line at seq");
+    // nothing may follow it
+    expect((await verify([...lines, records()[0]]))[2]).toContain("a line after the export's closing line");
+  });
+
+  test("a record line with a name twice is a bad line, whichever value JSON.parse would keep: exit 1 at its seq", async () => {
+    const k = 9;
+    const i = lines.findIndex((l) => l.seq === k && l.type !== "checkpoint");
+    const text = jsonl(lines).split("\n");
+    // the forged value first: a last-wins parser keeps the hashed one, another reader the forged one
+    const forgedFirst = text[i]!.replace(/^\{/, '{"type":"token.revoked",');
+    const nested = text[i]!.replace(/"data":(null|\{)/, (_m, v: string) => (v === "null" ? '"data":{"a":1,"a":2}' : '"data":{"a":1,"a":2,'));
+    for (const line of [forgedFirst, nested]) {
+      const r = await admin("audit", "verify", file(`dup-${crypto.randomUUID()}.jsonl`, text.map((l, j) => (j === i ? line : l)).join("\n")));
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`broken at seq ${k}: a line is not strict JSON`);
+      expect(r.stderr).toMatch(/appears twice in one object/);
+    }
+  });
+
+  test("a missing file is a usage error (exit 2)", async () => {
     expect((await admin("audit", "verify", join(home.path, "nope.jsonl"))).code).toBe(2);
     expect((await admin("audit", "verify")).code).toBe(2);
     expect((await admin("audit", "frobnicate")).code).toBe(2);
@@ -185,7 +245,7 @@ describe("--since", () => {
     const r = await admin("audit", "export", "--since", since);
     expect(r.code).toBe(0);
     const part = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
-    const fullEnd = lines.at(-1)!;
+    const fullEnd = (later ?? lines).at(-2)!; // the head checkpoint of the newest export before T
     expect(part[1]).toMatchObject({ type: "checkpoint", seq: fullEnd.seq, hash: fullEnd.hash });
     expect(part[2]).toMatchObject({ seq: fullEnd.seq + 1, prev_hash: fullEnd.hash, type: "agent.registered" });
     const ok = await admin("audit", "verify", file("since.jsonl", r.stdout));

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { tempDir } from "../helpers/net.ts";
 
 const FIXTURE = join(import.meta.dir, "fixtures", "cli-contract.json");
@@ -21,7 +21,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await home?.remove();
-  removeBinary();
 });
 
 type Contract = Record<string, unknown>;

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { tempDir } from "../helpers/net.ts";
 
 let home: Awaited<ReturnType<typeof tempDir>>;
@@ -16,7 +16,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await home?.remove();
-  removeBinary();
 });
 
 describe("help and mistakes", () => {

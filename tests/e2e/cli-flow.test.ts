@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { consent } from "../helpers/agent.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
-import { ath, ATH_BIN, athEnv, ensureBinary, modes, readUntil, removeBinary, spawnAth } from "../helpers/cli-binary.ts";
+import { ath, ATH_BIN, athEnv, ensureBinary, modes, readUntil, spawnAth } from "../helpers/cli-binary.ts";
 
 let w: World;
 let home: { path: string; remove: () => Promise<void> };
@@ -25,7 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await home?.remove();
   await w?.stop();
-  removeBinary();
 });
 
 describe("gateway mode, in the spec's order (manual consent path)", () => {

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { consent } from "../helpers/agent.ts";
-import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { tempDir } from "../helpers/net.ts";
 
@@ -26,7 +26,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await home?.remove();
   await gw?.cleanup();
-  removeBinary();
 });
 
 describe("mistakes on the command line", () => {

@@ -5,7 +5,7 @@
  * registers afresh for other scopes — the gateway's one-registration-per-agent_id rule (409) stays as the spec has it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 
@@ -19,7 +19,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await w?.stop();
   await home?.remove();
-  removeBinary();
 });
 
 const admin = (clientId: string, status: string) =>

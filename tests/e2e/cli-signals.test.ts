@@ -8,7 +8,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { tempDir } from "../helpers/net.ts";
-import { ATH_BIN, ath, athEnv, ensureBinary, readUntil, removeBinary, spawnAth } from "../helpers/cli-binary.ts";
+import { ATH_BIN, ath, athEnv, ensureBinary, readUntil, spawnAth } from "../helpers/cli-binary.ts";
 
 let gw: Gateway | undefined;
 let base = "";
@@ -20,7 +20,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await gw?.cleanup();
-  removeBinary();
 });
 
 /** A config.json far larger than a pipe's buffer, so the writer meets a closed pipe mid-way. */

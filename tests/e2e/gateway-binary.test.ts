@@ -1,22 +1,16 @@
 /**
  * The compiled executable (`dist/ath`, from `bun run build`) serves the whole flow: register → authorize → consent
- * at a real oidc-provider → token → proxy → revoke, then stops cleanly on SIGTERM. Builds the binary if missing.
+ * at a real oidc-provider → token → proxy → revoke, then stops cleanly on SIGTERM (rebuilt first when older than the
+ * sources: tests/helpers/cli-binary.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
 import { call, fullFlow } from "../helpers/agent.ts";
 import { expectError } from "../helpers/expect-error.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 
-const REPO = resolve(import.meta.dir, "../..");
 let w: World;
 
 beforeAll(async () => {
-  if (!existsSync(resolve(REPO, "dist/ath"))) {
-    const build = Bun.spawnSync([process.execPath, "scripts/build.ts"], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
-    if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString()}`);
-  }
   w = await startWorld({ binary: true });
 }, 120_000);
 afterAll(() => w?.stop());

@@ -4,8 +4,10 @@
  * U+202E, zero-width and tag characters, forged `SYSTEM:` lines, and whose links point at other schemes and
  * origins), with the compiled CLI: `ath discover` and `ath admin agents list` on a pty (`script`), piped, and as
  * JSON; a refusal's message; `ath mcp` through the MCP SDK client — nothing unsafe reaches the output, JSON keeps
- * the values (escaped), and a consent link to another origin is refused naming that origin only, never opened
- * (`$BROWSER` is a script recording its argv).
+ * the values (escaped). Links by DESIGN §14's corrected rule: a consent link of another scheme, plain http to another
+ * host, userinfo or control characters is refused naming its origin only, never opened (`$BROWSER` is a script
+ * recording its argv); an https link to another origin — the provider's own authorize URL, as the official SDK's
+ * gateway hands out — is named first and opened, and `ath authorize --wait` completes through it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile, chmod } from "node:fs/promises";
@@ -25,15 +27,16 @@ let server: ReturnType<typeof Bun.serve>;
 let base: string;
 let home: string;
 let browserLog: string;
-/** The consent links /ath/authorize hands out, in turn. */
+/** The consent links /ath/authorize hands out, in turn; SDK_STYLE: the provider's authorize URL, as the SDK's gateway does. */
 const nextLink: string[] = [];
+const SDK_STYLE = "sdk-style";
 
 beforeAll(async () => {
   ensureBinary();
   server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    fetch(req) {
+    async fetch(req) {
       const url = new URL(req.url);
       const origin = url.origin;
       if (url.pathname === "/.well-known/ath.json") {
@@ -51,7 +54,12 @@ beforeAll(async () => {
         );
       }
       if (url.pathname === "/ath/authorize") {
-        const link = nextLink.shift() ?? "javascript:alert(document.cookie)";
+        let link = nextLink.shift() ?? "javascript:alert(document.cookie)";
+        if (link === SDK_STYLE) {
+          const body = (await req.json()) as { user_redirect_uri?: string; state: string };
+          const q = new URLSearchParams({ client_id: "gw-client", state: body.state, ...(body.user_redirect_uri ? { redirect_uri: body.user_redirect_uri } : {}) });
+          link = `https://accounts.example.com/o/oauth2/auth?${q}`;
+        }
         return Response.json({ authorization_url: link, ath_session_id: "ath_sess_hostile" });
       }
       if (url.pathname === "/ath/token") {
@@ -98,10 +106,10 @@ async function piped(args: string[]) {
   return { code, stdout, stderr };
 }
 
-/** The CLI on a pseudo-terminal (util-linux `script`): everything it wrote to the terminal, colours on. */
-async function onPty(args: string[]) {
+/** The CLI on a pseudo-terminal (util-linux `script`): everything it wrote to the terminal, colours on (or off: NO_COLOR). */
+async function onPty(args: string[], extra: Record<string, string> = {}) {
   const command = [ATH_BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
-  const p = Bun.spawn(["script", "-q", "-e", "-c", command, "/dev/null"], { env: env(), stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const p = Bun.spawn(["script", "-q", "-e", "-c", command, "/dev/null"], { env: { ...env(), ...extra }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
   const [code, out] = await Promise.all([p.exited, new Response(p.stdout).text()]);
   return { code, out };
 }
@@ -117,11 +125,18 @@ function expectInert(text: string) {
 }
 
 describe("the CLI against a hostile gateway", () => {
-  test("ath discover: on a terminal and piped, nothing escapes; JSON keeps the values, escaped", async () => {
+  test("ath discover: on a terminal (colours on, and off with NO_COLOR or TERM=dumb) and piped, nothing escapes; JSON keeps the values, escaped", async () => {
     const tty = await onPty(["discover", "-g", base]);
     expect(tty.code).toBe(0);
     expect(tty.out).toContain("mail:read");
     expectInert(tty.out);
+    // issue 35: with colours off the gateway's `\r\n… SYSTEM` reached the screen as a line of its own
+    for (const off of [{ NO_COLOR: "1" }, { TERM: "dumb" }] as Record<string, string>[]) {
+      const plain = await onPty(["discover", "-g", base], off);
+      expect(plain.code).toBe(0);
+      expect(plain.out).toContain("mail:read");
+      expectInert(plain.out);
+    }
     const text = await piped(["discover", "-g", base]);
     expect(text.code).toBe(0);
     expectInert(text.stdout);
@@ -203,24 +218,29 @@ describe("ath mcp on the wire", () => {
 describe("links from a gateway", () => {
   test("ath authorize: a consent link of another scheme or origin is exit 4 naming its origin only; $BROWSER never sees it", async () => {
     expect((await piped(["register", "-g", base, "--provider", "mail", "--scopes", "mail:read"])).code).toBe(0);
-    const links = ["javascript:alert(document.cookie)", "https://evil.example:8443/phish?token=SECRET", `${base.replace("http:", "https:")}/ath/consent/x`, "file:///etc/passwd"];
+    const links = ["javascript:alert(document.cookie)", "http://evil.example:8443/phish?token=SECRET", "https://me:SECRET@evil.example/x", "https://evil.example/\r\nSYSTEM?SECRET", "file:///etc/passwd"];
     for (const link of links) {
       nextLink.push(link);
       const r = await piped(["authorize", "-g", base, "--provider", "mail", "--scopes", "mail:read", "--wait"]);
       expect({ link, code: r.code }).toEqual({ link, code: 4 });
-      expect(r.stderr).toContain("which is not its own origin");
+      expect(r.stderr).toContain("which ath does not open");
       expect(r.stderr).not.toContain("SECRET");
       expect(r.stdout + r.stderr).not.toContain(link);
     }
     const mcp = new Client({ name: "hostile-links", version: "1.0.0" });
     await mcp.connect(new StdioClientTransport({ command: ATH_BIN, args: ["mcp", "-g", base], env: env() as Record<string, string>, stderr: "pipe" }));
     try {
-      nextLink.push("https://evil.example/consent");
+      nextLink.push("http://evil.example/consent");
       const r = await mcp.callTool({ name: "ath_authorize", arguments: { provider: "mail", scopes: ["mail:read"] } });
       expect(r.isError).toBe(true);
       const text = (r.content as { text: string }[])[0]!.text;
-      expect(text).toContain("UNSAFE_URL: the gateway sent a link to https://evil.example");
+      expect(text).toContain("UNSAFE_URL: the gateway sent a link to http://evil.example, which ath does not open");
       expect(text).not.toContain("/consent");
+      // https to the provider: handed to the host, its host named first
+      nextLink.push(SDK_STYLE);
+      const sdk = await mcp.callTool({ name: "ath_authorize", arguments: { provider: "mail", scopes: ["mail:read"] } });
+      expect(sdk.isError).toBeFalsy();
+      expect((sdk.content as { text: string }[])[0]!.text).toStartWith("This link opens accounts.example.com, not the gateway. The person must open this URL");
     } finally {
       await mcp.close();
     }
@@ -228,11 +248,11 @@ describe("links from a gateway", () => {
     nextLink.push(`${base}/ath/consent/for-token`);
     expect((await piped(["authorize", "-g", base, "--provider", "mail", "--scopes", "mail:read", "--no-wait"])).code).toBe(0);
     expect((await piped(["token", "-g", base, "--code", "c0de"])).code).toBe(0);
-    for (const link of ["javascript:alert(1)", "https://evil.example/ath/approvals/x?steal=SECRET", "data:text/html,<script>x</script>"]) {
+    for (const link of ["javascript:alert(1)", "http://evil.example/ath/approvals/x?steal=SECRET", "data:text/html,<script>x</script>"]) {
       nextLink.push(link);
       const r = await piped(["proxy", "-g", base, "mail", "POST", "/v1/messages", "--body", "{}", "--wait-approval"]);
       expect({ link, code: r.code }).toEqual({ link, code: 4 });
-      expect(r.stderr).toContain("which is not its own origin");
+      expect(r.stderr).toContain("which ath does not open");
       expect(r.stdout + r.stderr).not.toContain(link);
     }
     expect(await readFile(browserLog, "utf8").catch(() => "")).toBe("");
@@ -248,5 +268,40 @@ describe("links from a gateway", () => {
     p.kill();
     await p.exited;
     expect(opened.trim()).toBe(own);
+  });
+});
+
+describe("interop: a gateway whose authorization_url is the provider's (the official SDK's gateway)", () => {
+  test("ath authorize --wait names the provider's host first, opens it, and completes when the redirect arrives", async () => {
+    const log = join(home, "browser-sdk.log");
+    await writeFile(join(home, "browser-sdk.sh"), `#!/bin/sh\nprintf '%s\\n' "$@" >> '${log}'\n`);
+    await chmod(join(home, "browser-sdk.sh"), 0o755);
+    const sdkHome = join(home, "sdk");
+    expect((await Bun.spawn([ATH_BIN, "register", "-g", base, "--provider", "mail", "--scopes", "mail:read"], { env: { ...env(), ATH_HOME: sdkHome } }).exited)).toBe(0);
+    nextLink.push(SDK_STYLE);
+    const p = Bun.spawn([ATH_BIN, "authorize", "-g", base, "--provider", "mail", "--scopes", "mail:read", "--wait"], {
+      env: { ...env(), ATH_HOME: sdkHome, BROWSER: join(home, "browser-sdk.sh") },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    let opened = "";
+    for (let i = 0; i < 200 && !opened.includes("accounts.example.com"); i++) {
+      await Bun.sleep(50);
+      opened = await readFile(log, "utf8").catch(() => "");
+    }
+    const link = new URL(opened.trim());
+    expect(link.origin).toBe("https://accounts.example.com");
+    // the person signed in at the provider, which sent the browser back to the agent's loopback redirect
+    const back = new URL(link.searchParams.get("redirect_uri")!);
+    back.searchParams.set("code", "c0de");
+    back.searchParams.set("state", link.searchParams.get("state")!);
+    expect((await fetch(back)).status).toBe(200);
+    const [code, stdout, stderr] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
+    expect({ code, stderr: stderr.includes("UNSAFE_URL") }).toEqual({ code: 0, stderr: false });
+    // named before the link itself
+    const out = stdout + stderr;
+    expect(out.indexOf("opens accounts.example.com")).toBeGreaterThan(-1);
+    expect(out.indexOf("opens accounts.example.com")).toBeLessThan(out.indexOf("https://accounts.example.com/"));
+    expect(stdout).toContain("access_token\tath_tk_host");
   });
 });

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { stat } from "node:fs/promises";
 import { authorize, call, consent, exchange, registeredAgent } from "../helpers/agent.ts";
-import { ath, ATH_BIN, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ATH_BIN, ensureBinary } from "../helpers/cli-binary.ts";
 import { rootHeld, walk, type Holder, type WalkWorld } from "../helpers/delegation-walk.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
@@ -32,7 +32,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const h of homes) await h.remove();
   await w?.stop();
-  removeBinary();
 });
 
 describe("delegation with the CLI (DESIGN §23)", () => {

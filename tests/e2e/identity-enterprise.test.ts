@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { signDpopProof } from "../../src/agent/dpop.ts";
 import { call, consent, registeredAgent, type HttpResult } from "../helpers/agent.ts";
 import { attest, makeAgent } from "../helpers/attestations.ts";
-import { ath, ATH_BIN, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ATH_BIN, ensureBinary } from "../helpers/cli-binary.ts";
 import { TestIdp } from "../helpers/idp.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
@@ -52,7 +52,6 @@ afterAll(async () => {
   await idp?.stop();
   await spire?.stop();
   await home?.remove();
-  removeBinary();
 });
 
 const expectOAuthError = (r: HttpResult, error: string) => expect({ status: r.status, error: r.json.error }).toEqual({ status: 400, error });

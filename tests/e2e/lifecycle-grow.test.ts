@@ -6,7 +6,7 @@
  * agent_status.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ath, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { tempDir } from "../helpers/net.ts";
 import { mailProvider, startWorld, type World } from "../helpers/world.ts";
 
@@ -27,7 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const h of homes) await h.remove();
   await w?.stop();
-  removeBinary();
 });
 
 describe("ath register with saved credentials", () => {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Browser } from "playwright-core";
-import { freshPage, launchChromium } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, sharedChromium } from "../helpers/chromium.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { codeGrant, registerClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
 import { freePort, tempDir } from "../helpers/net.ts";
@@ -53,11 +53,11 @@ beforeAll(async () => {
     },
   });
   base = gw.baseUrl;
-  browser = await launchChromium();
+  browser = await sharedChromium();
 });
 
 afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
   await gw?.cleanup();
   everything?.kill();
   await everything?.exited;

@@ -1,13 +1,15 @@
 /**
  * The MCP front door across two `ath serve` instances on one PostgreSQL (DESIGN §6, §18): a code issued after consent
  * on one instance is exchanged on the other; the token works on both; two instances rotating the same refresh
- * token at once rotate it exactly once.
+ * token at once — four requests held at the store until all four wait there (tests/helpers/store-race.ts) — rotate
+ * it exactly once.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
-import { freshPage, launchChromium } from "../helpers/chromium.ts";
+import { closeContexts, freshPage, sharedChromium } from "../helpers/chromium.ts";
 import { codeGrant, registerClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
 import { startPostgresPair, type PostgresPair } from "../helpers/postgres-pair.ts";
+import { raceAtStore } from "../helpers/store-race.ts";
 import { startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
 import { MAIL_SCOPES } from "../helpers/world.ts";
 
@@ -32,16 +34,16 @@ beforeAll(async () => {
       };
     },
   });
-  browser = await launchChromium();
+  browser = await sharedChromium();
 });
 
 afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
   await pair?.stop();
   await upstream?.stop();
 });
 
-test("consent on one instance, the code exchanged on the other, the token good on both; a refresh race rotates once", async () => {
+test("consent on one instance, the code exchanged on the other, the token good on both; four refreshes waiting at the store at once rotate once", async () => {
   const { a, b } = pair;
   const host = await startClientHost();
   const clientId = await registerClient(a.baseUrl, host.redirectUrl);
@@ -72,7 +74,12 @@ test("consent on one instance, the code exchanged on the other, the token good o
       headers: { "content-type": "application/x-www-form-urlencoded" },
       body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId }).toString(),
     });
-  const raced = await Promise.all([refresh(a.baseUrl), refresh(b.baseUrl), refresh(a.baseUrl), refresh(b.baseUrl)]);
+  const raced = await raceAtStore({
+    schema: pair.schema,
+    tables: /refresh_tokens$/,
+    racers: 4,
+    send: () => Promise.all([refresh(a.baseUrl), refresh(b.baseUrl), refresh(a.baseUrl), refresh(b.baseUrl)]),
+  });
   const statuses = raced.map((r) => r.status).sort();
   expect(statuses).toEqual([200, 400, 400, 400]);
   // Within 2 s of the rotation the losers are a race, not a theft: the winner's tokens still work.

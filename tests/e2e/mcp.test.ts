@@ -9,8 +9,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import Ajv from "ajv";
 import { consent } from "../helpers/agent.ts";
-import { readUntil } from "../helpers/cli-binary.ts";
-import { ATH_BIN } from "../helpers/processes.ts";
+import { ensureBinary, readUntil } from "../helpers/cli-binary.ts";
 import { athError, startHost, textOf, type Host } from "../helpers/mcp-host.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
@@ -405,7 +404,7 @@ describe("ath mcp — the code shown on the page (a browser on another machine)"
     const home = await tempDir("mcp-stdin");
     cleanups.push(home.remove);
     // a bare host, so nothing but the end of stdin can stop the server (the SDK client would SIGTERM after 2 s)
-    const p = Bun.spawn([ATH_BIN, "mcp", "-g", w.baseUrl], { env: { PATH: process.env.PATH ?? "", HOME: home.path, ATH_HOME: home.path }, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn([ensureBinary(), "mcp", "-g", w.baseUrl], { env: { PATH: process.env.PATH ?? "", HOME: home.path, ATH_HOME: home.path }, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
     const send = (m: object) => p.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...m })}\n`);
     send({ id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bare", version: "1" } } });
     send({ method: "notifications/initialized" });

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { PATHS } from "../../src/protocol/index.ts";
 import { attest, makeAgent } from "../helpers/attestations.ts";
 import { call, consent, exchange } from "../helpers/agent.ts";
-import { ath, ATH_BIN, ensureBinary, removeBinary } from "../helpers/cli-binary.ts";
+import { ath, ATH_BIN, ensureBinary } from "../helpers/cli-binary.ts";
 import { expectError } from "../helpers/expect-error.ts";
 import { tempDir } from "../helpers/net.ts";
 import { officialSchemaErrors } from "../helpers/official-schema.ts";
@@ -34,7 +34,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await canary?.stop(true);
   await w?.stop();
-  removeBinary();
 });
 
 /** register and authorize with provider_id left out, the person consents, the code is exchanged: the token. */

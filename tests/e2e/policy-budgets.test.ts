@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { fullFlow } from "../helpers/agent.ts";
-import { REPO } from "../helpers/processes.ts";
+import { ensureBinary } from "../helpers/cli-binary.ts";
 import { startPostgresPair, type PostgresPair } from "../helpers/postgres-pair.ts";
 
 const LIMIT = 100;
@@ -128,11 +128,11 @@ describe("budgets across two instances on one PostgreSQL", () => {
 
   test("`ath admin budgets` (the compiled CLI) lists the usage", async () => {
     const env = { PATH: process.env.PATH ?? "", HOME: "/tmp", ATH_HOME: `/tmp/ath-budgets-cli-${process.pid}`, NO_COLOR: "1", ATH_ADMIN_TOKEN: pair.a.adminToken };
-    const json = Bun.spawnSync([join(REPO, "dist/ath"), "admin", "budgets", "-g", pair.a.baseUrl, "--client-id", clientId, "--format", "json"], { env });
+    const json = Bun.spawnSync([ensureBinary(), "admin", "budgets", "-g", pair.a.baseUrl, "--client-id", clientId, "--format", "json"], { env });
     expect(json.exitCode).toBe(0);
     const doc = JSON.parse(json.stdout.toString()) as { budgets: { used: number; limit: number }[] };
     expect(doc.budgets.map((b) => [b.used, b.limit]).sort()).toEqual([[100, 100], [2, 1], [2, 50]].sort());
-    const text = Bun.spawnSync([join(REPO, "dist/ath"), "admin", "budgets", "-g", pair.a.baseUrl], { env });
+    const text = Bun.spawnSync([ensureBinary(), "admin", "budgets", "-g", pair.a.baseUrl], { env });
     expect(text.exitCode).toBe(0);
     expect(text.stdout.toString()).toContain(`100/100`);
     expect(text.stdout.toString()).toContain("GET /v1/echo");

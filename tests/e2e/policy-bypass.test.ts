@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { fullFlow } from "../helpers/agent.ts";
+import { ensureBinary } from "../helpers/cli-binary.ts";
 import { tempDir } from "../helpers/net.ts";
 import { rawRequest, type RawResponse } from "../helpers/raw-http.ts";
-import { REPO } from "../helpers/processes.ts";
 import { mailProvider, NATIVE_APP, startNativeWorld, startWorld, type World } from "../helpers/world.ts";
 
 const SCOPES = ["openid", "mail:read", "mail:send"];
@@ -214,7 +214,7 @@ describe("rules are written decoded", () => {
     try {
       const file = join(dir.path, "providers.json");
       await Bun.write(file, JSON.stringify({ bad: { ...badProvider(), approval_rules: [{ match: ["POST /v1/messages/my%20draft"] }] } }));
-      const p = Bun.spawn([join(REPO, "dist/ath"), "serve", "--port", "0", "--providers", file, "--data-dir", join(dir.path, "data"), "--dev"], {
+      const p = Bun.spawn([ensureBinary(), "serve", "--port", "0", "--providers", file, "--data-dir", join(dir.path, "data"), "--dev"], {
         stdout: "pipe",
         stderr: "pipe",
         env: { ...process.env, ATH_HOME: join(dir.path, "home"), NO_COLOR: "1" },

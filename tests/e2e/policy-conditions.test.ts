@@ -8,9 +8,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { fullFlow } from "../helpers/agent.ts";
+import { ensureBinary } from "../helpers/cli-binary.ts";
 import { tempDir } from "../helpers/net.ts";
 import { rawRequest } from "../helpers/raw-http.ts";
-import { REPO } from "../helpers/processes.ts";
 import { mailProvider, startWorld, type World } from "../helpers/world.ts";
 
 const SCOPES = ["openid", "mail:read", "mail:send"];
@@ -20,6 +20,9 @@ const POLICY = [
   { match: ["GET /v1/messages"], when: '"secret" in request.query.folder', action: "deny", reason: "the secret folder is off limits" },
   { match: ["POST /v1/echo"], when: '"x-mode" in request.headers && request.headers["x-mode"] == "danger"', action: "deny", reason: "no danger mode" },
   { match: ["POST /v1/echo"], when: '"mail:send" in token.scopes && agent.id.startsWith("did:key:") && provider.id == "cond"', action: "allow" },
+  { match: ["POST /v1/echo/admin"], when: '"mail:admin" in token.scopes && agent.id.startsWith("did:key:") && provider.id == "cond"', action: "allow" },
+  // what the allows above do not let through is denied: a 200 below means an allow held
+  { match: ["POST /v1/echo", "POST /v1/echo/admin"], action: "deny", reason: "echo only where an allow holds" },
   { match: ["PUT /v1/**"], when: "request.body.x == 1", action: "deny", reason: "x may not be 1" },
   { match: ["PATCH /v1/things"], when: "request.body.ok == true", action: "allow" },
   { match: ["PATCH /v1/things"], action: "deny", reason: "things change only when ok" },
@@ -82,9 +85,17 @@ describe("conditions decide", () => {
     expect({ status: h.status, code: h.code, forwarded: h.forwarded }).toEqual({ status: 403, code: "POLICY_DENIED", forwarded: 0 });
   });
 
-  test("allow over agent, token scopes and provider; a large body no matching rule reads is never read (no 413)", async () => {
+  test("allow over agent, token scopes and provider, ahead of a deny; a large body no matching rule reads is never read (no 413)", async () => {
     const r = await send("POST", "/v1/echo", JSON.stringify({ pad: "x".repeat(2000) }));
     expect({ status: r.status, forwarded: r.forwarded }).toEqual({ status: 200, forwarded: 1 });
+    // the same allow over a scope the token lacks does not hold: the deny after it decides
+    const lacking = await send("POST", "/v1/echo/admin", "{}");
+    expect({ status: lacking.status, code: lacking.code, reason: lacking.doc.details?.reason, forwarded: lacking.forwarded }).toEqual({
+      status: 403,
+      code: "POLICY_DENIED",
+      reason: "echo only where an allow holds",
+      forwarded: 0,
+    });
   });
 
   test("an evaluation error fails closed: a deny holds; an allow does not (the next rule decides)", async () => {
@@ -179,7 +190,7 @@ describe("compiled at configuration", () => {
         const file = join(dir.path, "providers.json");
         const provider = { display_name: "Bad", available_scopes: ["a"], authorize_endpoint: "http://127.0.0.1:9/a", token_endpoint: "http://127.0.0.1:9/t", api_base_url: "http://127.0.0.1:9", client_id: "c", client_secret: "s" };
         await Bun.write(file, JSON.stringify({ bad: { ...provider, policy: [{ match: ["GET /x"], action: "allow" }, { match: ["GET /x"], when, action: "deny" }] } }));
-        const p = Bun.spawn([join(REPO, "dist/ath"), "serve", "--port", "0", "--providers", file, "--data-dir", join(dir.path, "data"), "--dev"], {
+        const p = Bun.spawn([ensureBinary(), "serve", "--port", "0", "--providers", file, "--data-dir", join(dir.path, "data"), "--dev"], {
           stdout: "pipe",
           stderr: "pipe",
           env: { ...process.env, ATH_HOME: join(dir.path, "home"), NO_COLOR: "1" },

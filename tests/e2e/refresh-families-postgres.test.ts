@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { call, type Net } from "../helpers/agent.ts";
 import type { Gateway } from "../helpers/gateway.ts";
 import { eventually } from "../helpers/lifecycle.ts";
+import { raceAtStore } from "../helpers/store-race.ts";
 import { startPostgresPair, type PostgresPair } from "../helpers/postgres-pair.ts";
 import { agentDoor, mcpDoor, PROVIDER, type Door } from "../helpers/refresh-doors.ts";
 import { startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
@@ -38,11 +39,12 @@ describe.each([
   ["an ATH agent at /ath/token", (g: Gateway) => agentDoor(at(g), Date.now)],
   ["an MCP client at /oauth/token", (g: Gateway) => mcpDoor(at(g))],
 ] as [string, (g: Gateway) => Door][])("one refresh family on two instances — %s", (_name, door) => {
-  test("four presentations of one refresh token at once, two on each instance, rotate it exactly once; the others are told it was just spent and nothing is revoked", async () => {
+  test("four presentations of one refresh token, two on each instance, all waiting at the store at once, rotate it exactly once; the others are told it was just spent and nothing is revoked", async () => {
     const { a, b } = pair;
     const before = await reuses(a);
     const h = await door(a).start();
-    const raced = await Promise.all([a, b, a, b].map((g) => door(g).refresh(h, h.refresh)));
+    // held at the store until all four wait there together: a spend that read, then wrote, would let two through
+    const raced = await raceAtStore({ schema: pair.schema, tables: /refresh_tokens$/, racers: 4, send: () => Promise.all([a, b, a, b].map((g) => door(g).refresh(h, h.refresh))) });
     expect(raced.map((r) => r.status).sort()).toEqual([200, 400, 400, 400]);
     for (const r of raced.filter((r) => r.status === 400)) door(a).expectRefused(r, "spent");
     const winner = door(a).tokens(raced.find((r) => r.status === 200)!);

@@ -4,20 +4,23 @@
  * glibc/musl, ELF aarch64, Mach-O x86-64/arm64, PE), the three Linux ones run `--version` and `serve --demo` to
  * `/health` (musl through Debian's musl with a libstdc++ shim, arm64 under qemu-user: tests/helpers/release/),
  * install.sh installs from a local HTTP server and refuses a flipped byte, and the npm packages are published to a
- * local verdaccio and installed globally into a temporary prefix.
+ * local verdaccio (the musl one with a stand-in for the binary npm never installs on this glibc machine) and
+ * installed globally into a temporary prefix.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { cp, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { NPM_MAIN, NPM_SCOPE, TARGETS, artifactName } from "../../scripts/release.ts";
+import { ensureBinary } from "../helpers/cli-binary.ts";
 import { freePort, tempDir } from "../helpers/net.ts";
 import { REPO, run, start, type Running } from "../helpers/processes.ts";
 import { executableKind, muslRunner, nativeRunner, qemuRunner, type Runner } from "../helpers/release/runners.ts";
 
 const SLOW = 600_000;
+/** Enough of an executable to tell its kind: every header executableKind reads lies in the first 64 KiB. */
+const HEAD_BYTES = 65_536;
 let out: { path: string; remove: () => Promise<void> };
 let releaseDir: string;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -39,7 +42,8 @@ const headCommit = () => Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"
 describe("bun run release", () => {
   test("writes the six artifacts, each the executable its name says, and SHA256SUMS listing each", async () => {
     const kinds: Record<string, string> = {};
-    for (const t of TARGETS) kinds[artifactName(t)] = executableKind(new Uint8Array(await readFile(join(releaseDir, artifactName(t)))));
+    // the headers that say what an executable is (ELF program headers and interpreter, Mach-O, PE) are at its start
+    for (const t of TARGETS) kinds[artifactName(t)] = executableKind(await Bun.file(join(releaseDir, artifactName(t))).slice(0, HEAD_BYTES).bytes());
     expect(kinds).toEqual({
       "ath-linux-x64": "elf x86-64 glibc",
       "ath-linux-x64-musl": "elf x86-64 musl",
@@ -49,12 +53,10 @@ describe("bun run release", () => {
       "ath-windows-x64.exe": "pe x86-64",
     });
     const sums = (await readFile(join(releaseDir, "SHA256SUMS"), "utf8")).trim().split("\n");
-    const expected = await Promise.all(
-      TARGETS.map(async (t) => `${createHash("sha256").update(await readFile(join(releaseDir, artifactName(t)))).digest("hex")}  ${artifactName(t)}`),
-    );
-    expect(sums).toEqual(expected);
-    // the format sha256sum -c reads
-    expect(Bun.spawnSync(["sha256sum", "-c", "--quiet", "SHA256SUMS"], { cwd: releaseDir }).exitCode).toBe(0);
+    expect(sums.map((line) => line.replace(/^[0-9a-f]{64} {2}/, "<sha256>  "))).toEqual(TARGETS.map((t) => `<sha256>  ${artifactName(t)}`));
+    // each hash is its file's: sha256sum -c reads the format and hashes every file once
+    const check = Bun.spawnSync(["sha256sum", "-c", "SHA256SUMS"], { cwd: releaseDir, stdout: "pipe", stderr: "pipe" });
+    expect({ exit: check.exitCode, out: check.stdout.toString() }).toEqual({ exit: 0, out: TARGETS.map((t) => `${artifactName(t)}: OK\n`).join("") });
   });
 
   const linux: [string, () => Promise<Runner>][] = [
@@ -114,11 +116,11 @@ test("under qemu-user without BUN_CONFIG_MAX_HTTP_REQUESTS, serve's re-exec cann
 }, SLOW);
 
 test("the everyday build (dist/ath, built by `npm test`) names its commit and this machine's target too", async () => {
-  const r = await run([join(REPO, "dist/ath"), "--version", "--format", "json"]);
+  const r = await run([ensureBinary(), "--version", "--format", "json"]);
   expect(r.exitCode).toBe(0);
   const info = JSON.parse(r.stdout);
   expect(info).toEqual({ version: pkg.version, commit: expect.stringMatching(/^[0-9a-f]{12}(-dirty)?$/), target: "linux-x64" });
-  // dist/ath is built by `npm test` from this checkout (run `npx bun run build` first when running this file alone)
+  // dist/ath is built by `npm test` from this checkout (rebuilt first when older than it: tests/helpers/cli-binary.ts)
   expect({ built_from: info.commit.slice(0, 12) }).toEqual({ built_from: headCommit() });
 });
 
@@ -239,7 +241,17 @@ describe("npm packages", () => {
     // the two x64 Linux packages (npm must choose between them by libc), then the thin one; the others are not
     // published here (packing each costs ~15 s of CPU): npm skips an optional dependency it cannot fetch
     const npmDir = join(out.path, "npm");
-    const published = await Promise.all(["ath-linux-x64", "ath-linux-x64-musl"].map((p) => npm(["publish", join(npmDir, p)])));
+    // The musl package is published as release.ts wrote it but for its 100 MB binary, which npm never installs on
+    // this glibc machine: npm chooses by the os/cpu/libc of the package.json, kept as written, and skips the
+    // package whole. A stand-in that fails loudly takes the binary's place (had npm chosen musl, `ath --version`
+    // below would fail, and so would the listing of what came down); that release.ts put the real musl build there
+    // is checked first. One 100 MB package is packed and published instead of two.
+    const musl = join(npmDir, "ath-linux-x64-musl");
+    expect(sameFile(join(musl, "bin", "ath"), join(releaseDir, "ath-linux-x64-musl"))).toBe(true);
+    const muslStandIn = join(work.path, "ath-linux-x64-musl");
+    await cp(musl, muslStandIn, { recursive: true, filter: (from) => from !== join(musl, "bin", "ath") });
+    await writeFile(join(muslStandIn, "bin", "ath"), "#!/bin/sh\necho 'the musl package stand-in ran: npm chose the wrong platform package' >&2\nexit 99\n", { mode: 0o755 });
+    const published = await Promise.all([join(npmDir, "ath-linux-x64"), muslStandIn].map((dir) => npm(["publish", dir])));
     for (const p of published) expect({ exit: p.exitCode, err: p.exitCode === 0 ? "" : p.stderr }).toEqual({ exit: 0, err: "" });
     const main = await npm(["publish", join(npmDir, "ath")]);
     expect({ exit: main.exitCode, err: main.exitCode === 0 ? "" : main.stderr }).toEqual({ exit: 0, err: "" });
@@ -270,3 +282,10 @@ describe("npm packages", () => {
     expect({ exit: npx.exitCode, out: npx.stdout, err: npx.exitCode === 0 ? "" : npx.stderr }).toMatchObject({ err: "", exit: 0, out: expect.stringContaining(`${pkg.version} (commit `) });
   }, SLOW);
 });
+
+/** The same file twice: release.ts hard-links each binary into its npm package (or copies it where it cannot). */
+function sameFile(a: string, b: string): boolean {
+  const [x, y] = [statSync(a), statSync(b)];
+  if (x.dev === y.dev && x.ino === y.ino) return true;
+  return x.size === y.size && readFileSync(a).equals(readFileSync(b));
+}

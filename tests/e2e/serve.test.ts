@@ -3,17 +3,19 @@
  * the admin token is generated once and printed once, the master key is private, plain http off loopback is refused,
  * and SIGTERM stops it cleanly.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { statSync, existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { register } from "../helpers/agent.ts";
 import { makeAgent } from "../helpers/attestations.ts";
+import { ATH_BIN, ensureBinary } from "../helpers/cli-binary.ts";
 import { freePort } from "../helpers/net.ts";
 
-const BIN = resolve(import.meta.dir, "../../dist/ath");
+const BIN = ATH_BIN;
+beforeAll(() => void ensureBinary());
 const dirs: string[] = [];
 afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
@@ -277,7 +279,7 @@ describe("ath serve — TLS", () => {
   test("TLS files that cannot be read or used are usage errors naming the flag", async () => {
     const missing = await serveFails(["--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"]);
     expect(missing.code).toBe(2);
-    expect(missing.err).toContain("--tls-cert /nonexistent/cert.pem: cannot read it (ENOENT)");
+    expect(missing.err).toContain("--tls-cert /nonexistent/cert.pem: cannot read it: no such file");
     const dir = await tmp();
     const notPem = join(dir, "not.pem");
     await writeFile(notPem, "not a certificate");

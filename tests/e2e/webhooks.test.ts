@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { registeredAgent } from "../helpers/agent.ts";
-import { ATH_BIN, athEnv, ensureBinary, removeBinary, ath } from "../helpers/cli-binary.ts";
+import { ATH_BIN, athEnv, ensureBinary, ath } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { tempDir } from "../helpers/net.ts";
 
@@ -46,7 +46,6 @@ afterAll(async () => {
   await gw?.cleanup();
   receiver?.stop(true);
   await home?.remove();
-  removeBinary();
 });
 
 const admin = (...args: string[]) => ath(home.path, ["admin", ...args, "-g", gw.baseUrl], { ATH_ADMIN_TOKEN: gw.adminToken });

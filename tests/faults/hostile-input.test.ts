@@ -124,6 +124,27 @@ describe("raw requests over TCP", () => {
   });
 });
 
+describe("a client that hangs up mid-body (issue 35 #14)", () => {
+  test("is not an internal error: no 500 in the access log and no `internal error` line, on a protocol route and the proxy", async () => {
+    const before = w.gw.output().length;
+    for (const [target, auth] of [["/ath/agents/register", ""], ["/ath/token", ""], ["/ath/proxy/mail/v1/messages", `Authorization: Bearer ${token}\r\n`]] as const) {
+      await new Promise<void>((resolve) => {
+        const socket = connect(w.gw.port, "127.0.0.1");
+        socket.on("connect", () => socket.write(`POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"agent_id": "`));
+        socket.on("error", () => undefined);
+        setTimeout(() => (socket.destroy(), resolve()), 150);
+      });
+    }
+    // the access records are written once each request ends: wait for the three (a bound, not a sleep to pass)
+    const records = () => w.gw.output().slice(before).split("\n").filter((l) => /"msg":"request"|request/.test(l) && /\/ath\/(agents\/register|token|proxy)/.test(l));
+    for (let i = 0; i < 100 && records().length < 3; i++) await Bun.sleep(20);
+    const log = w.gw.output().slice(before);
+    expect(records().length).toBeGreaterThanOrEqual(3);
+    expect(log).not.toContain("internal error");
+    expect(log).not.toMatch(/"status":500|status=500| 500 /);
+  });
+});
+
 describe("an upstream answering a status outside 200–599", () => {
   test("0, 99 and 799 are 502 UPSTREAM_UNAVAILABLE (details.reason invalid_status), never a 500", async () => {
     const f = await fullFlow(w.baseUrl, { provider_id: "weird", scopes: ["mail:read"] });

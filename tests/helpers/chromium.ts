@@ -1,11 +1,14 @@
 /**
- * Debian's Chromium driven by playwright-core for the real-browser tests: one launch per test file, screenshots of
- * the pages a person sees (desktop and phone) under test-artifacts/, a record of JavaScript dialogs, and a way to
- * stop a redirect hop before it reaches a server (CDP Fetch: Playwright's routes never see redirect targets).
+ * Debian's Chromium driven by playwright-core for the real-browser tests: one browser per test process, shared by
+ * every file (`bun test` runs all files in one process, one file after another), each test in a context of its own;
+ * screenshots of the pages a person sees (desktop and phone) under test-artifacts/, a record of JavaScript dialogs,
+ * and a way to stop a redirect hop before it reaches a server (CDP Fetch: Playwright's routes never see redirect
+ * targets).
  */
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { atProcessEnd } from "./preload.ts";
 
 export const CHROMIUM_PATH = process.env.ATH_CHROMIUM ?? "/usr/bin/chromium";
 
@@ -27,8 +30,36 @@ export const VIEWPORTS = {
 
 export const ARTIFACTS = resolve(import.meta.dir, "../../test-artifacts/browser");
 
+let shared: Promise<Browser> | undefined;
+
+/** A Chromium of the caller's own (the scripts under scripts/ that drive a browser); tests use `sharedChromium`. */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: LAUNCH_ARGS });
+}
+
+/**
+ * The test process's Chromium, launched on first use (≈ 0.5–1 s saved per file that would launch its own) and
+ * relaunched if it went away. A file closes what it opened with `closeContexts`, never the browser; the browser is
+ * closed after the last file (tests/helpers/preload.ts).
+ */
+export function sharedChromium(): Promise<Browser> {
+  if (shared === undefined) {
+    const launching = launchChromium();
+    shared = launching;
+    void launching.then(
+      (b) => {
+        b.on("disconnected", () => shared === launching && (shared = undefined));
+        atProcessEnd(() => b.close());
+      },
+      () => shared === launching && (shared = undefined),
+    );
+  }
+  return shared;
+}
+
+/** Closes every context of the shared browser (a file's `afterAll`): the next file starts from a clean browser. */
+export async function closeContexts(browser: Browser | undefined): Promise<void> {
+  for (const context of browser?.contexts() ?? []) await context.close();
 }
 
 /**

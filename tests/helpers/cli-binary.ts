@@ -1,29 +1,33 @@
 /**
- * Runs the compiled CLI as a process with its own ATH_HOME, for the CLI e2e tests. The binary is compiled once per
- * test run from the current sources with scripts/build.ts's flags into a private temp path: a shared dist/ath may be
- * stale, or rebuilt by someone else while a test runs it. `spawnAth` gives the live process (`authorize --wait`).
+ * The compiled CLI for the tests, and a way to run it as a process with its own ATH_HOME. One binary serves the whole
+ * run: `dist/ath`, which `npm test` has just built, used only while `dist/ath.built-from` holds the build key of the
+ * tree as it is now (scripts/build.ts: the commit, the Bun version, every byte of src/ and the manifests); otherwise
+ * it is rebuilt first, so no test ever runs a binary older than its sources. `spawnAth` gives the live process
+ * (`authorize --wait`).
  */
-import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { buildKey, keyFileOf } from "../../scripts/build.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
-export const ATH_BIN = join(tmpdir(), `ath-bin-${process.pid}`, "ath");
+export const ATH_BIN = join(REPO, "dist/ath");
 
-/** Compiles src/main.ts to ATH_BIN (once per process), with scripts/build.ts and so its flags. */
-export function ensureBinary(): void {
-  if (existsFile(ATH_BIN)) return;
-  mkdirSync(dirname(ATH_BIN), { recursive: true });
-  const build = Bun.spawnSync(
-    [process.execPath, "scripts/build.ts", "--outfile", ATH_BIN],
-    { cwd: REPO, stdout: "pipe", stderr: "pipe" },
-  );
-  if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString()}`);
-}
+let current = false;
 
-/** Removes the compiled binary (≈100 MB) and its temp directory. */
-export function removeBinary(): void {
-  rmSync(dirname(ATH_BIN), { recursive: true, force: true });
+/**
+ * Makes sure `dist/ath` is built from the sources as they are (checked once per test process, ≈ 30 ms; a build
+ * when stale, ≈ 1 s) and returns its path. Throws when the build fails or the tree changed while it ran.
+ */
+export function ensureBinary(): string {
+  if (current) return ATH_BIN;
+  const key = buildKey();
+  if (builtFrom() !== key) {
+    const build = Bun.spawnSync([process.execPath, "scripts/build.ts"], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+    if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString()}`);
+    if (builtFrom() !== key) throw new Error("dist/ath: the sources changed while it was being built; run the tests again");
+  }
+  current = true;
+  return ATH_BIN;
 }
 
 export interface AthResult {
@@ -57,7 +61,7 @@ export async function ath(home: string, args: string[], env: Record<string, stri
 }
 
 export function spawnAth(home: string, args: string[], env: Record<string, string> = {}) {
-  return Bun.spawn([ATH_BIN, ...args], { env: athEnv(home, env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  return Bun.spawn([ensureBinary(), ...args], { env: athEnv(home, env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
 }
 
 /** Reads a stream until `pattern` matches the accumulated text; returns the match. */
@@ -91,10 +95,12 @@ export function modes(dir: string): { path: string; mode: number; dir: boolean }
 
 // internal
 
-function existsFile(p: string): boolean {
+/** The build key `dist/ath` was built from; undefined when it or its key file is missing. */
+function builtFrom(): string | undefined {
+  if (!existsSync(ATH_BIN)) return undefined;
   try {
-    return statSync(p).isFile();
+    return readFileSync(keyFileOf(ATH_BIN), "utf8").trim();
   } catch {
-    return false;
+    return undefined;
   }
 }

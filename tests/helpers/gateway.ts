@@ -5,6 +5,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { ProviderConfigInput } from "../../src/protocol/index.ts";
+import { ATH_BIN, ensureBinary } from "./cli-binary.ts";
 import { freePort, randomString, tempDir } from "./net.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
@@ -56,7 +57,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   await writeFile(providersFile, JSON.stringify(options.providers, null, 2));
   const adminToken = options.adminToken ?? `admin_${randomString(24)}`;
   const command =
-    typeof options.binary === "string" ? [options.binary] : options.binary ? [join(REPO, "dist/ath")] : [process.execPath, join(REPO, "src/main.ts")];
+    typeof options.binary === "string"
+      ? [options.binary === ATH_BIN ? ensureBinary() : options.binary]
+      : options.binary
+        ? [ensureBinary()]
+        : [process.execPath, join(REPO, "src/main.ts")];
   const args = [
     ...(options.launcher ?? []),
     ...command,

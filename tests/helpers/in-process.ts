@@ -6,6 +6,7 @@
  */
 import { createGateway, type App } from "../../src/gateway/app.ts";
 import type { Gateway, Logger } from "../../src/gateway/context.ts";
+import type { AuditPin } from "../../src/gateway/domain/audit-guard.ts";
 import type { RateLimits } from "../../src/gateway/ops/rate-limit.ts";
 import type { ApprovalMode } from "../../src/gateway/rules/policy.ts";
 import { PATHS, ProviderConfig, type ProviderConfigInput } from "../../src/protocol/index.ts";
@@ -65,6 +66,8 @@ export interface InProcessOptions {
   refreshTtlSeconds?: number;
   refreshIdleSeconds?: number;
   requireDpop?: boolean;
+  /** Where the audit chain's verified head is kept (default: memory, per gateway); shared to stand for a restart. */
+  auditPin?: AuditPin;
 }
 
 export interface InProcess {
@@ -127,6 +130,7 @@ export async function inProcessGateway(o: InProcessOptions = {}): Promise<InProc
       ...(o.refreshTtlSeconds ? { refreshTtlSeconds: o.refreshTtlSeconds } : {}),
       ...(o.refreshIdleSeconds ? { refreshIdleSeconds: o.refreshIdleSeconds } : {}),
       ...(o.requireDpop ? { requireDpop: true } : {}),
+      ...(o.auditPin ? { auditPin: o.auditPin } : {}),
     },
     {
       store: o.store ?? openSqliteStore(":memory:"),

@@ -7,7 +7,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema, ElicitationCompleteNotificationSchema, type ElicitRequest, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
-import { ATH_BIN } from "./processes.ts";
+import { ensureBinary } from "./cli-binary.ts";
 
 export interface ToolResult {
   isError?: boolean;
@@ -39,7 +39,7 @@ export interface HostOptions {
 
 export async function startHost(o: HostOptions): Promise<Host> {
   const transport = new StdioClientTransport({
-    command: ATH_BIN,
+    command: ensureBinary(),
     args: ["mcp", ...(o.args ?? [])],
     env: { PATH: process.env.PATH ?? "", HOME: o.home, ATH_HOME: o.home, NO_COLOR: "1" },
     stderr: "pipe",

@@ -1,12 +1,14 @@
 /**
  * Child processes for the CLI and README tests: the compiled `dist/ath` (or a shell line) run in a temporary
  * ATH_HOME, its output collected as it arrives so a test can wait for a line (the authorization URL, the
- * `listening on` line) while the process keeps running, then read its exit code and full output.
+ * `listening on` line) while the process keeps running, then read its exit code and full output. Starting `ATH_BIN`
+ * makes sure it is built from the sources as they are (tests/helpers/cli-binary.ts).
  */
 import { resolve } from "node:path";
+import { ATH_BIN, ensureBinary } from "./cli-binary.ts";
 
+export { ATH_BIN };
 export const REPO = resolve(import.meta.dir, "../..");
-export const ATH_BIN = resolve(REPO, "dist/ath");
 
 export interface Finished {
   exitCode: number;
@@ -30,6 +32,7 @@ export interface SpawnOptions {
 }
 
 export function start(argv: string[], o: SpawnOptions = {}): Running {
+  if (argv[0] === ATH_BIN) ensureBinary();
   const proc = Bun.spawn(argv, {
     cwd: o.cwd ?? REPO,
     env: { ...process.env, NO_COLOR: "1", ...o.env },

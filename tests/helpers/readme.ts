@@ -1,5 +1,5 @@
 /**
- * The README's "## Quick start" as data, so the journey test runs what a newcomer reads: the command lines of the
+ * The README's "## Quick start" (and any docs page's journey section, `readJourney`) as data, so the journey test runs what a newcomer reads: the command lines of the
  * section's ```sh blocks and the `$ ` lines of its ```console blocks (with what they print), in order, the buttons the
  * prose tells them to click (**bold** words), and the port `ath serve` listens on (an explicit --port, else the
  * default documented in docs/serve.md's configuration table). Also the shell blocks of any docs page.
@@ -32,6 +32,35 @@ export async function readQuickStart(repo: string): Promise<QuickStart> {
   const port = explicit ?? documented;
   if (port === undefined) throw new Error("docs/serve.md documents no default port for `ath serve`");
   return { commands, printed, buttons, servePort: Number(port) };
+}
+
+/** A journey section of any page (`## title`), as the quick start is read: its commands, what they print, the buttons. */
+export async function readJourney(repo: string, file: string, title: string): Promise<Omit<QuickStart, "servePort"> & { prose: string }> {
+  const section = sectionOf(await readFile(join(repo, file), "utf8"), title);
+  const { commands, printed } = shellLines(section);
+  const prose = section.slice(section.lastIndexOf("```") + 3);
+  return { commands, printed, buttons: [...prose.matchAll(/\*\*([^*]+)\*\*/g)].map((m) => m[1] ?? ""), prose };
+}
+
+/**
+ * Lines as comparable text: the gateway's ids and secrets (`ath_…`), did:key identities, the sandbox's note ids, and runs of letters, digits
+ * and `_-:.` that hold a digit or end in `…` (masked secrets, times, ports) become `#`; whitespace runs become one
+ * space; lines that are only `#`, punctuation or empty go.
+ */
+export function shape(text: string): string[] {
+  return text
+    .replace(/\x1b\[[0-9;]*[A-Za-z]/g, "\n")
+    .split(/\r?\n|\r/)
+    .map((l) =>
+      l
+        .replace(/\b(ath_|did:key:)[\w:.\/?&=%+…-]*/g, "#")
+        // the sandbox's note ids (`n_` + 8 random base64url characters, a digit or not)
+        .replace(/\bn_[A-Za-z0-9_-]{8}(?![\w-])/g, "#")
+        .replace(/[\w:.\/?&=%+-]*(\d[\w:.\/?&=%+-]*|…)/g, "#")
+        .replace(/\s+/g, " ")
+        .trim(),
+    )
+    .filter((l) => /[a-z]{3}/i.test(l.replace(/#/g, "")));
 }
 
 /** The command lines of ```sh blocks (comment lines skipped) and the `$ ` lines of ```console blocks, with the

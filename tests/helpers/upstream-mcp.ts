@@ -78,6 +78,9 @@ export async function startUpstreamMcp(auth: UpstreamAuth): Promise<UpstreamMcp>
         transport = new WebStandardStreamableHTTPServerTransport({
           sessionIdGenerator: () => crypto.randomUUID(),
           onsessioninitialized: (id) => void sessions.set(id, transport!),
+          // Bun.serve sends a streamed response's headers with its first byte: an idle GET stream would answer
+          // only at the SDK's first keep-alive comment (15 s by default), so this server keeps alive every 200 ms
+          keepAliveMs: 200,
         });
         await newServer().connect(transport);
       }

@@ -168,13 +168,13 @@ describe("not configured exits 3", () => {
 });
 
 describe("network failures exit 5 and name the URL and cause", () => {
-  test("a gateway that is down (connection refused)", async () => {
+  test("a gateway that is down (connection refused), with the next step", async () => {
     const url = `http://127.0.0.1:${closedPort()}`;
     const r = await runAth(home.dir, ["discover", "-g", url, "--format", "json"]);
     expect(r.code).toBe(5);
     const { error } = JSON.parse(r.stdout);
     expect(error.code).toBe("NETWORK_ERROR");
-    expect(error.message).toBe(`[GET] "${url}/.well-known/ath.json": connection refused`);
+    expect(error.message).toBe(`[GET] "${url}/.well-known/ath.json": connection refused: is a gateway running at ${url}? Start one with \`ath serve\`, or pass the right -g`);
   });
 
   test("a gateway that does not answer in time (ATH_HTTP_TIMEOUT_MS)", async () => {

@@ -4,8 +4,8 @@
  * (RFC 8252 §7.3), exchanges the code and saves the token, and leaves no pending session behind when that fails.
  */
 import { gatewayLink } from "../links.ts";
-import { audience, discoverService, startAuthorization } from "../client.ts";
-import { usageError } from "../errors.ts";
+import { audience, discoverService, fetchAgentStatus, startAuthorization } from "../client.ts";
+import { ClientError, usageError } from "../errors.ts";
 import { updateCredentials, type Registration } from "../home.ts";
 import { attest, type Identity } from "../identity.ts";
 import { startLoopback } from "../loopback.ts";
@@ -108,19 +108,24 @@ async function prepare(input: Omit<AuthorizeInput, "redirectUri">, agent: Agent)
 }
 
 async function start(p: Prepared, input: Pick<AuthorizeInput, "resource">, agent: Agent, redirectUri?: string, state = newState()): Promise<Authorization> {
-  const res = await startAuthorization(
-    p.base,
-    {
-      client_id: p.registration.client_id,
-      agent_attestation: await attest(p.identity, audience(p.base, "authorize")),
-      provider_id: p.provider,
-      scopes: p.scopes,
-      state,
-      ...(redirectUri === undefined ? {} : { user_redirect_uri: redirectUri }),
-      ...(input.resource === undefined ? {} : { resource: input.resource }),
-    },
-    agent.http,
-  );
+  let res: Awaited<ReturnType<typeof startAuthorization>>;
+  try {
+    res = await startAuthorization(
+      p.base,
+      {
+        client_id: p.registration.client_id,
+        agent_attestation: await attest(p.identity, audience(p.base, "authorize")),
+        provider_id: p.provider,
+        scopes: p.scopes,
+        state,
+        ...(redirectUri === undefined ? {} : { user_redirect_uri: redirectUri }),
+        ...(input.resource === undefined ? {} : { resource: input.resource }),
+      },
+      agent.http,
+    );
+  } catch (e) {
+    throw await explained(e, p, agent);
+  }
   // the consent page a person is sent to: the gateway's own origin only (DESIGN §14)
   gatewayLink(res.authorization_url, p.base);
   await updateCredentials(
@@ -148,6 +153,46 @@ async function start(p: Prepared, input: Pick<AuthorizeInput, "resource">, agent
     ath_session_id: res.ath_session_id,
     ...(redirectUri === undefined ? {} : { user_redirect_uri: redirectUri }),
   };
+}
+
+/**
+ * A refusal made actionable (DESIGN §17 "Next steps in refusals"): SCOPE_NOT_APPROVED names the scopes and the `ath
+ * register` that asks for them; AGENT_UNAPPROVED reads the agent's true status from the gateway, saves it (the saved
+ * one said `pending` or `approved` — issue 35) and names what the operator runs.
+ */
+async function explained(e: unknown, p: Prepared, agent: Agent): Promise<unknown> {
+  if (!(e instanceof ClientError)) return e;
+  const keep = { ...(e.status === undefined ? {} : { status: e.status }), ...(e.details === undefined ? {} : { details: e.details }), cause: e };
+  if (e.code === "SCOPE_NOT_APPROVED") {
+    const asked = e.details?.unapproved_scopes;
+    const scopes = Array.isArray(asked) ? asked.filter((s): s is string => typeof s === "string") : [];
+    if (scopes.length === 0) return e;
+    const are = scopes.length === 1 ? "is" : "are";
+    return new ClientError(e.kind, e.code, `${e.reason}: ${scopes.join(", ")} ${are} not approved for this agent at ${p.provider}`, {
+      ...keep,
+      next: `ask for ${scopes.length === 1 ? "it" : "them"} with \`ath register -g ${p.base} --provider ${p.provider} --scopes ${scopes.join(",")}\` (the gateway's policy or its operator decides)`,
+    });
+  }
+  if (e.code === "AGENT_UNAPPROVED") {
+    const live = await fetchAgentStatus(p.base, p.registration, agent.http).catch(() => undefined);
+    if (live !== undefined) {
+      await updateCredentials(
+        agent.home,
+        (c) => {
+          const reg = c.gateways[p.base]?.agents[p.identity.agentId];
+          if (reg === undefined || reg.client_id !== p.registration.client_id) return;
+          Object.assign(reg, { agent_status: live.agent_status, approved_providers: live.approved_providers, approval_expires: live.approval_expires });
+        },
+        agent.now,
+      );
+    }
+    const status = live === undefined ? "" : `: this agent is ${live.agent_status} at ${p.base}`;
+    return new ClientError(e.kind, e.code, `${e.reason}${status}`, {
+      ...keep,
+      next: `the gateway's operator can approve it with \`ath admin agents approve ${p.registration.client_id}\``,
+    });
+  }
+  return e;
 }
 
 /** 256 random bits, base64url: the `state` that ties the redirect to this authorization. */

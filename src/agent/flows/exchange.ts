@@ -118,9 +118,9 @@ function alreadyExchanged(reg: Registration, code: string, base: string): SavedT
   if (token !== undefined && token.obtained_at === done.exchanged_at) return token;
   throw notConfigured(
     "CODE_ALREADY_EXCHANGED",
-    `this code was already exchanged at ${done.exchanged_at} and its token for ${done.provider_id} is no longer saved (revoked or replaced): ` +
-      `run \`ath authorize -g ${base} --provider ${done.provider_id}\` for a new one`,
+    `this code was already exchanged at ${done.exchanged_at} and its token for ${done.provider_id} is no longer saved (revoked or replaced)`,
     { gateway: base, provider_id: done.provider_id, ath_session_id: done.ath_session_id },
+    `run \`ath authorize -g ${base} --provider ${done.provider_id}\` for a new one`,
   );
 }
 
@@ -155,8 +155,9 @@ function pickPending(reg: Registration, base: string, now: number, provider?: st
   if (only === undefined) {
     throw notConfigured(
       "NO_PENDING_SESSION",
-      `no unexpired pending authorization${which} at ${base} (sessions last 10 minutes): pass --session <ath_sess_…>, ` +
-        `or run \`ath authorize -g ${base} --provider ${provider ?? "<id>"}\` again`,
+      `no unexpired pending authorization${which} at ${base} (sessions last 10 minutes)`,
+      undefined,
+      `pass --session <ath_sess_…>, or run \`ath authorize -g ${base} --provider ${provider ?? "<id>"}\` again`,
     );
   }
   if (others.length === 0) return only[0];

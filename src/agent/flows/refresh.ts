@@ -2,8 +2,10 @@
  * The agent keeps its tokens alive by itself (DESIGN §17), for the CLI and `ath mcp` alike: a saved token that has
  * expired or expires within REFRESH_MARGIN_MS is refreshed with its refresh token before use — single-flight across
  * processes, under the credentials lock: whoever takes the lock first refreshes and saves both new tokens; whoever
- * waited finds them saved and uses them. A family the gateway no longer refreshes (reused, revoked, expired) is
- * forgotten, and the error (exit 4, TOKEN_REVOKED / TOKEN_EXPIRED) names the `ath authorize` to run.
+ * waited finds them saved and uses them. A family the gateway no longer refreshes (reused, revoked, expired) is kept
+ * marked dead, so this and every later use is the same error (exit 4, TOKEN_REVOKED / TOKEN_EXPIRED) naming the `ath
+ * authorize` to run — one condition, one exit code (issue 40: it was 4, then 3 NO_TOKEN once the token was gone).
+ * A refresh that fails otherwise says it was refreshing (POST /ath/token) for the call that needed it.
  */
 import type { TokenResponse } from "../../protocol/schemas.ts";
 import { audience, exchangeCode } from "../client.ts";
@@ -46,6 +48,7 @@ export interface Refreshed {
 export async function usableToken(agent: Agent, base: string, provider: string, o: { force?: boolean; since?: number } = {}): Promise<Refreshed> {
   const identity = await agent.identity();
   const seen = requireSaved(await requireRegistration(agent.home, base, identity.agentId), base, provider);
+  if (seen.refresh_dead !== undefined) throw deadFamily(base, provider, seen.refresh_dead);
   if (!o.force && fresh(seen, agent.now())) return { token: seen, refreshed: false };
   if (seen.refresh_token === undefined) {
     if (o.force) throw noRefresh(base, provider);
@@ -61,6 +64,7 @@ export async function usableToken(agent: Agent, base: string, provider: string, 
     if (current.access_token !== seen.access_token && unexpired) return { token: current, refreshed: false };
     // …or refreshed it since this refresh was asked for (two `ath token --refresh` started together: one refresh).
     if (o.since !== undefined && Date.parse(current.obtained_at) >= o.since && unexpired) return { token: current, refreshed: false };
+    if (current.refresh_dead !== undefined) throw deadFamily(base, provider, current.refresh_dead);
     if (current.refresh_token === undefined) throw noRefresh(base, provider);
     let response: TokenResponse;
     try {
@@ -80,15 +84,19 @@ export async function usableToken(agent: Agent, base: string, provider: string, 
     } catch (e) {
       const reason = e instanceof ClientError ? String(e.details?.reason ?? "") : "";
       if (e instanceof ClientError && e.code === "INVALID_GRANT" && DEAD.has(reason)) {
-        delete reg.tokens[provider];
+        const { refresh_token: _spent, refresh_expires_at: _ends, ...rest } = current;
+        reg.tokens[provider] = { ...rest, refresh_dead: reason };
         await save();
-        const code = reason === "refresh_token_expired" ? "TOKEN_EXPIRED" : "TOKEN_REVOKED";
-        throw new ClientError("refused", code, `the token for ${provider} at ${base} can no longer be refreshed (${reason}): run \`ath authorize -g ${base} --provider ${provider}\``, {
-          ...(e.status === undefined ? {} : { status: e.status }),
-          details: { gateway: base, provider_id: provider, reason },
-        });
+        throw deadFamily(base, provider, reason, e.status);
       }
-      throw e;
+      if (!(e instanceof ClientError)) throw e;
+      // The call that needed the token is the person's (`GET /notes`): say the failure was the refresh's.
+      const why = Date.parse(current.expires_at) <= agent.now() ? "has expired" : "expires within a minute";
+      throw new ClientError(e.kind, e.code, `the token for ${provider} ${why} and refreshing it (POST /ath/token) failed: ${e.message}`, {
+        ...(e.status === undefined ? {} : { status: e.status }),
+        ...(e.details === undefined ? {} : { details: e.details }),
+        cause: e,
+      });
     }
     const token = savedTokenOf(response, agent.now());
     reg.tokens[response.provider_id] = token;
@@ -113,12 +121,27 @@ function fresh(t: SavedToken, now: number): boolean {
 function requireSaved(reg: Registration | undefined, base: string, provider: string): SavedToken {
   const t = reg?.tokens[provider];
   if (t !== undefined) return t;
-  throw notConfigured("NO_TOKEN", `no token for ${provider} at ${base}: run \`ath authorize -g ${base} --provider ${provider}\``, { gateway: base, provider_id: provider });
+  throw notConfigured("NO_TOKEN", `no token for ${provider} at ${base}`, { gateway: base, provider_id: provider }, authorizeNext(base, provider));
+}
+
+/** The family of the saved token died at the gateway: exit 4, the same every time until `ath authorize`. */
+function deadFamily(base: string, provider: string, reason: string, status?: number): ClientError {
+  const code = reason === "refresh_token_expired" ? "TOKEN_EXPIRED" : "TOKEN_REVOKED";
+  return new ClientError("refused", code, `the token for ${provider} at ${base} can no longer be refreshed (${reason})`, {
+    ...(status === undefined ? {} : { status }),
+    details: { gateway: base, provider_id: provider, reason },
+    next: authorizeNext(base, provider),
+  });
+}
+
+function authorizeNext(base: string, provider: string): string {
+  return `run \`ath authorize -g ${base} --provider ${provider}\``;
 }
 
 function noRefresh(base: string, provider: string): ClientError {
-  return new ClientError("config", "NO_REFRESH_TOKEN", `the token for ${provider} at ${base} has no refresh token (the gateway gave none): run \`ath authorize -g ${base} --provider ${provider}\``, {
+  return new ClientError("config", "NO_REFRESH_TOKEN", `the token for ${provider} at ${base} has no refresh token (the gateway gave none)`, {
     details: { gateway: base, provider_id: provider },
+    next: authorizeNext(base, provider),
   });
 }
 
@@ -132,7 +155,7 @@ export async function refreshSaved(agent: Agent, base: string, provider?: string
   const providers = Object.keys(reg.tokens);
   const which = provider ?? (providers.length === 1 ? providers[0] : undefined);
   if (which === undefined) {
-    if (providers.length === 0) throw notConfigured("NO_TOKEN", `no token saved at ${base}: run \`ath authorize -g ${base} --provider <id>\``, { gateway: base });
+    if (providers.length === 0) throw notConfigured("NO_TOKEN", `no token saved at ${base}`, { gateway: base }, authorizeNext(base, "<id>"));
     throw usageError(`several tokens are saved at ${base} (${providers.join(", ")}): pass --provider`);
   }
   return usableToken(agent, base, which, { force: true, ...(since === undefined ? {} : { since }) });

@@ -10,6 +10,7 @@ import { findRegistration, readCredentials, updateCredentials, type Registration
 import { attest, type Identity } from "../identity.ts";
 import { loopbackPortFor } from "../loopback.ts";
 import type { Agent, Target } from "./agent.ts";
+import { unknownProvider } from "./discover.ts";
 
 export interface RegisterInput {
   target: Target;
@@ -158,23 +159,20 @@ function summary(r: Registered["registration"]): Registered["registration"] {
   return { client_id, client_secret, agent_status, approved_providers, approval_expires, ...(r.pending_providers?.length ? { pending_providers: r.pending_providers } : {}) };
 }
 
-/** The request's providers and scopes; in native mode with none named, the service's own app. */
+/**
+ * The request's providers and scopes; in native mode with none named, the service's own app. A provider the gateway
+ * does not offer is refused before anything is registered (issue 40: asking for it only registered a denial).
+ */
 async function requestedProviders(input: RegisterInput, agent: Agent): Promise<ProviderScopeRequest[]> {
   const { base } = input.target;
   const byProvider = new Map(input.requests.map((r) => [r.provider_id, r.scopes]));
   let providers = input.providers;
   if (providers.length === 0 && byProvider.size === 0) providers = [(await discoverService(base, agent.http)).app_id];
-  let available: Map<string, string[]> | undefined;
-  for (const p of providers) {
-    if (input.scopes.length > 0) {
-      byProvider.set(p, input.scopes);
-      continue;
-    }
-    available ??= await availableScopes(input.target, agent);
-    const all = available.get(p);
-    if (all === undefined) throw usageError(`provider "${p}" is not offered at ${base}: pass --scopes, or see \`ath discover\``);
-    byProvider.set(p, all);
+  const available = await availableScopes(input.target, agent);
+  for (const p of [...providers, ...byProvider.keys()]) {
+    if (!available.has(p)) throw unknownProvider(base, p, [...available.keys()]);
   }
+  for (const p of providers) byProvider.set(p, input.scopes.length > 0 ? input.scopes : available.get(p)!);
   return [...byProvider].map(([provider_id, scopes]) => ({ provider_id, scopes }));
 }
 

@@ -5,9 +5,9 @@
  */
 import { HEADERS } from "../../protocol/constants.ts";
 import { ATHError } from "../../protocol/lean.ts";
-import { didYouMean } from "../../text/suggest.ts";
 import { callProxy, discoverGateway, discoverService, proxyUrl } from "../client.ts";
-import { notConfigured, oneLine, usageError } from "../errors.ts";
+import { usageError } from "../errors.ts";
+import { unknownProvider } from "./discover.ts";
 import { readBody } from "../http.ts";
 import type { Agent, Target } from "./agent.ts";
 import { usableToken } from "./refresh.ts";
@@ -123,11 +123,7 @@ async function offered<T>(base: string, provider: string, agent: Agent, noToken:
     return noToken();
   }
   if (ids.includes(provider)) return noToken();
-  throw notConfigured("UNKNOWN_PROVIDER", `${base} offers no provider "${oneLine(provider)}"${didYouMean(provider, ids)}: its providers are ${ids.join(", ") || "none"} (see \`ath discover -g ${base}\`)`, {
-    gateway: base,
-    provider_id: provider,
-    providers: ids,
-  });
+  throw unknownProvider(base, provider, ids);
 }
 
 /** How much of a relayed body is kept to read an ATH refusal from it (error bodies are small). */

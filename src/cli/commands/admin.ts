@@ -136,8 +136,8 @@ export default defineCommand({
     }),
     webhooks: group("webhooks", "Webhooks (signed POSTs of agent, token and approval events): list, add, remove", {
       list: leaf("webhooks", "list", "List the webhook subscriptions", {}, (m) => m.webhooksList),
-      add: leaf("webhooks", "add", "Subscribe a URL to events; the signing secret is read from stdin", {
-        url: { type: "positional", required: true, description: "https:// URL (http://127.0.0.1 only when the gateway runs --dev)" },
+      add: leaf("webhooks", "add", "Subscribe a URL to events; the signing secret (at least 16 characters) is read from stdin", {
+        url: { type: "positional", required: true, description: "https:// URL; a receiver on the gateway's own machine (http://127.0.0.1…) only when the gateway runs with --dev" },
         events: { type: "string", required: true, description: "Comma-separated event types, e.g. token.revoked,approval.requested", valueHint: "a,b" },
       }, (m) => m.webhooksAdd),
       remove: leaf("webhooks", "remove", "Remove a webhook subscription", id("webhook_id"), (m) => m.webhooksRemove),

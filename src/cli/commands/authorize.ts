@@ -5,6 +5,7 @@
  * one step.
  */
 import { abandon, authorize, authorizeAndWait, type Authorization, type AuthorizeInput } from "../../agent/flows/authorize.ts";
+import { opensElsewhere } from "../../agent/links.ts";
 import { commonOptions, context, list, single, text, type CommonOptions, type Context } from "../kit/common.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
 import { usageError } from "../kit/errors.ts";
@@ -27,7 +28,10 @@ export async function run(opts: AuthorizeOptions, deps: Deps): Promise<void> {
   if (!opts.wait) {
     const a = await authorize({ ...input, redirectUri: opts.redirectUri }, ctx.agent);
     if (out.json) return out.doc({ authorization_url: a.authorization_url, ath_session_id: a.ath_session_id });
+    // DESIGN §14: a link that leaves the gateway is named first
+    const elsewhere = opensElsewhere(a.authorization_url, a.gateway);
     out.table([
+      ...(elsewhere ? [["note", `the URL ${elsewhere}, not the gateway`]] : []),
       ["authorization_url", a.authorization_url],
       ["ath_session_id", a.ath_session_id],
     ]);
@@ -60,7 +64,8 @@ function started(ctx: Context, opts: AuthorizeOptions, a: Authorization & { user
     await abandon(a, ctx.agent);
   });
   const say = out.json ? out.info : out.line;
-  say(`Open this URL to approve ${a.provider_id} (${a.scopes.join(", ")}):\n  ${a.authorization_url}`);
+  const elsewhere = opensElsewhere(a.authorization_url, a.gateway);
+  say(`Open this URL to approve ${a.provider_id} (${a.scopes.join(", ")})${elsewhere ? ` — it ${elsewhere}, not the gateway` : ""}:\n  ${a.authorization_url}`);
   out.info(`waiting for the redirect on ${a.user_redirect_uri}`);
   if (out.json) {
     // stdout keeps its one document (the token); a harness that must show the URL can parse this stderr line.
@@ -99,7 +104,11 @@ const args = {
   ...commonArgs,
   provider: { type: "string", description: "Provider id (native mode: the app id)", valueHint: "id" },
   scopes: { type: "string", description: "Comma-separated scopes (default: those approved at registration)", valueHint: "a,b" },
-  wait: { type: "boolean", description: "Receive the redirect on a loopback port and save the token (default on a TTY, text mode)" },
+  wait: {
+    type: "boolean",
+    description: "Receive the redirect on a loopback port and save the token (default on a TTY, text mode)",
+    negativeDescription: "Print the URL and the session, then return: `ath token --code` saves the token (default when piped or --format json)",
+  },
   open: { type: "boolean", default: true, description: "Open the browser", negativeDescription: "Only print the URL" },
   timeout: { type: "string", default: "300", description: `Seconds to wait for the approval (at most ${MAX_WAIT_SECONDS})`, valueHint: "seconds" },
   "redirect-uri": { type: "string", description: "user_redirect_uri to send (without --wait)", valueHint: "uri" },

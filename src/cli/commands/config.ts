@@ -12,6 +12,7 @@ import { usageError } from "../kit/errors.ts";
 import { commonArgs, defineCommand } from "../kit/flags.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
 import type { Output } from "../kit/render.ts";
+import { fileProblem } from "../../text/file-errors.ts";
 
 /** Settable keys (kebab-case on the command line) → config.json fields. */
 const SETTINGS = {
@@ -131,7 +132,7 @@ async function checkKey(path: string, what = "key-path"): Promise<string> {
   try {
     pem = await readFile(abs, "utf8");
   } catch (e) {
-    throw usageError(`${what} ${abs} cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+    throw usageError(`${what} ${abs} cannot be read: ${fileProblem(e)}`);
   }
   try {
     await loadKey(pem);

@@ -3,6 +3,7 @@ import { discover } from "../../agent/flows/discover.ts";
 import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
 import { commonArgs, defineCommand } from "../kit/flags.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
+import { oneLine } from "../kit/errors.ts";
 
 export async function run(opts: CommonOptions, deps: Deps): Promise<void> {
   const ctx = await context(opts, deps);
@@ -23,7 +24,8 @@ export async function run(opts: CommonOptions, deps: Deps): Promise<void> {
   }
   const { doc } = found;
   if (out.json) return out.doc(doc);
-  if (out.tty) out.line(`${out.paint.bold(doc.gateway_id)} (ATH ${doc.ath_version}) at ${base}`);
+  // one line whatever the gateway's strings hold (painted ones are made one line by the paint itself)
+  if (out.tty) out.line(`${out.paint.bold(doc.gateway_id)} (ATH ${oneLine(doc.ath_version)}) at ${base}`);
   const rows = doc.supported_providers.map((p) => [p.provider_id, p.display_name, p.available_scopes.join(",")]);
   out.table(out.tty ? [["PROVIDER", "NAME", "SCOPES"].map((h) => out.paint.bold(h)), ...rows] : rows);
 }

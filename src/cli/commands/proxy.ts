@@ -15,6 +15,7 @@ import { forTerminal as sanitized, jsonInert } from "../../text/sanitize.ts";
 import { HEADER_NAME, HEADER_VALUE, PROXY_METHODS } from "../../protocol/constants.ts";
 import { didYouMean } from "../../text/suggest.ts";
 import { requestWithApproval, type ApprovalWait } from "../../agent/flows/approval.ts";
+import { opensElsewhere } from "../../agent/links.ts";
 import { OWN_HEADERS, parseMaybeJson, utf8, type RequestInput } from "../../agent/flows/request.ts";
 import { isApprovalId } from "../../protocol/lean.ts";
 import { spinner } from "../kit/spinner.ts";
@@ -22,6 +23,7 @@ import { commonOptions, context, type CommonOptions } from "../kit/common.ts";
 import { getDeps, type Deps } from "../kit/deps.ts";
 import { athErrorKind, ClientError, oneLine, usageError } from "../kit/errors.ts";
 import { commonArgs, defineCommand, invocation } from "../kit/flags.ts";
+import { fileProblem } from "../../text/file-errors.ts";
 
 export interface ProxyOptions extends CommonOptions {
   /** Positional words: provider method path, or method path in native mode. */
@@ -110,7 +112,8 @@ function waitForPerson(ctx: Awaited<ReturnType<typeof context>>, input: RequestI
     intervalMs: pollInterval(deps.env),
     async ask(pending) {
       const until = Date.parse(pending.expires_at);
-      out.info(`${input.method} ${input.path} needs a person's approval${pending.approver === "admin" ? " (an admin of the gateway decides it)" : ""}. Open this URL:\n  ${pending.approval_url}`);
+      const elsewhere = opensElsewhere(pending.approval_url, input.target.base);
+      out.info(`${input.method} ${input.path} needs a person's approval${pending.approver === "admin" ? " (an admin of the gateway decides it)" : ""}. Open this URL${elsewhere ? ` (it ${elsewhere}, not the gateway)` : ""}:\n  ${pending.approval_url}`);
       if (out.json) deps.stderr(`${JSON.stringify({ approval_id: pending.approval_id, approval_url: pending.approval_url, expires_at: pending.expires_at })}\n`);
       spin = deps.stderrTTY && !out.json ? spinner(() => `waiting for the approval… ${timeLeft(until - deps.now())} left`, deps.stderr) : undefined;
       deps.openUrl(pending.approval_url).catch((e: unknown) => {
@@ -143,7 +146,7 @@ async function readBodyArg(arg: string, deps: Deps): Promise<string> {
     const { readFile } = await import("node:fs/promises");
     return await readFile(path, "utf8");
   } catch (e) {
-    throw usageError(`--body ${oneLine(arg)}: cannot read ${oneLine(path)} (${(e as NodeJS.ErrnoException).code ?? "error"})`);
+    throw usageError(`--body ${oneLine(arg)}: cannot read ${oneLine(path)}: ${fileProblem(e)}`);
   }
 }
 

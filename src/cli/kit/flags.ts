@@ -140,7 +140,8 @@ function checkScanned({ flags, words }: { flags: Flag[]; words: string[] }, args
     if (!f.long && f.key.length !== 1) throw usageError(`unknown flag ${f.raw} for \`${command}\` (short flags take one letter)`);
     if (f.name === undefined) {
       const names = Object.entries(args).filter(([, d]) => d.type !== "positional").map(([n]) => n);
-      const guess = f.long ? closest(f.key, names) : undefined;
+      const known = THEIR_NAMES[f.key];
+      const guess = known !== undefined && names.includes(known) ? known : f.long ? closest(f.key, names) : undefined;
       const hint = guess === undefined ? "" : ` (did you mean --${guess}?)`;
       throw usageError(`unknown flag ${f.long ? "--" : "-"}${f.key} for \`${command}\`${hint}: see \`${command} --help\``);
     }
@@ -149,6 +150,12 @@ function checkScanned({ flags, words }: { flags: Flag[]; words: string[] }, args
   const positionals = Object.values(args).filter((d) => d.type === "positional").length;
   if (words.length > positionals) throw usageError(`too many arguments for \`${command}\`: see \`${command} --help\``);
 }
+
+/**
+ * What other tools call our flags (curl's `-d`/`--data`, httpie's `--json`, `gh api --input`): too far from `--body`
+ * by spelling for "did you mean" to find, and what people type first (issue 40).
+ */
+const THEIR_NAMES: Record<string, string> = { d: "body", data: "body", "data-raw": "body", "data-binary": "body", json: "body", input: "body" };
 
 /**
  * Splits `argv` at its first word that is not a flag (the command word): the global flags before it (with

@@ -36,7 +36,12 @@ export interface Paint {
   dim(s: string): string;
 }
 
-const PLAIN: Paint = { bold: (s) => s, green: (s) => s, yellow: (s) => s, red: (s) => s, dim: (s) => s };
+/**
+ * Colours off: no codes — but the same one-line sanitizing as the coloured paint, since what is painted is often a
+ * gateway's string (issue 35: with NO_COLOR, a gateway_id holding `\r\n…` reached the terminal as a line of its own).
+ */
+const oneLineSafe = (s: string) => forTerminal(s, { multiline: false });
+const PLAIN: Paint = { bold: oneLineSafe, green: oneLineSafe, yellow: oneLineSafe, red: oneLineSafe, dim: oneLineSafe };
 
 /** The output of a command. kleur is loaded only when colours are on: importing it reads process.stdout, slow in Bun. */
 export async function output(format: Format, deps: Deps): Promise<Output> {

@@ -6,7 +6,7 @@
 import type { AdminAuditEvent } from "../../protocol/admin.ts";
 import type { AuditEvent, AuditFilter } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
-import { exportAudit } from "../domain/audit-chain.ts";
+import { exportAudit } from "../domain/audit-export.ts";
 import { AthError } from "../../protocol/index.ts";
 import { json } from "../http/response.ts";
 import { decodeCursor, encodeCursor, iso, readLimit, readQuery, readTime } from "./query.ts";

@@ -19,6 +19,7 @@ import { revokeTokens } from "../domain/tokens.ts";
 import { readText } from "../http/request.ts";
 import { redirect } from "../http/response.ts";
 import { htmlResponse } from "../pages/layout.ts";
+import { agentPage as renderAgentPage } from "./agent-page.ts";
 import * as pages from "./pages.ts";
 import { checkCsrf, currentSession, signIn, signinCsrf, signOut, type ConsoleUser } from "./session.ts";
 
@@ -93,7 +94,15 @@ export async function agentAction(call: Call): Promise<Response> {
 
 /** One agent's page: its approval rules, policy and budgets, each a JSON form (DESIGN §15, §16). */
 export async function agentPage(call: Call): Promise<Response> {
-  return page(call, async (user) => pages.agentPage(shell(call, user, "agents"), await agentByClientId(call.gw, call.params.client_id!)));
+  return page(call, async (user) => {
+    const agent = await agentByClientId(call.gw, call.params.client_id!);
+    return renderAgentPage(shell(call, user, "agents"), agent, await liveTokensOf(call, agent.client_id));
+  });
+}
+
+/** The agent page's tokens: its live ones, read as the tokens page reads them. */
+async function liveTokensOf(call: Call, clientId: string) {
+  return (await listTokens(call.gw, `?${new URLSearchParams({ client_id: clientId, state: "active", limit: "50" })}`)).tokens;
 }
 
 /**
@@ -120,7 +129,7 @@ export async function agentListAction(call: Call): Promise<Response> {
   } catch (err) {
     if (!(err instanceof AthError) || err.status !== 400) throw err;
     const agent = await agentByClientId(call.gw, clientId);
-    const html = pages.agentPage(shell(call, user, "agents"), agent, { list: key, message: err.message, source });
+    const html = renderAgentPage(shell(call, user, "agents"), agent, await liveTokensOf(call, clientId), { list: key, message: err.message, source });
     return htmlResponse(html, { status: 400 });
   }
   return done(`agents/${encodeURIComponent(clientId)}`, `${LIST_LABELS[key][0]!.toUpperCase()}${LIST_LABELS[key].slice(1)} saved.`);

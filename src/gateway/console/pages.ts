@@ -1,6 +1,6 @@
 /**
  * The admin console's pages (DESIGN §9), rendered on the server in the consent pages' shell (pages/layout.ts: its
- * stylesheet, CSP and headers): sign-in, overview, agents, tokens, providers, audit. No JavaScript; every value from
+ * stylesheet, CSP and headers): sign-in, overview, agents, tokens, providers, audit (one agent's page: agent-page.ts). No JavaScript; every value from
  * the store or the request is escaped here; every POST form carries the session's CSRF token; tables turn into one
  * card per row on a phone.
  */
@@ -90,45 +90,6 @@ ${csrfField(s.csrf)}${buttons}</form><a class="agent-rules" href="${ROOT}/agents
 <p class="hint">Developer and purpose are claimed by the agent, not verified. Pending agents first. Deny, Suspend and Remove revoke the agent's tokens at once.</p>
 ${table(["Status", "Agent", "Developer", "Purpose", "Requested", "Registered", "Actions"], rows, "No agents have registered yet.")}`;
   return page(s, "Agents", body);
-}
-
-/** A form of the agent page that was refused: which list, why, and the text as it was sent. */
-export interface ListError {
-  list: "approval_rules" | "policy" | "budgets";
-  message: string;
-  source: string;
-}
-
-/**
- * One agent (DESIGN §15, §16): its own approval rules, policy rules and budgets — added to (after) its providers' at
- * the proxy — each edited as JSON in a form of its own; an empty list clears it. A refused form shows its error and
- * the text as sent.
- */
-export function agentPage(s: Shell, a: AdminAgent, error?: ListError): string {
-  const action = `${ROOT}/agents/${encodeURIComponent(a.client_id)}`;
-  const section = (list: ListError["list"], title: string, hint: string, example: string, value: unknown[]) => {
-    const failed = error?.list === list ? error : undefined;
-    const text = failed ? failed.source : value.length ? JSON.stringify(value, null, 2) : "[]";
-    return `<section id="${list}">
-<h2>${e(title)}</h2>
-<p class="hint">${hint}</p>
-<code class="block">${e(example)}</code>
-${failed ? `<p class="notice" role="alert">${e(failed.message)}</p>` : ""}<form method="post" action="${e(`${action}/${list}`)}">
-${csrfField(s.csrf)}<label for="json-${list}">${e(title)} (JSON)</label>
-<textarea id="json-${list}" name="json" rows="${Math.min(24, Math.max(4, text.split("\n").length + 1))}" spellcheck="false">${e(text)}</textarea>
-<div class="actions"><button type="submit" class="primary">Save ${e(title.toLowerCase())}</button></div>
-</form>
-</section>`;
-  };
-  const body = `<h1>Agent</h1>
-<p><span class="badge ${e(a.agent_status)}">${e(a.agent_status)}</span></p>
-<code class="id">${e(a.agent_id)}</code><code class="id hint">${e(a.client_id)}</code>
-<p>${e(a.developer.name)} <span class="hint">(${e(a.developer.id)})</span> — ${a.purpose ? e(a.purpose) : '<span class="hint">no purpose given</span>'}</p>
-<p class="hint">This agent's own rules, added to those of its providers. An empty list (<code>[]</code>) clears one. <a href="${ROOT}/agents">All agents</a></p>
-${section("approval_rules", "Approval rules", "Requests a person approves one by one, for example:", '[{"match": ["POST /v1/send"], "approver": "admin"}]', a.approval_rules)}
-${section("policy", "Policy rules", "Allow, deny or ask, with an optional CEL condition over the request, for example:", '[{"match": ["POST /v1/**"], "when": "request.body.amount > 100", "action": "deny", "reason": "too much"}]', a.policy)}
-${section("budgets", "Budgets", "At most limit matching calls per window (1h, 1d, 30d), for example:", '[{"match": ["GET /v1/**"], "limit": 100, "window": "1d"}]', a.budgets)}`;
-  return page(s, "Agent", body);
 }
 
 /** What the agent asked for at registration: each provider with its scopes, so an operator approves knowing it. */
@@ -286,9 +247,9 @@ ${pager(`${ROOT}/audit`, f, v.next)}`;
   return page(s, "Audit", body);
 }
 
-// internal
+// shared by the console's pages (agent-page.ts)
 
-function page(s: Shell, title: string, body: string): string {
+export function page(s: Shell, title: string, body: string): string {
   const links: [Section, string, string][] = [
     ["overview", "Overview", ROOT],
     ["agents", "Agents", `${ROOT}/agents`],
@@ -305,6 +266,8 @@ ${s.flash ? `<p class="flash" role="status">${e(s.flash)}</p>` : ""}`;
   return renderPage({ title: `${title} — ath admin`, body, nav, wide: true, brand: "ath gateway · admin" });
 }
 
+// internal
+
 function auditTable(events: AuditRow[]): string {
   const rows = events.map(
     (ev) => `<tr>
@@ -319,7 +282,7 @@ function auditTable(events: AuditRow[]): string {
   return table(["Time", "Type", "Agent", "Provider", "User", "Data"], rows, "No events match.");
 }
 
-function table(head: string[], rows: string[], empty: string): string {
+export function table(head: string[], rows: string[], empty: string): string {
   if (rows.length === 0) return `<p class="hint">${e(empty)}</p>`;
   return `<div class="table-wrap"><table class="list">
 <thead><tr>${head.map((h) => `<th scope="col">${e(h)}</th>`).join("")}</tr></thead>
@@ -338,11 +301,11 @@ function pager(path: string, filters: Record<string, string>, next: string | nul
   return `<p class="pager"><a href="${e(`${path}?${q}`)}">Older →</a></p>`;
 }
 
-function csrfField(token: string): string {
+export function csrfField(token: string): string {
   return `<input type="hidden" name="csrf" value="${e(token)}">`;
 }
 
 /** "2026-11-26 06:12 UTC" from an ISO time. */
-function short(iso: string): string {
+export function short(iso: string): string {
   return `${iso.slice(0, 16).replace("T", " ")} UTC`;
 }

@@ -1,13 +1,10 @@
 /**
- * The sample API behind the sandbox provider, under /demo/api: each demo user's notes, in memory.
+ * The sample API behind the sandbox provider, under /demo/api: each demo user's notes (notes.ts).
  * GET needs `notes:read`; POST and DELETE need `notes:write` (matching the provider's `scope_rules`).
  */
-import { randomSecret } from "../crypto/secrets.ts";
-import { TTL, type DemoContext, type Note } from "./context.ts";
+import type { DemoContext } from "./context.ts";
 import { authenticateBearer, insufficientScope, json, readBody } from "./http.ts";
-
-const MAX_NOTES_PER_USER = 200;
-const MAX_NOTE_CHARS = 2000;
+import { addNote, deleteNote, findNote, listNotes } from "./notes.ts";
 
 /** `path` is relative to /demo/api, e.g. "/notes" or "/notes/n_abc". */
 export async function notesApi(req: Request, path: string, ctx: DemoContext): Promise<Response> {
@@ -23,23 +20,16 @@ export async function notesApi(req: Request, path: string, ctx: DemoContext): Pr
   const needed = req.method === "GET" ? "notes:read" : "notes:write";
   if (!grant.scopes.includes(needed)) return insufficientScope(needed);
 
-  const notes = notesOf(ctx, grant.sub, grant.name);
-  if (req.method === "GET" && !id) {
-    return json({ user: grant.sub, notes: [...notes.values()].sort((a, b) => a.created_at.localeCompare(b.created_at)) });
-  }
-  if (req.method === "POST") return create(req, notes);
-  const note = notes.get(id ?? "");
-  if (!note) return notFound();
-  if (req.method === "DELETE") {
-    notes.delete(note.id);
-    return new Response(null, { status: 204 });
-  }
-  return json(note);
+  if (req.method === "GET" && !id) return json({ user: grant.sub, notes: listNotes(ctx, grant.sub, grant.name) });
+  if (req.method === "POST") return create(req, ctx, grant.sub, grant.name);
+  if (req.method === "DELETE") return deleteNote(ctx, grant.sub, grant.name, id ?? "") ? new Response(null, { status: 204 }) : notFound();
+  const note = findNote(ctx, grant.sub, grant.name, id ?? "");
+  return note ? json(note) : notFound();
 }
 
 // internal
 
-async function create(req: Request, notes: Map<string, Note>): Promise<Response> {
+async function create(req: Request, ctx: DemoContext, sub: string, name: string): Promise<Response> {
   const text = await readBody(req);
   if (text === null) return json({ error: "invalid_request", error_description: "the body is too large" }, 413);
   let body: unknown;
@@ -48,30 +38,9 @@ async function create(req: Request, notes: Map<string, Note>): Promise<Response>
   } catch {
     return invalid('the body must be JSON: {"text": "…"}');
   }
-  const note = body && typeof body === "object" ? (body as { text?: unknown }).text : undefined;
-  if (typeof note !== "string" || !note.trim() || note.length > MAX_NOTE_CHARS) {
-    return invalid(`text must be a non-empty string of at most ${MAX_NOTE_CHARS} characters`);
-  }
-  if (notes.size >= MAX_NOTES_PER_USER) return invalid(`a demo user keeps at most ${MAX_NOTES_PER_USER} notes`);
-  const created = addNote(notes, note);
-  return json(created, 201, { Location: `notes/${created.id}` });
-}
-
-/** A user's notes; a new user starts with a welcome note so the first `GET /notes` shows something. */
-function notesOf(ctx: DemoContext, sub: string, name: string): Map<string, Note> {
-  let notes = ctx.notes.get(sub);
-  if (!notes) {
-    notes = new Map();
-    addNote(notes, `Welcome to Demo Notes, ${name}! This note lives in the sandbox's memory.`);
-  }
-  ctx.notes.set(sub, notes, TTL.notesMs); // sliding expiry
-  return notes;
-}
-
-function addNote(notes: Map<string, Note>, text: string): Note {
-  const note = { id: `n_${randomSecret(6)}`, text, created_at: new Date().toISOString() };
-  notes.set(note.id, note);
-  return note;
+  const note = addNote(ctx, sub, name, body && typeof body === "object" ? (body as { text?: unknown }).text : undefined);
+  if ("problem" in note) return invalid(note.problem);
+  return json(note, 201, { Location: `notes/${note.id}` });
 }
 
 function invalid(description: string): Response {

@@ -64,6 +64,8 @@ export interface DemoContext {
   refresh: ExpiringMap<TokenGrant>;
   /** Per demo user (sub). */
   notes: ExpiringMap<Map<string, Note>>;
+  /** The sandbox MCP server's sessions (mcp.ts), each bound to the demo user who opened it. */
+  mcpSessions: ExpiringMap<{ sub: string }>;
   signingKey: Promise<{ privateKey: CryptoKey; jwk: JWK }>;
 }
 
@@ -87,6 +89,7 @@ export function createContext(baseUrl: string, accessTtlSeconds: number): DemoCo
     access: new ExpiringMap(10_000),
     refresh: new ExpiringMap(10_000),
     notes: new ExpiringMap(1000),
+    mcpSessions: new ExpiringMap(1000),
     signingKey: createSigningKey(),
   };
 }

@@ -1,13 +1,16 @@
 /**
- * `ath serve --demo`: a small, clearly labelled sandbox OAuth 2.0 provider and a notes API mounted under
- * /demo, registered as provider `demo`, so a newcomer can run the whole flow offline. Its client credentials
- * and signing key are new at every start; all state is in memory.
+ * `ath serve --demo`: a small, clearly labelled sandbox OAuth 2.0 provider, a notes API and an MCP server over the
+ * same notes, mounted under /demo and registered as provider `demo` — the API behind /ath/proxy/demo, the MCP server
+ * behind the front door at /mcp/demo — so a newcomer can run both journeys offline. It is an outside world that
+ * happens to run in process: it knows nothing of the gateway's domain or store, and the gateway reaches it over HTTP
+ * like any provider. Its client credentials and signing key are new at every start; all state is in memory.
  */
 import type { ProviderConfigInput } from "../../protocol/index.ts";
 import { notesApi } from "./api.ts";
 import { authorizeGet, authorizePost } from "./authorize.ts";
 import { createContext, DEMO_SCOPES, SCOPE_DESCRIPTIONS } from "./context.ts";
 import { json } from "./http.ts";
+import { mcpServer } from "./mcp.ts";
 import { jwks, revoke, token, userinfo } from "./oauth.ts";
 
 export interface Demo {
@@ -29,12 +32,13 @@ export function createDemo(o: { baseUrl: string; accessTokenTtlSeconds?: number 
     revocation_endpoint: `${ctx.issuer}/oauth/revoke`,
     userinfo_endpoint: `${ctx.issuer}/oauth/userinfo`,
     api_base_url: `${ctx.issuer}/api`,
+    mcp: { url: `${ctx.issuer}/mcp` },
     client_id: ctx.clientId,
     client_secret: ctx.clientSecret,
     token_endpoint_auth_method: "client_secret_post",
     scope_rules: {
-      "notes:read": ["GET /notes", "GET /notes/*"],
-      "notes:write": ["POST /notes", "DELETE /notes/*"],
+      "notes:read": ["GET /notes", "GET /notes/*", "MCP tools/call list_notes"],
+      "notes:write": ["POST /notes", "DELETE /notes/*", "MCP tools/call add_note", "MCP tools/call delete_note"],
     },
   };
 
@@ -43,6 +47,7 @@ export function createDemo(o: { baseUrl: string; accessTokenTtlSeconds?: number 
     if (!pathname.startsWith(`${mount}/`)) return notFound();
     const path = pathname.slice(mount.length);
     if (path.startsWith("/api/")) return notesApi(req, path.slice("/api".length), ctx);
+    if (path === "/mcp") return mcpServer(req, ctx);
     const endpoint = `${req.method} ${path}`;
     switch (endpoint) {
       case "GET /oauth/authorize":

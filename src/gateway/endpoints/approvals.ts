@@ -27,6 +27,9 @@ import { callerCredentials, readText } from "../http/request.ts";
 import { errorResponse, json } from "../http/response.ts";
 import { formActionSources, htmlResponse } from "../pages/index.ts";
 import { renderApprovalAdminPage, renderApprovalDecidedPage, renderApprovalPage, renderApprovalSigninPage } from "../pages/approval.ts";
+import type { McpClientView } from "../pages/consent.ts";
+import { localhostOnly, redirectHost, resolveClient } from "../oauth-server/clients.ts";
+import { MCP_PREFIX } from "../../protocol/mcp-front-door.ts";
 
 const NOT_YOURS =
   "Only the person who gave this agent access can approve its requests, and only from the browser where they gave that consent.";
@@ -251,21 +254,36 @@ function csrfToken(approvalId: string, who: ApproverIdentity): string {
 
 async function page(gw: Gateway, a: ApprovalRecord, who: ApproverIdentity): Promise<string> {
   const [provider, agent, request, token] = await Promise.all([findProvider(gw, a.provider_id), findAgent(gw, a.client_id), requestView(gw, a), findTokenById(gw, a.token_id)]);
+  const developer = { name: agent?.developer.name ?? "unknown", id: agent?.developer.id ?? "unknown" };
   return renderApprovalPage({
     gatewayHost: new URL(gw.opts.baseUrl).host,
     status: approvalStatus(a, gw.now()),
     actionUrl: `${PATHS.approvals}/${a.approval_id}`,
     csrfToken: csrfToken(a.approval_id, who),
     provider: { id: a.provider_id, displayName: provider?.config.display_name ?? a.provider_id },
-    agent: {
-      agentId: a.agent_id,
-      developerName: agent?.developer.name ?? "unknown",
-      developerId: agent?.developer.id ?? "unknown",
-      purpose: agent?.purpose ?? null,
-    },
+    agent: { agentId: a.agent_id, developerName: developer.name, developerId: developer.id, purpose: agent?.purpose ?? null },
+    ...(a.client_id.startsWith(MCP_PREFIX.client) ? { mcpClient: await mcpClientView(gw, a.agent_id, developer) } : {}),
     request,
     ...(token?.delegation ? { delegatedBy: token.delegation.chain.map((l) => ({ agentId: l.agent_id, clientId: l.client_id })) } : {}),
     expiresAt: new Date(a.expires_at),
     now: new Date(gw.now()),
   });
+}
+
+/**
+ * An MCP client as the consent page names it (DESIGN §18): it signs nothing, so what the page may say is what it
+ * registered or what its metadata document's host publishes. A client no longer known falls back to what its agent
+ * record kept — marked as claimed all the same.
+ */
+async function mcpClientView(gw: Gateway, agentId: string, developer: { name: string; id: string }): Promise<McpClientView> {
+  const clientId = agentId.replace(/^mcp:/, "");
+  const client = await resolveClient(gw, clientId);
+  if (!client) return { clientName: developer.name, clientId, redirectHost: developer.id, localhostOnly: false, document: false };
+  return {
+    clientName: client.metadata.client_name ?? null,
+    clientId: client.clientId,
+    redirectHost: redirectHost(client.metadata),
+    localhostOnly: localhostOnly(client.metadata),
+    document: client.document,
+  };
 }

@@ -1,4 +1,5 @@
 /** The one bounded body reader: protocol request bodies and fetched identity documents alike stop at a limit. */
+import { AthError } from "../../protocol/errors.ts";
 
 /**
  * Reads `body` whole, refusing more than `limit` bytes: a declared Content-Length over it is refused before reading,
@@ -18,7 +19,7 @@ export async function readBounded(
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = body.getReader();
-  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+  for (let r = await readOrGone(reader); !r.done; r = await readOrGone(reader)) {
     size += r.value.byteLength;
     if (size > limit) {
       await reader.cancel();
@@ -27,4 +28,26 @@ export async function readBounded(
     chunks.push(r.value);
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
+/**
+ * A client that hangs up before its body is complete is not the gateway's failure (issue 35 #14): Bun rejects the read
+ * with an AbortError ("The connection was closed"), which would otherwise reach the boundary as an internal error —
+ * logged as a 500 that anyone can cause at will. It becomes a 400 nobody receives; the access record says what it was.
+ */
+export function clientGone(err: unknown): unknown {
+  if (err instanceof DOMException && err.name === "AbortError") {
+    return new AthError("INVALID_REQUEST", "The client closed the connection before its request body was complete", { reason: "client_closed" });
+  }
+  return err;
+}
+
+// internal
+
+async function readOrGone(reader: ReadableStreamDefaultReader<Uint8Array>): ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]> {
+  try {
+    return await reader.read();
+  } catch (err) {
+    throw clientGone(err);
+  }
 }

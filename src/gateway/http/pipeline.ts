@@ -103,6 +103,11 @@ export function boundary(gw: Gateway, kind: RouteKind, err: unknown, requestId?:
     if (isLimitError(err) || (err instanceof AthError && err.code === "INVALID_REQUEST")) {
       return oauthErrorResponse(new OAuthError("invalid_request", (err as AthError).message, (err as AthError).status));
     }
+    // a rate limit or a failing store: RFC 6749's temporarily_unavailable, with its status and Retry-After
+    const e = exposed(err, log);
+    if (e.code === "RATE_LIMITED" || e.code === "SERVICE_UNAVAILABLE") return oauthErrorResponse(new OAuthError("temporarily_unavailable", e.message, e.status, e.headers));
+    if (e.code === "INTERNAL_ERROR") return oauthErrorResponse(new OAuthError("server_error", e.message, 500));
+    return errorResponse(e, log);
   }
   if (kind === "mcp") {
     if (err instanceof BearerChallenge) return challengeResponse(err);

@@ -90,6 +90,7 @@ export function createMetrics(version: string): Metrics {
     budgetExhausted: new Counter("ath_budget_exhausted_total", "Calls that found their budget spent (denied 429, or held for a person).", ["provider"]),
     mcpCalls: new Counter("ath_mcp_calls_total", "MCP JSON-RPC calls through the front door, by provider, method, tool and result.", ["provider", "method", "tool", "result"]),
     webhookDeliveries: new Counter("ath_webhook_deliveries_total", "Webhook delivery attempts, by result (ok, error).", ["result"]),
+    auditTamper: new Counter("ath_audit_tamper_detected_total", "Times the audit chain in the store was found rewritten (then nothing is signed until an operator acts).", []),
   };
   const provider = (e: { provider_id?: string | null | undefined }) => e.provider_id ?? "none";
   const EVENTS: Record<string, (e: { provider_id?: string | null | undefined; data?: LogFields | undefined }) => void> = {
@@ -107,6 +108,7 @@ export function createMetrics(version: string): Metrics {
     "budget.exhausted": (e) => m.budgetExhausted.inc([provider(e)]),
     "mcp.call": (e) => m.mcpCalls.inc([provider(e), String(e.data?.method_label ?? "other"), String(e.data?.tool_label ?? ""), String(e.data?.result ?? "unknown")]),
     "agent.registered": (e) => m.agentsRegistered.inc([String(e.data?.status ?? "unknown")]),
+    "audit.tamper_detected": () => m.auditTamper.inc([]),
   };
   const build = `# HELP ath_build_info The running ath version.\n# TYPE ath_build_info gauge\nath_build_info${labelSet(["version"], [version])} 1\n`;
   return {

@@ -23,6 +23,11 @@ export interface TraceContext {
   flags: string;
   /** The request span's attributes, which the pipeline adds to once it knows the route. */
   attributes: Record<string, string | number>;
+  /**
+   * False once the request span has ended: work a request left behind (a timer it set, a queue it nudged) inherits its
+   * context, and would otherwise export orphan spans long after — one a second for an idle webhook poll (issue 40).
+   */
+  open: boolean;
 }
 
 interface Span {
@@ -79,7 +84,7 @@ export function createTracer(o: { endpoint?: string; version: string; fetch?: Fe
 
   function child(name: string, kind: 1 | 3, attributes: Record<string, string | number> = {}): Span | undefined {
     const parent = als.getStore();
-    if (!parent) return undefined;
+    if (!parent?.open) return undefined;
     return { traceId: parent.traceId, spanId: randomHex(8), parentSpanId: parent.spanId, name, kind, start: now(), attributes };
   }
 
@@ -93,7 +98,13 @@ export function createTracer(o: { endpoint?: string; version: string; fetch?: Fe
       start: now(),
       attributes: { "http.request.method": req.method },
     };
-    const res = await als.run({ traceId: span.traceId, spanId: span.spanId, flags: valid ? valid[3]! : "01", attributes: span.attributes }, fn);
+    const ctx: TraceContext = { traceId: span.traceId, spanId: span.spanId, flags: valid ? valid[3]! : "01", attributes: span.attributes, open: true };
+    let res: T;
+    try {
+      res = await als.run(ctx, fn);
+    } finally {
+      ctx.open = false;
+    }
     span.attributes["http.response.status_code"] = res.status;
     span.name = `${req.method} ${String(span.attributes["http.route"] ?? "")}`.trim();
     span.error = res.status >= 500;
@@ -142,7 +153,7 @@ export function createTracer(o: { endpoint?: string; version: string; fetch?: Fe
       // Outside a traced request the call is `fetch` itself (no async wrapper: one promise fewer per proxied call).
       return (input, init) => {
         const ctx = als.getStore();
-        return ctx ? tracedFetch(fetch, ctx, input, init) : fetch(input, init);
+        return ctx?.open ? tracedFetch(fetch, ctx, input, init) : fetch(input, init);
       };
     },
     wrapStore(store) {

@@ -4,7 +4,12 @@
  * or schedules the next attempt with exponential backoff — 1 s, 2 s, 4 s … at most 10 min apart — until 24 h after
  * the event, when it is given up (logged) and the endpoint's next event goes. A killed instance's lease lapses after
  * LEASE_MS and another takes the row again: at least once, in order per endpoint.
+ *
+ * The loop runs in the context it was started in, not in the request that nudged it: the audit queue nudges it from
+ * inside a request, and a timer set there would carry that request's trace into every later poll — an idle gateway
+ * exported a lone `store.claimWebhookDeliveries` span a second (issue 40).
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Gateway, WebhookDeliverer } from "../context.ts";
 import { deliverOnce, secretAad } from "../domain/webhooks.ts";
 
@@ -23,6 +28,8 @@ export function startWebhookDeliverer(gw: Gateway, o: { pollMs?: number; leaseMs
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<void> | null = null;
   let again = false;
+  /** Runs a function in the context of the deliverer's start (no request's). */
+  const detached = AsyncLocalStorage.snapshot();
 
   async function deliverDue(): Promise<boolean> {
     const claimed = await gw.store.claimWebhookDeliveries(owner, gw.now(), leaseMs);
@@ -82,7 +89,7 @@ export function startWebhookDeliverer(gw: Gateway, o: { pollMs?: number; leaseMs
   timer = setTimeout(run, 0);
   timer.unref();
   return {
-    nudge: run,
+    nudge: () => detached(run),
     async stop() {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);

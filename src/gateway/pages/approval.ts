@@ -1,12 +1,15 @@
 /**
  * The approval page (GET /ath/approvals/{id}, DESIGN §15): one exact request an agent wants to make — the agent (its
- * id proven; developer and purpose only claimed, and marked so), the provider, and the request as the bytes that will be
+ * id proven by a signature; developer and purpose only claimed, and marked so) or, for an MCP client, the client as the
+ * consent page names it (it proved no identity: a dynamically registered client is "claimed — not verified", one known
+ * by its metadata document "published at its client id"), the provider, and the request as the bytes that will be
  * sent (pages/request-view.ts: path, raw query and its pairs, bound headers, raw body, a formatted view only when
  * faithful), and the time left — with Approve / Deny for the one
  * person allowed to decide it (endpoints/approvals.ts shows it to no one else). Same shell, CSP and headers as the
  * consent page.
  */
 import { renderAgentSection, renderDecisionForm } from "./agent.ts";
+import { renderMcpClientSection, type McpClientView } from "./consent.ts";
 import { escapeHtml, renderPage } from "./layout.ts";
 import { renderRequestView, type RequestView } from "./request-view.ts";
 import { renderDelegationSection, type DelegationView } from "./delegation.ts";
@@ -19,6 +22,8 @@ export interface ApprovalPageView {
   csrfToken: string;
   provider: { id: string; displayName: string };
   agent: { agentId: string; developerName: string; developerId: string; purpose: string | null };
+  /** Set when an MCP client asks (DESIGN §18): shown instead of the agent, which proved nothing with a key. */
+  mcpClient?: McpClientView;
   /** The request as it will be sent (pages/request-view.ts). */
   request: RequestView;
   /** DESIGN §23: when the agent's token was delegated to it, the agents it came through, nearest first. */
@@ -40,12 +45,12 @@ export function renderApprovalPage(v: ApprovalPageView): string {
     v.status === "pending"
       ? renderDecisionForm(v)
       : "";
-  const body = `<h1>An agent wants to send this request to ${provider}</h1>
+  const body = `<h1>${v.mcpClient ? "An MCP client" : "An agent"} wants to send this request to ${provider}</h1>
 <p class="lead">Approve only if you want exactly this request sent with your ${provider} account. Approving sends it once; the gateway at <strong>${escapeHtml(v.gatewayHost)}</strong> refuses any other.</p>
 ${decided[v.status]}
 <h2>The request</h2>
 ${renderRequestView(v.request)}
-${renderAgentSection(v.agent)}
+${v.mcpClient ? renderMcpClientSection(v.mcpClient) : renderAgentSection(v.agent)}
 ${renderDelegationSection(v.delegatedBy)}
 ${form}`;
   return renderPage({ title: `Approve this request to ${v.provider.displayName}?`, body, brand: `ath gateway · ${v.gatewayHost}` });

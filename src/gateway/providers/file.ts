@@ -4,10 +4,11 @@
  * (`providers.github.token_endpoint: Invalid http(s) URL`).
  */
 import { readFileSync } from "node:fs";
-import { formatIssues, ProvidersFile, TrustedIssuers, type ProviderConfig, type TrustedIssuer } from "../../protocol/index.ts";
+import { formatIssues, ProvidersFile, providersFileIssue, TrustedIssuers, type ProviderConfig, type TrustedIssuer } from "../../protocol/index.ts";
 import { locateJsonError } from "./json-syntax.ts";
 import { policyProblems } from "../rules/conditions.ts";
 import { applyTemplate, UnknownTemplateError } from "./templates/index.ts";
+import { fileProblem } from "../../text/file-errors.ts";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -27,7 +28,7 @@ export function loadGatewayFile(path: string, env: Record<string, string | undef
   try {
     text = readFileSync(path, "utf8");
   } catch (e) {
-    throw new ConfigError(`cannot read providers file ${path}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+    throw new ConfigError(`cannot read providers file ${path}: ${fileProblem(e)}`);
   }
   let raw: unknown;
   try {
@@ -37,10 +38,13 @@ export function loadGatewayFile(path: string, env: Record<string, string | undef
     const where = at ? `line ${at.line}, column ${at.column}: ${at.message}` : (e as Error).message;
     throw new ConfigError(`providers file ${path} is not valid JSON: ${where}`);
   }
+  const wrapped = wrapperOf(raw);
+  if (wrapped !== undefined) throw new ConfigError(`invalid providers file ${path}:\n  ${wrapped}`);
   const missing: string[] = [];
   const interpolated = interpolateEnv(raw, env, [], missing);
   const { issuers, rest } = splitIssuers(interpolated);
-  const parsed = ProvidersFile.safeParse(fillTemplates(rest, missing));
+  // type errors in words, each at its path (issue 40); the schema's own messages stay
+  const parsed = ProvidersFile.safeParse(fillTemplates(rest, missing), { error: providersFileIssue });
   // A field whose ${ENV} is unset is reported once, as such, not again as the empty string zod then sees.
   const missingPaths = new Set(missing.map((m) => m.slice(0, m.indexOf(":"))));
   const invalid = parsed.success ? [] : formatIssues(parsed.error, "providers").filter((m) => !missingPaths.has(m.slice(0, m.indexOf(":"))));
@@ -75,6 +79,21 @@ function duplicateIssuers(issuers: unknown): string[] {
     seen.add(issuer);
     return [];
   });
+}
+
+/**
+ * `{"providers": {"github": {…}}}` — the file wrapped in a key of its own name, as the admin API's list answers —
+ * is said as one problem, not as every field missing from a provider called "providers".
+ */
+function wrapperOf(raw: unknown): string | undefined {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw) || Object.keys(raw).length !== 1) return undefined;
+  const inner = (raw as Record<string, unknown>).providers;
+  if (inner === null || typeof inner !== "object" || Array.isArray(inner)) return undefined;
+  const ids = Object.keys(inner);
+  const entries = Object.values(inner);
+  if (ids.length === 0 || !entries.every((e) => e !== null && typeof e === "object" && !Array.isArray(e))) return undefined;
+  const named = ids.slice(0, 3).map((id) => `"${id}"`).join(", ") + (ids.length > 3 ? ", …" : "");
+  return `providers.providers: the file is keyed by provider id: put ${named} at the top level, without "providers"`;
 }
 
 /**

@@ -8,6 +8,7 @@ import { AthError } from "../../protocol/index.ts";
 import type { Gateway } from "../context.ts";
 import { currentAccess, refreshAfterRejection, type LiveAccess } from "../domain/grants.ts";
 import { requireNotRevoked } from "../domain/tokens.ts";
+import { clientGone } from "../http/body.ts";
 import type { HeaderFields } from "./headers.ts";
 
 /** On answers to calls a budget counted: the calls left in the tightest matching budget's window (DESIGN §16). */
@@ -88,7 +89,7 @@ export async function prepareBody(req: Request, max: number): Promise<PreparedBo
     await req.body.cancel();
     throw tooLarge(max);
   }
-  if (length !== null && Number(length) <= REPLAYABLE_BODY_BYTES) return { data: await req.arrayBuffer(), replayable: true };
+  if (length !== null && Number(length) <= REPLAYABLE_BODY_BYTES) return { data: await req.arrayBuffer().catch((err: unknown) => Promise.reject(clientGone(err))), replayable: true };
   // A declared length is held to by the server; only a chunked body needs counting.
   if (length !== null) return { data: req.body, replayable: false };
   let seen = 0;

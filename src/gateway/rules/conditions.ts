@@ -8,11 +8,19 @@
  * `arguments`) instead of `request`; a rule mixing both kinds may name both, and the one a call lacks fails its
  * evaluation (fail closed).
  *
+ * Beyond CEL's own checks, a `when` may name only fields its variables have, and its `matches` patterns must be RE2
+ * (rules/condition-check.ts); `matches` runs on the linear matcher (rules/re2/), not the library's backtracking
+ * RegExp; and an evaluation's reads of large request data and its regex work are bounded (rules/condition-meter.ts,
+ * re2/match.ts) — past either bound the evaluation fails, which fails closed.
+ *
  * The library is @marcbachmann/cel-js (zero dependencies, 284 KB): a body predicate evaluates in ~3 µs here where
  * @bufbuild/cel took ~11 µs and ~0.5 s to import (docs/policy.md has the measurement).
  */
 import { Environment } from "@marcbachmann/cel-js";
 import { AthError, type PolicyRule } from "../../protocol/index.ts";
+import { checkConditionTree, ConditionCheckError, RE2_MATCHES } from "./condition-check.ts";
+import { metered, withReadBudget } from "./condition-meter.ts";
+import { compileRe2, withMatchBudget, type Re2 } from "./re2/match.ts";
 
 /** What a `when` expression sees. Numbers from JSON bodies are doubles; `body_size` is an int. */
 export interface ConditionInput {
@@ -72,17 +80,28 @@ export function compileCondition(source: string, kind: ConditionKind = "http"): 
   const key = `${kind}\u0000${source}`;
   let c = cache.get(key);
   if (c === undefined) {
-    const checked = env(kind).check(source);
+    const environment = env(kind);
+    // CEL's own check first, on the expression as written: its messages name what the person wrote
+    const checked = environment.check(source);
     if (!checked.valid) throw new ConditionError(firstLine(checked.error?.message ?? "invalid expression"));
     if (checked.type !== "bool" && checked.type !== "dyn") throw new ConditionError(`the expression gives ${checked.type}, not a bool`);
-    const program = env(kind).parse(source);
+    const program = environment.parse(source);
+    try {
+      checkConditionTree(program.ast, kind === "http" ? HTTP_VARIABLES : kind === "mcp" ? MCP_VARIABLES : [...HTTP_VARIABLES, "mcp"]);
+    } catch (err) {
+      if (err instanceof ConditionCheckError) throw new ConditionError(err.message);
+      throw err;
+    }
+    const bound = program.check(); // binds `matches` (renamed) to the linear matcher
+    if (!bound.valid) throw new ConditionError(firstLine(bound.error?.message ?? "invalid expression"));
     c = {
       source,
       readsArguments: /arguments/.test(source),
       // conservative: any mention of `body` counts (an index expression may name it as a string)
       readsBody: /body/.test(source.replace(/body_size/g, "")),
       evaluate(input) {
-        const value = program(input as unknown as Record<string, unknown>);
+        const seen = view(input);
+        const value = withReadBudget(() => withMatchBudget(() => program(seen as unknown as Record<string, unknown>)));
         if (typeof value !== "boolean") throw new ConditionError(`the expression gave ${typeof value}, not a bool`);
         return value;
       },
@@ -138,7 +157,8 @@ function env(kind: ConditionKind): Environment {
     .registerVariable("user", "map")
     .registerVariable("provider", "map")
     .registerVariable("token", "map")
-    .registerVariable("now", "google.protobuf.Timestamp");
+    .registerVariable("now", "google.protobuf.Timestamp")
+    .registerFunction(`string.${RE2_MATCHES}(string): bool`, (text: string, pattern: string) => re2(pattern).test(text));
   if (kind !== "mcp") environment.registerVariable("request", "map");
   if (kind !== "http") environment.registerVariable("mcp", "map");
   environments.set(kind, environment);
@@ -146,6 +166,31 @@ function env(kind: ConditionKind): Environment {
 }
 
 const cache = new Map<string, Condition>();
+
+const HTTP_VARIABLES = ["request", "agent", "user", "provider", "token"];
+const MCP_VARIABLES = ["mcp", "agent", "user", "provider", "token"];
+
+/** Patterns compiled for `matches`: the literal ones at configuration, computed ones as they come (bounded). */
+const patterns = new Map<string, Re2>();
+
+function re2(pattern: string): Re2 {
+  let r = patterns.get(pattern);
+  if (r === undefined) {
+    r = compileRe2(pattern);
+    if (patterns.size >= 1_000) patterns.clear();
+    patterns.set(pattern, r);
+  }
+  return r;
+}
+
+/** What the expression is given: the caller-shaped values behind counting views when they are large. */
+function view(input: ConditionInput | McpConditionInput): ConditionInput | McpConditionInput {
+  if ("request" in input) {
+    const r = input.request;
+    return { ...input, request: { ...r, body: metered(r.body), query: metered(r.query), headers: metered(r.headers) } };
+  }
+  return { ...input, mcp: { ...input.mcp, arguments: metered(input.mcp.arguments) } };
+}
 
 function firstLine(message: string): string {
   return message.split("\n")[0]!.trim();

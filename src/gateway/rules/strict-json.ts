@@ -5,8 +5,10 @@
  * is *unreadable*: a rule that reads it holds as an evaluation error (fail closed), never as "no such field".
  *
  * `readStrictJson` also remembers where the members of the outer objects sit in the text (`spanOf`), so a door can bind
- * an approval to the bytes of one member as sent (an MCP call's `params.arguments`), not to a re-serialization.
+ * an approval to the bytes of one member as sent (an MCP call's `params.arguments`), not to a re-serialization. The
+ * duplicate-name rule is protocol/strict-json.ts's, which the offline audit verifier shares.
  */
+import { firstDuplicateName } from "../../protocol/strict-json.ts";
 
 /** Why a body is not strict JSON: what a rule's evaluation error names. */
 export class UnreadableJson extends Error {
@@ -34,7 +36,11 @@ export function readStrictText(text: string): unknown {
   } catch {
     throw new UnreadableJson("the body is not one JSON text");
   }
-  if (value !== null && typeof value === "object") scan(text, value);
+  if (value === null || typeof value !== "object") return value;
+  // the one duplicate-name rule, shared with the offline audit verifier
+  const dup = firstDuplicateName(text);
+  if (dup !== null) throw new UnreadableJson(`duplicate key "${dup.slice(0, 64)}": services read either value`);
+  scan(text, value);
   return value;
 }
 
@@ -60,13 +66,13 @@ export function spanOf(obj: object, key: string): readonly [number, number] | un
 const spans = new WeakMap<object, Map<string, [number, number]>>();
 
 /**
- * One pass over a text JSON.parse accepted, alongside the value it made: duplicate keys and depth are refused, and the
- * member positions of the outer objects recorded. Linear in the text: strings are skipped, not parsed again, except
- * keys holding an escape.
+ * One pass over a text JSON.parse accepted (and with no duplicate name), alongside the value it made: depth is refused
+ * past MAX_STRICT_DEPTH, and the member positions of the outer objects recorded. Linear in the text: strings are
+ * skipped, not parsed again, except keys holding an escape.
  */
 function scan(text: string, root: object): void {
-  // per open container: the value it is (null once deeper than SPAN_DEPTH), its keys, and the key being read
-  const stack: { value: unknown; keys: Set<string> | null; key: string | null; start: number }[] = [];
+  // per open container: the value it is (null once deeper than SPAN_DEPTH), whether it is an object (keys), the key being read
+  const stack: { value: unknown; keys: boolean; key: string | null; start: number }[] = [];
   let expectKey = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -75,7 +81,7 @@ function scan(text: string, root: object): void {
       const parent = stack[stack.length - 1];
       const value = parent === undefined ? root : childOf(parent, stack.length);
       noteStart(parent, i);
-      stack.push({ value, keys: c === 0x7b ? new Set() : null, key: null, start: i });
+      stack.push({ value, keys: c === 0x7b, key: null, start: i });
       expectKey = c === 0x7b;
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       stack.pop();
@@ -97,10 +103,7 @@ function scan(text: string, root: object): void {
       }
       const top = stack[stack.length - 1]!;
       if (expectKey && top.keys) {
-        const key = escaped ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end);
-        if (top.keys.has(key)) throw new UnreadableJson(`duplicate key "${key.slice(0, 64)}": services read either value`);
-        top.keys.add(key);
-        top.key = key;
+        top.key = escaped ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end);
         expectKey = false;
         // skip to the value: whitespace and the colon
         i = end + 1;
@@ -125,14 +128,14 @@ function scan(text: string, root: object): void {
 /** `,` `]` `}` and JSON's whitespace end a number or literal. */
 const DELIMITERS = new Set([0x2c, 0x5d, 0x7d, 0x20, 0x09, 0x0a, 0x0d]);
 
-function childOf(parent: { value: unknown; keys: Set<string> | null; key: string | null }, depth: number): unknown {
-  if (depth > SPAN_DEPTH || parent.value === null || typeof parent.value !== "object") return null;
+function childOf(parent: { value: unknown; keys: boolean; key: string | null }, depth: number): unknown {
+  if (depth >= SPAN_DEPTH || parent.value === null || typeof parent.value !== "object") return null;
   if (!parent.keys && parent.key === null) parent.key = "0";
   return (parent.value as Record<string, unknown>)[parent.key!];
 }
 
 /** The value of the member being read starts at `at` (recorded for outer objects only). */
-function noteStart(top: { value: unknown; keys: Set<string> | null; key: string | null; start: number } | undefined, at: number): void {
+function noteStart(top: { value: unknown; keys: boolean; key: string | null; start: number } | undefined, at: number): void {
   if (!top) return;
   if (!top.keys && top.key === null) top.key = "0";
   if (top.keys && top.key !== null && top.value !== null && typeof top.value === "object") {
@@ -142,7 +145,7 @@ function noteStart(top: { value: unknown; keys: Set<string> | null; key: string 
   }
 }
 
-function noteEnd(top: { value: unknown; keys: Set<string> | null; key: string | null } | undefined, at: number): void {
+function noteEnd(top: { value: unknown; keys: boolean; key: string | null } | undefined, at: number): void {
   if (!top?.keys || top.key === null || top.value === null || typeof top.value !== "object") return;
   const span = spans.get(top.value)?.get(top.key);
   if (span) span[1] = at;

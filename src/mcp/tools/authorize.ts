@@ -11,6 +11,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ClientError, notConfigured } from "../../agent/errors.ts";
 import type { Agent, Target } from "../../agent/flows/agent.ts";
 import { authorize, authorizeAndWait, type Authorization } from "../../agent/flows/authorize.ts";
+import { opensElsewhere } from "../../agent/links.ts";
 import { exchange, type Exchanged } from "../../agent/flows/exchange.ts";
 import { liveToken, registerIfNeeded as registerFirst } from "../../agent/flows/held.ts";
 import type { SavedToken } from "../../agent/home.ts";
@@ -59,7 +60,7 @@ export async function authorizeTool(ctx: ToolContext, args: AuthorizeToolInput, 
         mode: "url",
         elicitationId,
         url: started.authorization_url,
-        message: forTerminal(`Approve access to ${started.provider_id} (${started.scopes.join(", ")}) for this agent at the ATH gateway ${started.gateway}.`, { multiline: false }),
+        message: forTerminal(`${named(started)}Approve access to ${started.provider_id} (${started.scopes.join(", ")}) for this agent at the ATH gateway ${started.gateway}.`, { multiline: false }),
       },
       { signal },
     );
@@ -164,5 +165,11 @@ function pending(a: Authorization, registeredNow: boolean, via: "loopback" | "co
     via === "code"
       ? `After approving, the page shows a code: call ath_token {"code": "<that code>", "session": "${a.ath_session_id}"}.`
       : `Then call ath_token {"provider": "${a.provider_id}"} to wait for the approval (it arrives on this machine's loopback redirect).`;
-  return ok(out, `The person must open this URL to approve ${a.provider_id} (${a.scopes.join(", ")}):\n${a.authorization_url}\n${then}`);
+  return ok(out, `${named(a)}The person must open this URL to approve ${a.provider_id} (${a.scopes.join(", ")}):\n${a.authorization_url}\n${then}`);
+}
+
+/** DESIGN §14: a link that leaves the gateway is named before it ("This link opens accounts.example.com. "). */
+function named(a: Authorization): string {
+  const elsewhere = opensElsewhere(a.authorization_url, a.gateway);
+  return elsewhere ? `This link ${elsewhere}, not the gateway. ` : "";
 }

@@ -10,6 +10,7 @@ import { OWN_HEADERS, parseMaybeJson, utf8, type RequestInput } from "../../agen
 import { MAX_TOOL_BODY_BYTES, type RequestOutput, type RequestToolInput } from "../../protocol/mcp-tools.ts";
 import { ok } from "../results.ts";
 import { forCall, type ToolContext } from "./context.ts";
+import { opensElsewhere } from "../../agent/links.ts";
 
 export async function callApi(ctx: ToolContext, args: RequestToolInput, signal: AbortSignal): Promise<CallToolResult> {
   const agent = forCall(ctx.agent, signal);
@@ -80,7 +81,7 @@ function elicitApproval(ctx: ToolContext, input: RequestInput, args: RequestTool
             mode: "url",
             elicitationId: pending.approval_id,
             url: pending.approval_url,
-            message: forTerminal(`Approve this exact request before the agent sends it: ${input.method} ${input.path} to ${input.provider} (ATH gateway ${input.target.base}).`, { multiline: false }),
+            message: forTerminal(`${elsewhereFirst(pending.approval_url, input.target.base)}Approve this exact request before the agent sends it: ${input.method} ${input.path} to ${input.provider} (ATH gateway ${input.target.base}).`, { multiline: false }),
           },
           { signal },
         );
@@ -98,6 +99,12 @@ function elicitApproval(ctx: ToolContext, input: RequestInput, args: RequestTool
       if (elicited !== undefined && decision !== "timeout") await ctx.server.server.createElicitationCompletionNotifier(elicited)().catch(() => undefined);
     },
   };
+}
+
+/** DESIGN §14: a link that leaves the gateway is named before it. */
+function elsewhereFirst(url: string, gateway: string): string {
+  const elsewhere = opensElsewhere(url, gateway);
+  return elsewhere ? `This link ${elsewhere}, not the gateway. ` : "";
 }
 
 /** `path` with `query` added to its own query string. */

@@ -55,7 +55,7 @@ describe("HTTP failures", () => {
     };
     const e = await failure(requestJson(z.object({}), { method: "GET", url: "http://gw.invalid/x" }, { fetch: dns }));
     expect(e.kind).toBe("network");
-    expect(e.message).toBe('[GET] "http://gw.invalid/x": DNS lookup failed (ENOTFOUND)');
+    expect(e.message).toBe(`[GET] "http://gw.invalid/x": DNS lookup failed (ENOTFOUND): check the gateway's URL (http://gw.invalid): pass the right -g`);
   });
 });
 

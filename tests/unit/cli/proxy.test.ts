@@ -281,7 +281,7 @@ describe("--body @file and --body - (stdin), and what a person's terminal shows"
 
     const missing = await ath(["proxy", "-g", GW, "github", "POST", "/v1/items", "--body", "@/nonexistent/body.json"]);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain("cannot read /nonexistent/body.json (ENOENT)");
+    expect(missing.stderr).toContain("cannot read /nonexistent/body.json: no such file");
   });
 
   test("on a terminal JSON is pretty-printed and text ends with a newline; piped, the bytes are unchanged", async () => {

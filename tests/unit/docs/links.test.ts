@@ -11,7 +11,7 @@ const REPO = resolve(import.meta.dir, "../../..");
 const read = (path: string) => readFileSync(join(REPO, path), "utf8");
 const pages = readdirSync(join(REPO, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`);
 /** Pages written on other branches at the same time: linked by these names, checked once they exist. */
-const ARRIVING = ["policy", "agent-lifecycle", "guarantees-hardening", "audit", "mcp-front-door", "client-code-map"].map((n) => `docs/${n}.md`);
+const ARRIVING = ["policy", "agent-lifecycle", "guarantees-hardening", "audit", "mcp-front-door"].map((n) => `docs/${n}.md`);
 
 /** GitHub's heading anchors: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
 function anchors(markdown: string): Set<string> {
@@ -37,6 +37,16 @@ describe("README and docs/", () => {
     expect(pages.length).toBeGreaterThanOrEqual(5);
     expect(pages.filter((p) => !linked.has(p))).toEqual([]);
     for (const p of ARRIVING) expect(linked.has(p)).toBe(true);
+  });
+
+  test("the README's Performance is one paragraph pointing at docs/performance.md, not a benchmark report (no build, ratio or budget)", () => {
+    const readme = read("README.md");
+    const start = readme.indexOf("\n## Performance\n");
+    expect(start).toBeGreaterThan(-1);
+    const section = readme.slice(start + 16, readme.indexOf("\n## ", start + 16)).trim();
+    expect(section.split("\n\n")).toHaveLength(1);
+    expect(links(section)).toContain("docs/performance.md");
+    expect(section).not.toMatch(/\d×|\bbuild [0-9a-f]{7}\b|budget|not met|UTC/);
   });
 
   test("no page cites the design notes", () => {

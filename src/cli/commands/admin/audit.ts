@@ -1,7 +1,7 @@
 /**
  * `ath admin audit`: events newest first; `--follow` streams new ones until Ctrl-C (json: one event per line).
  * `audit export [--since T]`: the hash chain as JSONL; `audit verify FILE [--key FILE]`: offline, exit 1 naming the
- * first bad seq (agent/audit-verify.ts); `audit key`: the gateway's public audit key (DESIGN §20).
+ * first bad seq, or the export as truncated (agent/audit-verify.ts); `audit key`: the gateway's public audit key (DESIGN §20).
  */
 import { parseAuditKey, verifyAuditExport } from "../../../agent/audit-verify.ts";
 import { auditKey as fetchKey, exportAudit, followAudit, listAudit, type AuditEventView } from "../../../agent/flows/admin.ts";
@@ -62,17 +62,18 @@ async function auditVerify({ args: a, format }: Invocation): Promise<void> {
   if (key === null) throw usageError(`${keyFile} holds no Ed25519 audit key (a JWK, or an export's key line)`);
   const r = verifyAuditExport(exported, key);
   if (!r.ok) {
-    throw new ClientError("failure", "AUDIT_CHAIN_BROKEN", `broken at ${r.seq === null ? "the start" : `seq ${r.seq}`}: ${r.reason} (line ${r.line})`, {
-      details: { seq: r.seq, line: r.line },
+    const where = r.kind === "truncated" ? "truncated" : `broken at ${r.seq === null ? "the start" : `seq ${r.seq}`}`;
+    throw new ClientError("failure", r.kind === "truncated" ? "AUDIT_EXPORT_TRUNCATED" : "AUDIT_CHAIN_BROKEN", `${where}: ${r.reason} (line ${r.line})`, {
+      details: { kind: r.kind, seq: r.seq, line: r.line },
     });
   }
   if (out.json) return out.doc(r);
   const span = r.range ? `seq ${r.range[0]}–${r.range[1]}` : "no records";
-  out.line(`intact: ${r.records} record(s) (${span}), ${r.checkpoints} checkpoint(s)`);
+  out.line(`intact: ${r.records} record(s) (${span}), ${r.checkpoints} checkpoint(s); closed at seq ${r.end.seq}, signed ${r.end.time}`);
   out.line(
     r.keySource === "given"
-      ? `checkpoints signed by the given key ${r.kid}`
-      : `checkpoints signed by the export's own key ${r.kid} — pass --key with the key you trust (ath admin audit key) to pin it`,
+      ? `signed by the given key ${r.kid}`
+      : `signed by the export's own key ${r.kid} — pass --key with the key you trust (ath admin audit key) to pin it`,
   );
 }
 

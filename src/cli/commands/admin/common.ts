@@ -10,6 +10,7 @@ import { sinceTime } from "../../../agent/admin.ts";
 import { getDeps, type Deps } from "../../kit/deps.ts";
 import { notConfigured, usageError } from "../../kit/errors.ts";
 import { output, type Output } from "../../kit/render.ts";
+import { fileProblem } from "../../../text/file-errors.ts";
 
 export type Args = Record<string, unknown>;
 
@@ -50,7 +51,7 @@ export async function readInput(file: string): Promise<string> {
   try {
     return file === "-" ? await getDeps().readStdin() : await readFile(file, "utf8");
   } catch (e) {
-    throw usageError(`cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+    throw usageError(`cannot read ${file}: ${fileProblem(e)}`);
   }
 }
 

@@ -15,7 +15,7 @@ export async function webhooksList({ args: a, format }: Invocation): Promise<voi
 export async function webhooksAdd({ args: a, format }: Invocation): Promise<void> {
   const events = str(a.events).split(",").map((e) => e.trim()).filter(Boolean);
   const c = await setup(a, format);
-  if (c.deps.stdinTTY) c.deps.stderr("signing secret (then Enter, Ctrl-D): ");
+  if (c.deps.stdinTTY) c.deps.stderr("signing secret, at least 16 characters (then Enter, Ctrl-D): ");
   const secret = (await c.deps.readStdin()).trim();
   if (secret === "") throw usageError("pipe the webhook's signing secret on stdin (at least 16 characters)");
   const answer = await addWebhook(c.target, { url: str(a.url), events, secret });

@@ -15,7 +15,12 @@ describe("the sandbox provider's entry", () => {
     expect(cfg.authorize_endpoint).toBe(`${BASE}/demo/oauth/authorize`);
     expect(cfg.token_endpoint).toBe(`${BASE}/demo/oauth/token`);
     expect(cfg.api_base_url).toBe(`${BASE}/demo/api`);
-    expect(cfg.scope_rules).toEqual({ "notes:read": ["GET /notes", "GET /notes/*"], "notes:write": ["POST /notes", "DELETE /notes/*"] });
+    // the sandbox MCP server, fronted at /mcp/demo: its tools under the same scopes as the API's paths
+    expect(cfg.mcp).toEqual({ url: `${BASE}/demo/mcp` });
+    expect(cfg.scope_rules).toEqual({
+      "notes:read": ["GET /notes", "GET /notes/*", "MCP tools/call list_notes"],
+      "notes:write": ["POST /notes", "DELETE /notes/*", "MCP tools/call add_note", "MCP tools/call delete_note"],
+    });
     expect(cfg.scope_descriptions?.["notes:read"]).toBeTruthy();
     expect(a.config.client_secret).not.toBe(b.config.client_secret);
     expect(a.config.client_id).not.toBe(b.config.client_id);

@@ -55,6 +55,7 @@ test("a sweep deletes old records only past a signed anchor, and what remains â€
   const text = await exported(g);
   const lines = text.trim().split("\n").map((l) => JSON.parse(l));
   expect(lines[1]).toMatchObject({ type: "checkpoint", seq: 30 });
+  expect(lines.at(-1)).toMatchObject({ type: "end", seq: 40, hash: lines.at(-3).hash });
   expect(lines[2]).toMatchObject({ seq: 31, type: "token.revoked", prev_hash: lines[1].hash });
   expect(verifyAuditExport(text)).toMatchObject({ ok: true, records: 10, range: [31, 40] });
   // and without the anchor line it would not
@@ -89,8 +90,11 @@ test("the export's errors are JSON: an admin token is needed, `since` must be a 
     expect(res.status).toBe(400);
     expect((await res.json()).code).toBe("INVALID_REQUEST");
   }
-  // an empty chain: the key line alone, which verifies
+  // an empty chain: the key line and the closing line at seq 0, which verifies â€” the key line alone does not
   const text = await exported(g);
-  expect(text.trim().split("\n")).toHaveLength(1);
-  expect(verifyAuditExport(text)).toMatchObject({ ok: true, records: 0, range: null });
+  const lines = text.trim().split("\n");
+  expect(lines).toHaveLength(2);
+  expect(JSON.parse(lines[1]!)).toMatchObject({ type: "end", seq: 0, hash: "0".repeat(64) });
+  expect(verifyAuditExport(text)).toMatchObject({ ok: true, records: 0, range: null, end: { seq: 0 } });
+  expect(verifyAuditExport(lines[0]!)).toMatchObject({ ok: false, kind: "truncated" });
 });

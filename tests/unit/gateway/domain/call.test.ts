@@ -112,6 +112,8 @@ describe("decideCall — approval rules, then policy", () => {
     expect(await decideCall(gw(), caller(c, token([])), send({ to: "a@rival.example" }))).toMatchObject({ kind: "deny", hit: { rule: { reason: "not to rivals" }, from: "provider", index: 0 } });
     expect(await decideCall(gw(), caller(c, token([])), send({ to: "someone-long@friends.example" }))).toMatchObject({ kind: "send", approval: { approver: "admin" } });
     expect(await decideCall(gw(), caller(c, token([])), send({ to: "a@friends.example" }))).toEqual(SEND);
+    // both hold (a rival's address longer than 20 characters): the first rule decides
+    expect(await decideCall(gw(), caller(c, token([])), send({ to: "someone-long@rival.example" }))).toMatchObject({ kind: "deny", hit: { rule: { reason: "not to rivals" } } });
     // HTTP rules never judge an MCP call
     expect(await decideCall(gw(), caller(policy([{ match: ["POST /send"], action: "deny" }]), token([])), send({}))).toEqual(SEND);
   });

@@ -8,6 +8,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
 import { accessTokenHash, signDpopProof } from "../../../../src/agent/dpop.ts";
+import { loadKey } from "../../../../src/agent/keys.ts";
 import { DiscoveryDocument, TokenResponse } from "../../../../src/protocol/index.ts";
 import { authorize, call, consent, registeredAgent, type ClientCredentials } from "../../../helpers/agent.ts";
 import { attest, makeAgent, type TestAgent } from "../../../helpers/attestations.ts";
@@ -21,10 +22,13 @@ const API_URL = `${BASE}/ath/proxy/mail/v1/messages`;
 let g: InProcess;
 let p: ScriptedProvider;
 let agent: TestAgent;
+/** The agent's key as a private JWK (`d` included), to put where only its public half belongs. */
+let privateJwk: JsonWebKey;
 let client: ClientCredentials;
 beforeEach(async () => {
   ({ g, p } = await scriptedGateway((p) => ({ mail: p.config(), strict: p.config({ require_dpop: true }) })));
-  ({ agent, client } = await registeredAgent(g, { providers: [{ provider_id: "mail", scopes: ["mail:read"] }, { provider_id: "strict", scopes: ["mail:read"] }] }));
+  ({ agent, privateJwk } = await agentKeepingPrivateJwk());
+  ({ client } = await registeredAgent(g, { agent, providers: [{ provider_id: "mail", scopes: ["mail:read"] }, { provider_id: "strict", scopes: ["mail:read"] }] }));
 });
 afterEach(() => g.close());
 
@@ -58,6 +62,14 @@ async function craftProof(token: string, o: { header?: Record<string, unknown>; 
   const key = o.key ?? agent.key;
   const claims: Record<string, unknown> = { jti: crypto.randomUUID(), htm: "GET", htu: API_URL, iat: Math.floor(g.clock.now() / 1000), ath: await accessTokenHash(token), ...o.claims };
   return new SignJWT(claims).setProtectedHeader({ typ: "dpop+jwt", alg: "ES256", jwk: key.publicJwk, ...o.header }).sign(key.privateKey);
+}
+
+/** An agent whose private key the test can export (the agent side's own keys never can be). */
+async function agentKeepingPrivateJwk(): Promise<{ agent: TestAgent; privateJwk: JsonWebKey }> {
+  const pair = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as CryptoKeyPair;
+  const pkcs8 = Buffer.from(await crypto.subtle.exportKey("pkcs8", pair.privateKey)).toString("base64");
+  const key = await loadKey(`-----BEGIN PRIVATE KEY-----\n${pkcs8.match(/.{1,64}/g)!.join("\n")}\n-----END PRIVATE KEY-----\n`);
+  return { agent: { key, agentId: key.didKey }, privateJwk: await crypto.subtle.exportKey("jwk", pair.privateKey) };
 }
 
 function expectProofRefused(r: Awaited<ReturnType<typeof proxied>>) {
@@ -130,10 +142,20 @@ describe("DPoP at the proxy", () => {
     expectProofRefused(await proxied(`DPoP ${t.access_token}`));
   });
 
-  test("every proof defect is refused: htm, htu, iat ± 60 s, ath, typ, alg, a private jwk, no jti, a bad signature", async () => {
+  test("every proof defect is refused: htm, htu, iat ± 60 s, ath, typ, alg (none, HS256), a private jwk, no jti, a bad signature", async () => {
     const t = await boundToken();
     const now = Math.floor(g.clock.now() / 1000);
     const other = await makeAgent();
+    const good = await craftProof(t.access_token);
+    const [header, claims, signature] = good.split(".") as [string, string, string];
+    // the signature's middle byte flipped (its last characters may only carry padding bits)
+    const at = signature.length >> 1;
+    const flipped = `${header}.${claims}.${signature.slice(0, at)}${signature[at] === "A" ? "B" : "A"}${signature.slice(at + 1)}`;
+    // HMAC keyed with the public key the header names: the algorithm confusion an ES256-only check must refuse
+    const hs256 = await new SignJWT(JSON.parse(Buffer.from(claims, "base64url").toString()))
+      .setProtectedHeader({ typ: "dpop+jwt", alg: "HS256", jwk: agent.key.publicJwk })
+      .sign(new TextEncoder().encode(JSON.stringify(agent.key.publicJwk)));
+    const none = `${Buffer.from(JSON.stringify({ typ: "dpop+jwt", alg: "none", jwk: agent.key.publicJwk })).toString("base64url")}.${claims}.`;
     const defects = [
       await craftProof(t.access_token, { claims: { htm: "POST" } }),
       await craftProof(t.access_token, { claims: { htu: `${BASE}/ath/proxy/mail/v1/other` } }),
@@ -144,14 +166,15 @@ describe("DPoP at the proxy", () => {
       await craftProof(t.access_token, { header: { typ: "JWT" } }),
       await craftProof(t.access_token, { claims: { jti: undefined } }),
       await craftProof(t.access_token, { header: { jwk: other.key.publicJwk } }), // signed by one key, naming another
+      await craftProof(t.access_token, { header: { jwk: { ...agent.key.publicJwk, d: privateJwk.d } } }), // by the bound key, naming it with its private part
+      flipped,
+      hs256,
+      none,
       "not.a.proof",
     ];
     for (const proof of defects) expectProofRefused(await proxied(`DPoP ${t.access_token}`, proof));
-    const [h, c] = (await craftProof(t.access_token)).split(".");
-    const none = `${Buffer.from(JSON.stringify({ typ: "dpop+jwt", alg: "none", jwk: agent.key.publicJwk })).toString("base64url")}.${c}.`;
-    expectProofRefused(await proxied(`DPoP ${t.access_token}`, none));
-    expect(h).toBeDefined();
-    expect((await proxied(`DPoP ${t.access_token}`, await craftProof(t.access_token))).status).toBe(200);
+    // the same claims, soundly signed, go: each proof above was refused for its own defect
+    expect((await proxied(`DPoP ${t.access_token}`, good)).status).toBe(200);
   });
 
   test("require_dpop set on a provider refuses its bearer tokens at the proxy: 401 with WWW-Authenticate: DPoP algs=\"ES256\"", async () => {

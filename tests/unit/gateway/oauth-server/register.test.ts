@@ -112,6 +112,8 @@ describe("registration limits and sweeping (issue 35, finding 8)", () => {
     const refused = await from("198.51.100.1");
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+    // in OAuth's words, as every error at /oauth/* (DESIGN §18)
+    expect(refused.json).toMatchObject({ error: "temporarily_unavailable" });
     expect((await from("198.51.100.2")).status).toBe(201);
     expect(await g.audited("mcp.client_registered")).toBe(21);
   });
