@@ -9,9 +9,9 @@ import { reveal } from "../../agent/mask.ts";
 import { context } from "../kit/common.ts";
 import type { Deps } from "../kit/deps.ts";
 import { usageError } from "../kit/errors.ts";
-import type { DelegationMode, TokenOptions } from "./token.ts";
+import type { GrantMode, TokenOptions } from "./token.ts";
 
-export async function runGrant(opts: TokenOptions, mode: DelegationMode, deps: Deps): Promise<void> {
+export async function runGrant(opts: TokenOptions, mode: GrantMode, deps: Deps): Promise<void> {
   if (mode.kind === "import") return importMode(opts, mode.file, deps);
   if (mode.kind === "assertion") return assertionMode(opts, mode, deps);
   if (mode.kind === "actor") {
@@ -83,7 +83,7 @@ async function importMode(opts: TokenOptions, file: string, deps: Deps): Promise
   ]);
 }
 
-async function assertionMode(opts: TokenOptions, mode: Extract<DelegationMode, { kind: "assertion" }>, deps: Deps): Promise<void> {
+async function assertionMode(opts: TokenOptions, mode: Extract<GrantMode, { kind: "assertion" }>, deps: Deps): Promise<void> {
   if (opts.provider === undefined) throw usageError("--assertion needs --provider <id>: the provider the assertion's resource names");
   const assertion = mode.assertion === "-" ? (await deps.readStdin()).trim() : mode.assertion;
   const ctx = await context(opts, deps);

@@ -13,14 +13,14 @@ import { commonArgs, defineCommand, showSecretsArg } from "../kit/flags.ts";
 import type { Output } from "../kit/render.ts";
 import type { SavedToken } from "../../agent/home.ts";
 
-/** What `--actor`, `--delegate` and `--import` ask for (DESIGN §23); at most one of them. */
-export type DelegationMode =
+/** What `--actor`, `--delegate`, `--import` and `--assertion` ask for (DESIGN §23); at most one of them. */
+export type GrantMode =
   | { kind: "actor" }
   | { kind: "delegate"; clientId: string; actorToken: string | undefined; scopes: string[] | undefined; budget: string | undefined; out: string | undefined }
   | { kind: "import"; file: string }
   | { kind: "assertion"; assertion: string; scopes: string[] | undefined };
 
-function delegationMode(a: Record<string, unknown>, scopes: string[]): DelegationMode | undefined {
+function grantMode(a: Record<string, unknown>, scopes: string[]): GrantMode | undefined {
   const modes = [a.actor === true, text(a.delegate) !== undefined, text(a.import) !== undefined, text(a.assertion) !== undefined].filter(Boolean).length;
   if (modes > 1) throw usageError("token takes one of --actor, --delegate, --import and --assertion");
   const assertion = text(a.assertion);
@@ -44,15 +44,15 @@ export interface TokenOptions extends CommonOptions, Omit<ExchangeInput, "target
   showSecrets: boolean;
   /** `--refresh`: refresh the saved token with its refresh token instead of exchanging a code (DESIGN §17). */
   refresh?: boolean;
-  /** `--actor`, `--delegate`, `--import` (DESIGN §23). */
-  delegation?: DelegationMode;
+  /** `--actor`, `--delegate`, `--import`, `--assertion` (DESIGN §23). */
+  grant?: GrantMode;
 }
 
 export async function run(opts: TokenOptions, deps: Deps): Promise<void> {
-  if (opts.delegation) {
+  if (opts.grant) {
     if (opts.code !== "" || opts.refresh) throw usageError("token takes one of --code, --refresh, --actor, --delegate, --import and --assertion");
     const { runGrant } = await import("./token-grants.ts");
-    return runGrant(opts, opts.delegation, deps);
+    return runGrant(opts, opts.grant, deps);
   }
   if (opts.refresh) {
     if (opts.code !== "") throw usageError("token takes --code or --refresh, not both");
@@ -135,8 +135,8 @@ export default defineCommand({
     if (session !== undefined) o.session = session;
     const provider = single(data, "provider", "token");
     if (provider !== undefined) o.provider = provider;
-    const delegation = delegationMode(a, list(data, "scopes"));
-    if (delegation) o.delegation = delegation;
+    const grant = grantMode(a, list(data, "scopes"));
+    if (grant) o.grant = grant;
     return run(o, getDeps());
   },
 });

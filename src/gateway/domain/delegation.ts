@@ -9,7 +9,7 @@
  * the revocation path also revokes them in the store (domain/tokens.ts `afterRevocation`). No refresh token: a
  * sub-agent asks its parent again.
  */
-import { AthError, TOKEN_TYPES, type TokenResponse } from "../../protocol/index.ts";
+import { AthError, PATHS, TOKEN_TYPES, type TokenResponse } from "../../protocol/index.ts";
 import { IDENTITY_LIMITS } from "../../protocol/identity.ts";
 import type { Delegation, DelegationLink } from "../../store/identity-types.ts";
 import type { AgentRecord, TokenRecord } from "../../store/types.ts";
@@ -130,7 +130,7 @@ async function requireActor(gw: Gateway, x: DelegationInput): Promise<AgentRecor
   if (x.actorClientId !== undefined && x.actorClientId !== actor.client_id) throw grantError("assertion_invalid", "The actor_token attests another agent than actor_client_id");
   if (actor.client_id === x.parent.client_id) throw new AthError("INVALID_REQUEST", "An agent cannot delegate to itself", { field: "actor_token" });
   try {
-    await attest(gw, x.actorToken, actor, gw.opts.baseUrl + "/ath/token");
+    await attest(gw, x.actorToken, actor, gw.opts.baseUrl + PATHS.token);
   } catch (err) {
     if (!(err instanceof AthError) || (err.code !== "INVALID_ATTESTATION" && err.code !== "AGENT_IDENTITY_MISMATCH")) throw err;
     // verifyAttestation's two messages that are not "invalid" (identity/attestation.ts)
