@@ -50,6 +50,8 @@ export interface GatewayOptions {
   metricsPublic: boolean;
   /** Largest proxied request body, in bytes (`--max-proxy-body`). */
   maxProxyBody: number;
+  /** `--mcp-allowed-origins`: browser origins besides the gateway's own that may call /mcp/* (DESIGN §21). */
+  mcpAllowedOrigins?: readonly string[];
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error";

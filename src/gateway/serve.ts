@@ -90,6 +90,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         rateLimits: o.rateLimits,
         maxBody: o.maxBody,
         maxProxyBody: o.maxProxyBody,
+        mcpAllowedOrigins: o.mcpAllowedOrigins,
         ...(o.otlpEndpoint ? { otlpEndpoint: o.otlpEndpoint } : {}),
         upstreamConcurrency: o.upstreamConcurrency,
         providers,

@@ -185,6 +185,9 @@ const NEUTRAL = new Set([
   // the MCP front door (DESIGN §18): its clients and codes are never cached (its refresh tokens are the agents', above)
   "createMcpClient", "getMcpClient", "markMcpClientAuthorized", "createMcpAuthorization", "getMcpAuthorization", "setMcpAuthorizationCode",
   "consumeMcpCode", "findMcpApproval", "recordMcpSession", "getMcpSession",
+  // MCP's two wires (DESIGN §21): sessions ath holds and the answers relayed to them — never cached
+  "updateMcpSessionHeld", "deleteMcpSession", "getMcpUpstreamSession", "putMcpUpstreamSession", "dropMcpUpstreamSession", "openMcpSessionInput",
+  "answerMcpSessionInput", "takeMcpSessionInput",
 ]);
 
 /**
