@@ -16,8 +16,10 @@ export interface HeldSession {
   protocolVersion: string;
   capabilities: Record<string, unknown>;
   clientInfo: Record<string, unknown>;
-  /** Set by logging/setLevel; null: no logs (the 2026 upstream sends none without a level). */
+  /** Set by logging/setLevel; null: none set (every log is sent, as 2025 servers do). */
   logLevel: string | null;
+  /** The resources the client subscribed to (resources/subscribe): what its GET stream is told about. */
+  subscriptions: string[];
 }
 
 /** Whether an initialize request's capabilities declare URL-mode elicitation (`elicitation: {url: {}}`). */

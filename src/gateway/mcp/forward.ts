@@ -102,6 +102,7 @@ export async function sendUpstream(door: Door, messages: readonly Message[], s: 
   return res;
 }
 
+
 /** The client's headers as the upstream may see them: the proxy's rules, the provider's api_headers, no Origin. */
 export function mcpRequestHeaders(door: Door): HeaderFields {
   const out = upstreamRequestHeaders(door.req.headers, apiHeaders(door.record.config));
@@ -110,12 +111,9 @@ export function mcpRequestHeaders(door: Door): HeaderFields {
   return out;
 }
 
-// internal
-
-/** The list answers of this POST ath rewrites, or null: filtered when rules may hide tools, always read on 2026. */
-function listRewrite(door: Door, messages: readonly Message[], stateless: boolean): ListRewrite | null {
+/** How the answers to the tools/list requests `ids` (as JSON) are rewritten, or null when they pass untouched. */
+export function listRewriteFor(door: Door, ids: ReadonlySet<string>, stateless: boolean): ListRewrite | null {
   const { gw, caller, record } = door;
-  const ids = new Set(messages.filter((m) => m.call?.method === "tools/list" && m.id !== undefined).map((m) => JSON.stringify(m.id)));
   if (ids.size === 0) return null;
   const c = caller.config;
   const filters = Boolean(c.scope_rules || c.policy || caller.agent.policy || gw.opts.strictScopes);
@@ -127,4 +125,12 @@ function listRewrite(door: Door, messages: readonly Message[], stateless: boolea
     hints: filters && stateless,
     seen: stateless ? (tools) => learnTools(gw, record.provider_id, tools) : undefined,
   };
+}
+
+// internal
+
+/** The list answers of this POST ath rewrites, or null: filtered when rules may hide tools, always read on 2026. */
+function listRewrite(door: Door, messages: readonly Message[], stateless: boolean): ListRewrite | null {
+  const ids = new Set(messages.filter((m) => m.call?.method === "tools/list" && m.id !== undefined).map((m) => JSON.stringify(m.id)));
+  return listRewriteFor(door, ids, stateless);
 }

@@ -67,6 +67,30 @@ export function decodeHeaderValue(value: string): string | undefined {
   }
 }
 
+/**
+ * The headers a 2026 request must carry for this message (ath as the client of a 2026 upstream): MCP-Protocol-Version,
+ * Mcp-Method, Mcp-Name, and the Mcp-Param-* of `declared` arguments that have a value.
+ */
+export function standardHeaders(method: string, params: Record<string, unknown>, version: string, declared: readonly HeaderDeclaration[]): Record<string, string> {
+  const out: Record<string, string> = { "mcp-protocol-version": version, "mcp-method": method };
+  const named = NAMED[method];
+  if (named !== undefined && typeof params[named] === "string") out["mcp-name"] = encodeHeaderValue(params[named]);
+  if (method === "tools/call") {
+    const args = objectOr(params.arguments);
+    for (const d of declared) {
+      const v = valueAt(args, d.path);
+      if (typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v))) out[`mcp-param-${d.header.toLowerCase()}`] = encodeHeaderValue(String(v));
+    }
+  }
+  return out;
+}
+
+/** A value as a header carries it: as is when it is plain visible ASCII, else `=?base64?…?=` (the spec's encoding). */
+export function encodeHeaderValue(value: string): string {
+  const plain = value.length > 0 && value === value.trim() && /^[\x20-\x7e\t]*$/.test(value) && !(value.startsWith(SENTINEL_OPEN) && value.endsWith(SENTINEL_CLOSE));
+  return plain ? value : `${SENTINEL_OPEN}${new TextEncoder().encode(value).toBase64()}${SENTINEL_CLOSE}`;
+}
+
 // internal
 
 /** Which `params` member `Mcp-Name` mirrors, per method. */

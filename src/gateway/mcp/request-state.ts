@@ -12,9 +12,20 @@ import type { Gateway } from "../context.ts";
 import type { StateClaim } from "../domain/call.ts";
 import { JsonRpcError } from "../http/errors.ts";
 
-/** An opened state: the claim the domain judges, and the upstream's own state it carried (null: none). */
+/** An opened approval state: the claim the domain judges, and the upstream's own state it carried (null: none). */
 export interface OpenedState extends StateClaim {
+  kind: "approval";
   upstream: string | null;
+}
+
+/**
+ * An opened bridge state (bridge-stateless.ts): a 2025 upstream asked the client for input mid-call; the answers given
+ * so far, by key, and the digest of the request they were given for.
+ */
+export interface OpenedBridge {
+  kind: "bridge";
+  digest: string;
+  answers: Record<string, unknown>;
 }
 
 /** Whether a requestState is ath's (anything else belongs to the upstream and passes through untouched). */
@@ -25,6 +36,7 @@ export function isOwnState(state: unknown): state is string {
 /** Seals a state for `token`'s caller: valid until `expiresAt` (the approval's expiry). */
 export async function sealState(gw: Gateway, token: TokenRecord, s: { approvalId: string; digest: string; expiresAt: number; upstream: string | null }): Promise<string> {
   const body: Sealed = {
+    k: "a",
     a: s.approvalId,
     c: token.client_id,
     u: token.user_id,
@@ -37,8 +49,17 @@ export async function sealState(gw: Gateway, token: TokenRecord, s: { approvalId
   return REQUEST_STATE_PREFIX + (await gw.sealer.seal(JSON.stringify(body), AAD));
 }
 
+/** Seals a bridge round's state for `token`'s caller (valid BRIDGE_TTL_MS). */
+export async function sealBridge(gw: Gateway, token: TokenRecord, s: { digest: string; answers: Record<string, unknown> }): Promise<string> {
+  const body: Sealed = { k: "b", c: token.client_id, u: token.user_id, p: token.provider_id, d: s.digest, x: gw.now() + BRIDGE_TTL_MS, n: crypto.randomUUID(), r: s.answers };
+  return REQUEST_STATE_PREFIX + (await gw.sealer.seal(JSON.stringify(body), AAD));
+}
+
+/** How long a client has to answer the input a bridged upstream asked for. */
+export const BRIDGE_TTL_MS = 10 * 60 * 1000;
+
 /** Opens a state ath minted for this caller, else throws the JSON-RPC error `request_state_invalid` (-32602, nothing sent). */
-export async function openState(gw: Gateway, token: TokenRecord, state: string, id: unknown): Promise<OpenedState> {
+export async function openState(gw: Gateway, token: TokenRecord, state: string, id: unknown): Promise<OpenedState | OpenedBridge> {
   let body: Sealed;
   try {
     body = JSON.parse(await gw.sealer.open(state.slice(REQUEST_STATE_PREFIX.length), AAD)) as Sealed;
@@ -47,7 +68,8 @@ export async function openState(gw: Gateway, token: TokenRecord, state: string, 
   }
   if (body.c !== token.client_id || body.u !== token.user_id || body.p !== token.provider_id) throw invalid(id, "The requestState was minted for another client, person or provider");
   if (!(body.x > gw.now())) throw invalid(id, "The requestState expired");
-  return { approvalId: body.a, digest: body.d, upstream: typeof body.s === "string" ? body.s : null };
+  if (body.k === "b") return { kind: "bridge", digest: body.d, answers: body.r ?? {} };
+  return { kind: "approval", approvalId: body.a ?? "", digest: body.d, upstream: typeof body.s === "string" ? body.s : null };
 }
 
 /** The JSON-RPC error of a retry ath refuses (data.reason: request_state_invalid | request_changed | request_state_used). */
@@ -61,7 +83,9 @@ export function stateRefusal(id: unknown, reason: string, message: string): Json
 const AAD = "mcp:request-state:v1";
 
 interface Sealed {
-  a: string;
+  /** a: an approval round; b: a bridge round. */
+  k: "a" | "b";
+  a?: string;
   c: string;
   u: string;
   p: string;
@@ -69,6 +93,7 @@ interface Sealed {
   x: number;
   n: string;
   s?: string;
+  r?: Record<string, unknown>;
 }
 
 function invalid(id: unknown, message: string): JsonRpcError {

@@ -9,6 +9,8 @@ import { spanOf } from "../rules/strict-json.ts";
 import type { Message } from "./jsonrpc.ts";
 
 export interface ParamsChange {
+  /** The message's `id`, as JSON text. */
+  id?: string;
   /** `params` members to remove. */
   drop?: readonly string[];
   /** `params` members to set, as JSON text. */
@@ -24,7 +26,7 @@ export function rewriteParams(text: string, m: Message, c: ParamsChange): string
   const members: string[] = [];
   for (const key of Object.keys(raw)) {
     if (key === "params") continue;
-    members.push(`${JSON.stringify(key)}:${slice(text, raw, key)}`);
+    members.push(`${JSON.stringify(key)}:${key === "id" && c.id !== undefined ? c.id : slice(text, raw, key)}`);
   }
   const inner: string[] = [];
   if (params !== null) {

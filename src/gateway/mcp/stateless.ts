@@ -9,7 +9,7 @@
  *    2026 as is (forward.ts), or bridged onto an upstream session when it speaks only 2025 (bridge-stateless.ts).
  * The upstream's own `input_required` results pass through untouched.
  */
-import { APPROVAL_INPUT, MCP_ERROR, MCP_META, MCP_WIRE } from "../../protocol/mcp-front-door.ts";
+import { APPROVAL_INPUT, MCP_META } from "../../protocol/mcp-front-door.ts";
 import { JSON_RPC, JsonRpcError } from "../http/errors.ts";
 import type { ApprovalClaim } from "../domain/call.ts";
 import type { PreparedBody } from "../proxy/relay.ts";
@@ -18,13 +18,16 @@ import { refusedStateless } from "./answers.ts";
 import { note } from "./evidence.ts";
 import { forward, type Door } from "./forward.ts";
 import { checkParamHeaders, checkStandardHeaders } from "./headers.ts";
-import type { Message, Posted } from "./jsonrpc.ts";
+import { readMessages, type Message, type Posted } from "./jsonrpc.ts";
 import { judge } from "./judge.ts";
-import { isOwnState, openState, type OpenedState } from "./request-state.ts";
+import { isOwnState, openState, stateRefusal, type OpenedState } from "./request-state.ts";
 import { rewriteParams } from "./rewrite.ts";
 import { toolHeaders } from "./tool-schemas.ts";
 import { listTools } from "./upstream-calls.ts";
 import { upstreamWire } from "./upstream-wire.ts";
+import { bridgeStateless } from "./bridge-stateless.ts";
+import { mcpCanonicalRequest } from "../rules/canonical-request.ts";
+import { requestDigest } from "../rules/request-digest.ts";
 
 export async function stateless(door: Door, posted: Posted): Promise<Response> {
   const { gw, req, caller, token, record } = door;
@@ -39,8 +42,10 @@ export async function stateless(door: Door, posted: Posted): Promise<Response> {
   }
 
   const params = objectOr(m.raw.params);
-  const own = isOwnState(params.requestState) ? await openState(gw, token, params.requestState, m.id) : null;
-  const upstreamState = own ? own.upstream : typeof params.requestState === "string" ? params.requestState : null;
+  const opened = isOwnState(params.requestState) ? await openState(gw, token, params.requestState, m.id) : null;
+  const own = opened?.kind === "approval" ? opened : null;
+  const bridged = opened?.kind === "bridge" ? opened : null;
+  const upstreamState = own ? own.upstream : typeof params.requestState === "string" && opened === null ? params.requestState : null;
   const round = declaresUrlElicitation(params);
   const claim: ApprovalClaim = own ? { state: own } : round ? { state: null } : "resend";
   const judged = await judge(gw, caller, [m], false, () => claim);
@@ -56,8 +61,13 @@ export async function stateless(door: Door, posted: Posted): Promise<Response> {
   const text = withoutOwnRound(posted.text, m, own);
   const body: PreparedBody = { data: new TextEncoder().encode(text).buffer as ArrayBuffer, replayable: true };
   const sending = { method: "POST", body, once: judged.approved, remaining: judged.remaining, stateless: true };
-  if (!speaks2026) throw new JsonRpcError(400, m.id ?? null, MCP_ERROR.unsupportedVersion, "Unsupported protocol version: this MCP server speaks 2025-11-25", { supported: [MCP_WIRE.stateful], requested: MCP_WIRE.stateless });
-  return forward(door, posted, sending);
+  if (speaks2026) {
+    if (bridged) throw stateRefusal(m.id, "request_state_invalid", "The requestState was minted for another MCP server");
+    return forward(door, posted, sending);
+  }
+  const digest = requestDigest(mcpCanonicalRequest(m.call.method, m.call.name, m.argumentBytes));
+  if (bridged && bridged.digest !== digest) throw stateRefusal(m.id, "request_changed", "The retry's params differ from the request the input was asked for");
+  return bridgeStateless(door, { ...m, raw: readMessages(new TextEncoder().encode(text)).messages[0]!.raw }, text, sending, bridged, digest);
 }
 
 // internal

@@ -9,6 +9,7 @@ import { readBounded } from "../http/body.ts";
 import type { HeaderFields } from "../proxy/headers.ts";
 import { sendUpstream, type Door } from "./forward.ts";
 import { MAX_LIST_BYTES } from "./tools-list.ts";
+import { onSession } from "./upstream-session.ts";
 
 /** A JSON-RPC answer ath read: its result, or its error. */
 export type RpcAnswer = { result: Record<string, unknown> } | { error: { code: number; message: string; data?: unknown } };
@@ -54,11 +55,18 @@ export function answerIn(text: string, id: unknown): RpcAnswer | null {
 
 /** One page of the upstream's tools/list, asked for by ath (the header checks need the schemas). */
 export async function listTools(door: Door, speaks2026: boolean, cursor: string | null): Promise<{ tools: readonly unknown[]; nextCursor: string | null; ttlMs?: number }> {
-  if (!speaks2026) return { tools: [], nextCursor: null, ttlMs: 0 };
-  const { answer } = await call2026(door, "tools/list", cursor === null ? {} : { cursor });
+  const params = cursor === null ? {} : { cursor };
+  const answer = speaks2026 ? (await call2026(door, "tools/list", params)).answer : await onSessionRpc(door, "tools/list", params);
   if (answer === null || !("result" in answer)) return { tools: [], nextCursor: null, ttlMs: 0 };
   const r = answer.result;
   return { tools: Array.isArray(r.tools) ? r.tools : [], nextCursor: typeof r.nextCursor === "string" ? r.nextCursor : null, ...(typeof r.ttlMs === "number" ? { ttlMs: r.ttlMs } : {}) };
+}
+
+/** One request of ath's own on the session it holds at a 2025 upstream (declaring no client capabilities). */
+async function onSessionRpc(door: Door, method: string, params: Record<string, unknown>): Promise<RpcAnswer | null> {
+  const { res } = await onSession(door, {}, JSON.stringify({ jsonrpc: "2.0", id: OWN_ID, method, params }));
+  const text = new TextDecoder().decode(await readBounded(res.body, res.headers.get("content-length"), MAX_LIST_BYTES, tooLarge));
+  return answerIn(text, OWN_ID);
 }
 
 /** ath as an MCP client (what it tells an upstream it is). */

@@ -32,7 +32,26 @@ export function rememberWire(gw: Gateway, providerId: string, wire: UpstreamWire
   verdicts(gw).set(providerId, { wire, until: gw.now() + WIRE_TTL_MS });
 }
 
+/** Whether the upstream refused a 2025 `initialize` lately (it speaks 2026 only): ath then holds 2025 sessions itself. */
+export function refusesStateful(gw: Gateway, providerId: string): boolean {
+  const at = refused(gw).get(providerId);
+  return at !== undefined && at > gw.now();
+}
+
+/** Records that the upstream refused a 2025 `initialize` (answered -32022). */
+export function rememberRefusesStateful(gw: Gateway, providerId: string): void {
+  refused(gw).set(providerId, gw.now() + WIRE_TTL_MS);
+}
+
 // internal
+
+const refusals = new WeakMap<Gateway, Map<string, number>>();
+
+function refused(gw: Gateway): Map<string, number> {
+  let m = refusals.get(gw);
+  if (!m) refusals.set(gw, (m = new Map()));
+  return m;
+}
 
 const byGateway = new WeakMap<Gateway, Map<string, { wire: UpstreamWire; until: number }>>();
 

@@ -1,7 +1,7 @@
 /**
- * Which MCP wire a request at the front door speaks (DESIGN §21): a POST whose `MCP-Protocol-Version` header, or the
- * `_meta` protocol version of a message it carries, names 2026-07-28 (or a later dated revision) is the stateless
- * wire; everything else — `initialize`, a request of a 2025 session, GET and DELETE, a POST with neither — is the
+ * Which MCP wire a request at the front door speaks (DESIGN §21): a POST whose `MCP-Protocol-Version` header names
+ * 2026-07-28 (or a later dated revision), or one of whose messages carries a protocol version in `_meta` (the 2026
+ * envelope), is the stateless wire; everything else — `initialize`, a request of a 2025 session, GET and DELETE, a POST with neither — is the
  * stateful one (a session is then required, as 2025-11-25 says). The body's claim wins over the header: a header that
  * disagrees with it is refused by the header checks (headers.ts), never read as another wire.
  */
@@ -11,9 +11,11 @@ import type { Posted } from "./jsonrpc.ts";
 export function isStateless(req: Request, posted: Posted): boolean {
   if (req.method !== "POST") return false;
   if (isModern(req.headers.get("mcp-protocol-version")?.trim())) return true;
+  // a protocol version in `_meta` claims the per-request envelope, whatever version it names (2025-11-25 has none):
+  // an unknown one is answered as 2026 answers it, unsupported (-32022), not as a request without a session
   return posted.messages.some((m) => {
     const meta = (m.raw.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
-    return meta !== null && typeof meta === "object" && isModern(meta[MCP_META.protocolVersion]);
+    return meta !== null && typeof meta === "object" && typeof meta[MCP_META.protocolVersion] === "string";
   });
 }
 

@@ -39,7 +39,12 @@ export async function startReferenceMcp(wires: Wires = "both"): Promise<Referenc
   const requests: ReferenceMcp["requests"] = [];
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
   const modern = createMcpHandler(() => referenceServer(surface, "modern"), { legacy: "reject" });
-  surface.notify = { toolsChanged: () => modern.notify.toolsChanged(), promptsChanged: () => modern.notify.promptsChanged() };
+  // a list change reaches the 2026 listeners and every open 2025 session (its GET stream)
+  const legacyServers = new Set<ReturnType<typeof referenceServer>>();
+  surface.notify = {
+    toolsChanged: () => (modern.notify.toolsChanged(), legacyServers.forEach((s) => s.sendToolListChanged())),
+    promptsChanged: () => (modern.notify.promptsChanged(), legacyServers.forEach((s) => s.sendPromptListChanged())),
+  };
   const hosts = localhostAllowedHostnames();
 
   async function legacy(req: Request, body: unknown): Promise<Response> {
@@ -50,14 +55,15 @@ export async function startReferenceMcp(wires: Wires = "both"): Promise<Referenc
     if (req.method !== "POST" || !isInitializeRequest(body)) {
       return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "Bad Request: Mcp-Session-Id header is required" } }, { status: 400 });
     }
+    const server = referenceServer(surface, "legacy");
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       eventStore: memoryEventStore(),
       retryInterval: 1000,
-      onsessioninitialized: (id) => void sessions.set(id, transport),
-      onsessionclosed: (id) => void sessions.delete(id),
+      onsessioninitialized: (id) => void (sessions.set(id, transport), legacyServers.add(server)),
+      onsessionclosed: (id) => void (sessions.delete(id), legacyServers.delete(server)),
     });
-    await referenceServer(surface, "legacy").connect(transport);
+    await server.connect(transport);
     return transport.handleRequest(req, { parsedBody: body });
   }
 

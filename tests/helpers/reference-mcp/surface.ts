@@ -221,7 +221,8 @@ export function referenceServer(surface: Surface, era: "legacy" | "modern", code
   });
   tool("test_input_required_result_capabilities", none, async (_a, ctx) => {
     if (ctx.mcpReq.inputResponses !== undefined) return text("Capability-aware input requests fulfilled");
-    const declared = (ctx.mcpReq.envelope as Record<string, { elicitation?: unknown; sampling?: unknown; roots?: unknown } | undefined> | undefined)?.[CLIENT_CAPABILITIES_META_KEY];
+    // what the client declared: in this request (2026) or when it opened the session (2025)
+    const declared = (ctx.mcpReq.envelope as Record<string, { elicitation?: unknown; sampling?: unknown; roots?: unknown } | undefined> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] ?? server.server.getClientCapabilities();
     const inputRequests: InputRequests = {};
     if (declared?.elicitation !== undefined) inputRequests.user_name = inputRequired.elicit({ message: "What is your name?", requestedSchema: nameSchema });
     if (declared?.sampling !== undefined) inputRequests.greeting = inputRequired.createMessage({ messages: [{ role: "user", content: { type: "text", text: "Greet" } }], maxTokens: 50 });
