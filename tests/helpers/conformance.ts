@@ -7,7 +7,8 @@ import { readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { tempDir } from "./net.ts";
 
-const CONFORMANCE = join(resolve(import.meta.dir, "../.."), "node_modules/@modelcontextprotocol/conformance/dist/index.js");
+const PACKAGE = join(resolve(import.meta.dir, "../.."), "node_modules/@modelcontextprotocol/conformance");
+const CONFORMANCE = join(PACKAGE, "dist/index.js");
 
 export type Revision = "2025-11-25" | "2026-07-28";
 
@@ -44,6 +45,18 @@ export async function scenarioResults(dir: string): Promise<Results> {
     out[scenario] = JSON.parse(await readFile(join(dir, entry, "checks.json"), "utf8")) as Check[];
   }
   return out;
+}
+
+/** The server scenarios a revision requires (its `requirements/<revision>.yaml`'s `server:` list): what is scored. */
+export async function scoredScenarios(revision: Revision): Promise<Set<string>> {
+  const yaml = await readFile(join(PACKAGE, "requirements", `${revision}.yaml`), "utf8");
+  const section = /^server:\n((?:  - .*\n)+)/m.exec(yaml);
+  return new Set((section?.[1] ?? "").split("\n").map((l) => l.replace(/^  - /, "").trim()).filter(Boolean));
+}
+
+/** Only the scenarios in `keep`. */
+export function only(results: Results, keep: ReadonlySet<string>): Results {
+  return Object.fromEntries(Object.entries(results).filter(([s]) => keep.has(s)));
 }
 
 /** Whether a check counts as passed (the suite's INFO rows are notes, not verdicts). */

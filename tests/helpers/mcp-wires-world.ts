@@ -1,9 +1,10 @@
 /**
  * The world of DESIGN §21's gate: the reference MCP server on the SDK 2.x in its three variants (both wires, 2025 only,
- * 2026 only), oidc-provider as the upstream's authorization server, `ath serve` fronting each variant — one instance,
- * or two on one PostgreSQL database — and a front: the gateway's public address (its `--base-url`), a plain
- * pass-through that hands requests to the instances in turn and adds an MCP client's token (got by a real code grant,
- * the person's part in Chromium) to the MCP requests that carry none — the conformance suite sends none.
+ * 2026 only), oidc-provider as the upstream's authorization server, and `ath serve` fronting each variant — as one
+ * instance on SQLite (`one`), and as two instances on one PostgreSQL database (`pair`). Each has a front: its public
+ * address (the gateways' `--base-url`), a plain pass-through that hands requests on — the pair's in turn, nothing
+ * sticky — and adds an MCP client's token (got by a real code grant, the person's part in Chromium) to the MCP requests
+ * that carry none: the conformance suite sends none.
  */
 import { SQL } from "bun";
 import type { Browser } from "playwright-core";
@@ -15,28 +16,35 @@ import { startReferenceMcp, type ReferenceMcp, type Wires } from "./reference-mc
 import { PG_URL } from "./store-harness.ts";
 import { startUpstreamAuth, type UpstreamAuth } from "./upstream-auth.ts";
 
-/** The providers the gateway fronts: one per reference variant. */
+/** The providers the gateways front: one per reference variant. */
 export const VARIANTS: Record<string, Wires> = { ref: "both", ref2025: "2025", ref2026: "2026" };
 
-export interface WiresWorld {
-  /** The gateway's public base URL (the front). */
+/** A front and the gateway instances behind it. */
+export interface Fronted {
   base: string;
   /** The front's MCP URL for a provider (the token added on the way). */
   url(provider: string): string;
-  servers: Record<string, ReferenceMcp>;
   gateways: Gateway[];
-  auth: UpstreamAuth;
   /** An MCP client's access token per provider (one person, one client). */
   tokens: Record<string, string>;
-  /** Requests the front handed to each instance, in order. */
+  /** Requests the front handed to each instance. */
   handed: number[];
+}
+
+export interface WiresWorld {
+  servers: Record<string, ReferenceMcp>;
+  auth: UpstreamAuth;
+  /** One instance on SQLite. */
+  one: Fronted;
+  /** Two instances on one PostgreSQL database, taking alternate requests. */
+  pair: Fronted;
   stop(): Promise<void>;
 }
 
-export async function startWiresWorld(browser: Browser, o: { instances: 1 | 2; binary?: boolean } = { instances: 1 }): Promise<WiresWorld> {
-  const frontPort = await freePort();
-  const base = `http://127.0.0.1:${frontPort}`;
-  const auth = await startUpstreamAuth({ redirectUris: [`${base}/ath/callback`], scopes: ["openid", "offline_access", "tools"] });
+export async function startWiresWorld(browser: Browser, o: { pair?: boolean; binary?: boolean } = {}): Promise<WiresWorld> {
+  const ports = [await freePort(), await freePort()];
+  const bases = ports.map((p) => `http://127.0.0.1:${p}`);
+  const auth = await startUpstreamAuth({ redirectUris: bases.map((b) => `${b}/ath/callback`), scopes: ["openid", "offline_access", "tools"] });
   const servers: Record<string, ReferenceMcp> = {};
   for (const [id, wires] of Object.entries(VARIANTS)) servers[id] = await startReferenceMcp(wires);
   const providers = Object.fromEntries(
@@ -56,19 +64,59 @@ export async function startWiresWorld(browser: Browser, o: { instances: 1 | 2; b
   const schema = `ath_wires_${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}`;
   const db = new URL(PG_URL);
   db.searchParams.set("schema", schema);
-  const shared = o.instances === 2 ? { env: { ATH_MASTER_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex") }, extraArgs: ["--db", db.href] } : {};
-  const gateways = await Promise.all(Array.from({ length: o.instances }, () => startGateway({ providers, publicUrl: base, binary: o.binary, ...shared })));
+  const pg = { env: { ATH_MASTER_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex") }, extraArgs: ["--db", db.href] };
+  const [solo, ...paired] = await Promise.all([
+    startGateway({ providers, publicUrl: bases[0], binary: o.binary }),
+    ...(o.pair === false ? [] : [0, 1].map(() => startGateway({ providers, publicUrl: bases[1], binary: o.binary, ...pg }))),
+  ]);
+  const fronts = [await front(ports[0]!, [solo!]), ...(paired.length ? [await front(ports[1]!, paired)] : [])];
+  const host = await startClientHost();
+  for (const f of fronts) {
+    const clientId = await registerClient(f.base, host.redirectUrl, "Conformance suite");
+    for (const id of Object.keys(servers)) {
+      const { context, page } = await freshPage(browser);
+      const t = await codeGrant(page, { base: f.base, clientId, redirectUri: host.redirectUrl, resource: `${f.base}/mcp/${id}`, login: "conformance", landings: host.landings });
+      f.tokens[id] = t.access_token;
+      await context.close();
+    }
+  }
+  await host.stop();
+  return {
+    servers,
+    auth,
+    one: fronts[0]!,
+    pair: fronts[1] ?? fronts[0]!,
+    async stop() {
+      for (const f of fronts) await f.stop();
+      for (const g of [solo!, ...paired]) await g.cleanup();
+      for (const s of Object.values(servers)) await s.stop();
+      await auth.stop();
+      if (paired.length) {
+        const sql = new SQL(PG_URL);
+        try {
+          await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        } finally {
+          await sql.close();
+        }
+      }
+    },
+  };
+}
+
+// internal
+
+/** A load balancer in front of `gateways`: Host and Origin as the client sent them, requests in turn. */
+async function front(port: number, gateways: Gateway[]): Promise<Fronted & { stop(): Promise<void> }> {
   const tokens: Record<string, string> = {};
   const handed = gateways.map(() => 0);
   let turn = 0;
-  const front = Bun.serve({
+  const server = Bun.serve({
     hostname: "127.0.0.1",
-    port: frontPort,
+    port,
     idleTimeout: 120,
     async fetch(req) {
       const url = new URL(req.url);
       const headers = new Headers(req.headers);
-      // a load balancer in front: Host and Origin as the client sent them, nothing sticky
       const id = /^\/mcp\/([^/]+)$/.exec(url.pathname)?.[1];
       if (id !== undefined && !headers.has("authorization") && tokens[id]) headers.set("authorization", `Bearer ${tokens[id]}`);
       const n = turn++ % gateways.length;
@@ -79,36 +127,6 @@ export async function startWiresWorld(browser: Browser, o: { instances: 1 | 2; b
       return new Response(res.body, { status: res.status, statusText: res.statusText, headers: res.headers });
     },
   });
-  const host = await startClientHost();
-  const clientId = await registerClient(base, host.redirectUrl, "Conformance suite");
-  for (const id of Object.keys(servers)) {
-    const { context, page } = await freshPage(browser);
-    const t = await codeGrant(page, { base, clientId, redirectUri: host.redirectUrl, resource: `${base}/mcp/${id}`, login: "conformance", landings: host.landings });
-    tokens[id] = t.access_token;
-    await context.close();
-  }
-  await host.stop();
-  return {
-    base,
-    url: (provider) => `${base}/mcp/${provider}`,
-    servers,
-    gateways,
-    auth,
-    tokens,
-    handed,
-    async stop() {
-      await front.stop(true);
-      for (const g of gateways) await g.cleanup();
-      for (const s of Object.values(servers)) await s.stop();
-      await auth.stop();
-      if (o.instances === 2) {
-        const sql = new SQL(PG_URL);
-        try {
-          await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        } finally {
-          await sql.close();
-        }
-      }
-    },
-  };
+  const base = `http://127.0.0.1:${port}`;
+  return { base, url: (p) => `${base}/mcp/${p}`, gateways, tokens, handed, stop: () => server.stop(true) };
 }

@@ -34,9 +34,12 @@ export async function bridgeListen(door: Door, m: Message, capabilities: Record<
     stop.abort();
     if (session) await endSession(door, session);
   };
-  // The acknowledgement goes first, at once; the upstream's stream is opened behind it (an upstream sends its GET
-  // stream's headers with its first event, which may be long in coming).
+  const ack = (c: ReadableStreamDefaultController<Uint8Array>) =>
+    c.enqueue(encoder.encode(event({ jsonrpc: "2.0", method: "notifications/subscriptions/acknowledged", params: { notifications: filter, _meta: stamp } })));
+  // The client's stream opens at once; the acknowledgement follows once the upstream's stream is open — or, since an
+  // upstream's GET stream may show nothing until its first event, LISTEN_SETTLE_MS after ath asked for it.
   const relay = async (c: ReadableStreamDefaultController<Uint8Array>) => {
+    let acked = false;
     try {
       session = await openSession(door, capabilities);
       for (const [n, uri] of uris.entries()) {
@@ -45,7 +48,11 @@ export async function bridgeListen(door: Door, m: Message, capabilities: Record<
         await res.body?.cancel();
       }
       if (ended) return;
-      const stream = await sendUpstream(door, [m], { method: "GET", body: { data: null, replayable: true }, headers: { ...sessionHeaders(session), accept: "text/event-stream" }, once: false, remaining: null, stateless: false });
+      const opening = sendUpstream(door, [m], { method: "GET", body: { data: null, replayable: true }, headers: { ...sessionHeaders(session), accept: "text/event-stream" }, once: false, remaining: null, stateless: false });
+      await Promise.race([opening.catch(() => undefined), Bun.sleep(LISTEN_SETTLE_MS)]);
+      ack(c);
+      acked = true;
+      const stream = await opening;
       if (!stream.ok) return void (await stream.body?.cancel());
       for await (const msg of messagesOf(stream, stop.signal)) {
         if (typeof msg.method !== "string" || "id" in msg || !wanted(msg)) continue;
@@ -55,18 +62,23 @@ export async function bridgeListen(door: Door, m: Message, capabilities: Record<
     } catch {
       // the upstream's stream could not be had, or broke: the client's ends with it
     }
-    if (!ended) c.close();
+    if (!ended) {
+      if (!acked) ack(c);
+      c.close();
+    }
     await end();
   };
   const body = new ReadableStream<Uint8Array>({
     start(c) {
-      c.enqueue(encoder.encode(event({ jsonrpc: "2.0", method: "notifications/subscriptions/acknowledged", params: { notifications: filter, _meta: stamp } })));
       void relay(c);
     },
     cancel: end,
   });
   return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-store" } });
 }
+
+/** How long after asking for the upstream's stream ath takes it as open when it has shown nothing yet. */
+export const LISTEN_SETTLE_MS = 250;
 
 // internal
 
