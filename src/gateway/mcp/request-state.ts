@@ -62,7 +62,10 @@ export const BRIDGE_TTL_MS = 10 * 60 * 1000;
 export async function openState(gw: Gateway, token: TokenRecord, state: string, id: unknown): Promise<OpenedState | OpenedBridge> {
   let body: Sealed;
   try {
-    body = JSON.parse(await gw.sealer.open(state.slice(REQUEST_STATE_PREFIX.length), AAD)) as Sealed;
+    const sealed = state.slice(REQUEST_STATE_PREFIX.length);
+    // one spelling per state: base64url decoders skip a stray trailing character, so a state is taken only as minted
+    if (!sealed.split(".").every((part, i) => i === 0 || Buffer.from(part, "base64url").toString("base64url") === part)) throw new TypeError("not canonical");
+    body = JSON.parse(await gw.sealer.open(sealed, AAD)) as Sealed;
   } catch {
     throw invalid(id, "The requestState was not minted by this gateway, or was altered");
   }

@@ -1,9 +1,11 @@
 /**
  * Which arguments of a tool its `Mcp-Param-*` headers mirror (DESIGN §21; MCP 2026-07-28 "x-mcp-header"): read from the
  * tool's `inputSchema` in the upstream's `tools/list`. ath keeps, per provider and per instance, the declarations of
- * the last list it read (any person's: a tool's schema does not depend on who lists it) for that list's `ttlMs`, at
- * most 60 s. A call whose provider has no fresh list has one asked for first — a `tools/list` with the caller's own
- * upstream token, a read; the call itself is not sent before its headers are checked (docs/mcp-front-door.md).
+ * the lists it read (any person's: a tool's schema does not depend on who lists it) for 60 s — whatever `ttlMs` the
+ * upstream gives its clients: an upstream saying 0 would otherwise cost a list per call, and a stale declaration can
+ * only refuse or pass a header, never a call policy refuses. A call whose provider has no fresh list has one asked for
+ * first — a `tools/list` with the caller's own upstream token, a read; the call itself is not sent before its headers
+ * are checked (docs/mcp-front-door.md).
  * Declarations follow the spec: only properties reached through `properties` keys count, only primitive types; a
  * schema that breaks a rule has no enforceable declarations (the upstream refuses such a tool itself).
  */
@@ -15,15 +17,13 @@ import { LIST_TTL_MS } from "./tools-list.ts";
 export const MAX_LIST_PAGES = 20;
 
 /** Records the declarations of every tool of a list ath read for `providerId`. */
-export function learnTools(gw: Gateway, providerId: string, tools: readonly unknown[], ttlMs = LIST_TTL_MS): void {
-  const entry = entryFor(gw, providerId, true)!;
+export function learnTools(gw: Gateway, providerId: string, tools: readonly unknown[], entry: Entry = entryFor(gw, providerId, true)!): void {
   // A list read page by page (nextCursor) adds to the entry it started; a new first page starts a new one.
   for (const t of tools) {
     if (t === null || typeof t !== "object") continue;
     const { name, inputSchema } = t as { name?: unknown; inputSchema?: unknown };
     if (typeof name === "string") entry.tools.set(name, declarationsOf(inputSchema));
   }
-  entry.until = Math.min(entry.until, gw.now() + Math.max(0, Math.min(ttlMs, LIST_TTL_MS)));
 }
 
 /**
@@ -34,19 +34,18 @@ export async function toolHeaders(
   gw: Gateway,
   providerId: string,
   tool: string,
-  list: (cursor: string | null) => Promise<{ tools: readonly unknown[]; nextCursor: string | null; ttlMs?: number }>,
+  list: (cursor: string | null) => Promise<{ tools: readonly unknown[]; nextCursor: string | null }>,
 ): Promise<readonly HeaderDeclaration[]> {
   let entry = entryFor(gw, providerId, false);
   if (entry === null) {
-    fresh(gw, providerId);
+    entry = fresh(gw, providerId);
     let cursor: string | null = null;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       const got = await list(cursor);
-      learnTools(gw, providerId, got.tools, got.ttlMs);
+      learnTools(gw, providerId, got.tools, entry);
       cursor = got.nextCursor;
       if (cursor === null) break;
     }
-    entry = entryFor(gw, providerId, true)!;
   }
   return entry.tools.get(tool) ?? [];
 }

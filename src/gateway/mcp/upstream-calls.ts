@@ -54,12 +54,12 @@ export function answerIn(text: string, id: unknown): RpcAnswer | null {
 }
 
 /** One page of the upstream's tools/list, asked for by ath (the header checks need the schemas). */
-export async function listTools(door: Door, speaks2026: boolean, cursor: string | null): Promise<{ tools: readonly unknown[]; nextCursor: string | null; ttlMs?: number }> {
+export async function listTools(door: Door, speaks2026: boolean, cursor: string | null): Promise<{ tools: readonly unknown[]; nextCursor: string | null }> {
   const params = cursor === null ? {} : { cursor };
   const answer = speaks2026 ? (await call2026(door, "tools/list", params)).answer : await onSessionRpc(door, "tools/list", params);
-  if (answer === null || !("result" in answer)) return { tools: [], nextCursor: null, ttlMs: 0 };
+  if (answer === null || !("result" in answer)) return { tools: [], nextCursor: null };
   const r = answer.result;
-  return { tools: Array.isArray(r.tools) ? r.tools : [], nextCursor: typeof r.nextCursor === "string" ? r.nextCursor : null, ...(typeof r.ttlMs === "number" ? { ttlMs: r.ttlMs } : {}) };
+  return { tools: Array.isArray(r.tools) ? r.tools : [], nextCursor: typeof r.nextCursor === "string" ? r.nextCursor : null };
 }
 
 /** One request of ath's own on the session it holds at a 2025 upstream (declaring no client capabilities). */

@@ -34,7 +34,33 @@ export interface ReferenceMcp {
   stop(): Promise<void>;
 }
 
+/** The server as a fetch handler (in process: the in-process network's host), without the listener's Host check. */
+export interface ReferenceHandler extends Omit<ReferenceMcp, "url" | "stop"> {
+  fetch(req: Request): Promise<Response>;
+  close(): Promise<void>;
+}
+
 export async function startReferenceMcp(wires: Wires = "both"): Promise<ReferenceMcp> {
+  const handler = referenceHandler(wires);
+  const hosts = localhostAllowedHostnames();
+  const http = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 120,
+    fetch: (req) => hostHeaderValidationResponse(req, hosts) ?? originValidationResponse(req, hosts) ?? handler.fetch(req),
+  });
+  const { fetch: _, close, ...rest } = handler;
+  return {
+    ...rest,
+    url: `http://127.0.0.1:${http.port}/mcp`,
+    async stop() {
+      await close();
+      await http.stop(true);
+    },
+  };
+}
+
+export function referenceHandler(wires: Wires = "both"): ReferenceHandler {
   const surface: Surface = { seen: [], notify: { toolsChanged: () => undefined, promptsChanged: () => undefined } };
   const requests: ReferenceMcp["requests"] = [];
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
@@ -45,8 +71,6 @@ export async function startReferenceMcp(wires: Wires = "both"): Promise<Referenc
     toolsChanged: () => (modern.notify.toolsChanged(), legacyServers.forEach((s) => s.sendToolListChanged())),
     promptsChanged: () => (modern.notify.promptsChanged(), legacyServers.forEach((s) => s.sendPromptListChanged())),
   };
-  const hosts = localhostAllowedHostnames();
-
   async function legacy(req: Request, body: unknown): Promise<Response> {
     const sid = req.headers.get("mcp-session-id");
     const open = sid === null ? undefined : sessions.get(sid);
@@ -67,12 +91,12 @@ export async function startReferenceMcp(wires: Wires = "both"): Promise<Referenc
     return transport.handleRequest(req, { parsedBody: body });
   }
 
-  const http = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 120,
+  return {
+    wires,
+    surface,
+    requests,
+    sessions,
     async fetch(req) {
-      const refused = hostHeaderValidationResponse(req, hosts) ?? originValidationResponse(req, hosts);
       let body: unknown;
       if (req.method === "POST") {
         const raw = await req.text();
@@ -85,7 +109,6 @@ export async function startReferenceMcp(wires: Wires = "both"): Promise<Referenc
       const rpc = body !== null && typeof body === "object" && !Array.isArray(body) ? String((body as { method?: unknown }).method ?? "") || null : null;
       const h = req.headers;
       requests.push({ method: req.method, rpc, sessionId: h.get("mcp-session-id"), protocolVersion: h.get("mcp-protocol-version"), mcpMethod: h.get("mcp-method"), authorization: h.get("authorization") });
-      if (refused) return refused;
       if (req.method === "POST" && body === undefined) return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } }, { status: 400 });
       const route = classifyInboundRequest({
         httpMethod: req.method,
@@ -98,17 +121,9 @@ export async function startReferenceMcp(wires: Wires = "both"): Promise<Referenc
       if (wires === "2025" || (wires === "both" && !isModern)) return legacy(req, body);
       return modern.fetch(req, { parsedBody: body });
     },
-  });
-  return {
-    url: `http://127.0.0.1:${http.port}/mcp`,
-    wires,
-    surface,
-    requests,
-    sessions,
-    async stop() {
+    async close() {
       for (const t of sessions.values()) await t.close().catch(() => undefined);
       await modern.close();
-      await http.stop(true);
     },
   };
 }
