@@ -99,12 +99,13 @@ async function stateless(token: string, person: import("playwright-core").Page):
       body: JSON.stringify(body),
     });
     const answer = (await res.json()) as Record<string, any>;
-    show(`HTTP/1.1 ${res.status}\n${JSON.stringify(answer, null, 2).replace(/"ath1\.[^"]{12}[^"]+"/g, (s) => `${s.slice(0, 18)}…"`)}\n`);
+    // a tool list is shown by its tools' names (their schemas are the upstream's, unchanged)
+    const shown = Array.isArray(answer.result?.tools) ? { ...answer, result: { ...answer.result, tools: answer.result.tools.map((t: { name: string }) => `${t.name} {…}`) } } : answer;
+    show(`HTTP/1.1 ${res.status}\n${JSON.stringify(shown, null, 2).replace(/"ath1\.[^"]{12}[^"]+"/g, (s) => `${s.slice(0, 18)}…"`)}\n`);
     return answer;
   };
   await send("server/discover", {});
-  const list = await send("tools/list", {});
-  void list;
+  await send("tools/list", {});
   await send("tools/call", { name: "whoami", arguments: {} }, { "mcp-name": "send_email" });
   await send("tools/call", { name: "whoami", arguments: {} });
   const args = { to: "team@example.com", text: "lunch?" };
