@@ -3,13 +3,13 @@
  * for byte — with the 2026 envelope the session stands for in `_meta` (protocol version, the capabilities and client
  * info declared at `initialize`, the log level set, every log when none was) and the standard headers (Mcp-Method,
  * Mcp-Name, Mcp-Param-* from the tool's schema). The upstream's answer comes back as 2025 has it — under the client's
- * id, without 2026's `resultType` and caching hints, a tool list filtered per person — streamed when it streams.
+ * id, without 2026's `resultType`, caching hints and envelope, a tool list filtered per person — streamed when it streams.
  *
  * An `input_required` answer becomes the 2025 wire's own requests: each input request goes to the client on the
  * answer's stream as a server→client request, the client posts its answer on the session (to any instance:
  * domain/mcp-session-inputs.ts), and the call is sent again with `inputResponses` and the upstream's `requestState`
- * until it completes — one call of the client's, however many rounds the upstream needs. Nothing waits longer than
- * INPUT_WAIT_MS, or past the client hanging up.
+ * until it completes — one call of the client's (one approval covers it), however many rounds the upstream needs.
+ * Nothing waits longer than INPUT_WAIT_MS, or past the client hanging up.
  */
 import { MCP_META, MCP_WIRE } from "../../protocol/mcp-front-door.ts";
 import { jsonRpcErrorBody } from "../http/errors.ts";
@@ -25,8 +25,8 @@ import { toolHeaders } from "./tool-schemas.ts";
 import { filterMessage } from "./tools-list.ts";
 import { listTools } from "./upstream-calls.ts";
 
-/** How long ath waits for the client's answer to one request it made of it. */
-export const INPUT_WAIT_MS = 10 * 60 * 1000;
+/** How long ath waits for the client's answer to one request it made of it: under the 255 s a connection may stay idle. */
+export const INPUT_WAIT_MS = 240_000;
 
 /** Rounds of input one call may take at most (the upstream asking forever is cut). */
 export const MAX_ROUNDS = 10;
@@ -124,8 +124,10 @@ function answer(door: Door, m: Message, msg: Record<string, unknown>): Record<st
     const rw = listRewriteFor(door, new Set([JSON.stringify(m.id)]), true);
     if (rw) result = (filterMessage(msg, rw.ids, { ...rw, hints: false }) as { result: Record<string, unknown> }).result;
   }
-  const { resultType: _t, ttlMs: _l, cacheScope: _s, ...rest } = result;
-  return { jsonrpc: "2.0", id: m.id, result: rest };
+  // 2026's own result members and envelope (`resultType`, caching hints, `io.modelcontextprotocol/*` in `_meta`)
+  const { resultType: _t, ttlMs: _l, cacheScope: _s, _meta, ...rest } = result;
+  const meta = isObject(_meta) ? Object.fromEntries(Object.entries(_meta).filter(([k]) => !k.startsWith("io.modelcontextprotocol/"))) : {};
+  return { jsonrpc: "2.0", id: m.id, result: { ...rest, ...(Object.keys(meta).length ? { _meta: meta } : {}) } };
 }
 
 /** A refusal of the upstream's (a 4xx with a JSON-RPC error) as the client's answer. */
