@@ -10,7 +10,7 @@
  * - GET opens the session's stream (the upstream's `subscriptions/listen`), DELETE ends the session.
  */
 import { AthError } from "../../protocol/index.ts";
-import { MCP_META, MCP_WIRE } from "../../protocol/mcp-front-door.ts";
+import { MCP_ERROR, MCP_META, MCP_WIRE } from "../../protocol/mcp-front-door.ts";
 import { JSON_RPC, JsonRpcError } from "../http/errors.ts";
 import { mintSecret } from "../crypto/secrets.ts";
 import { giveInput } from "../domain/mcp-session-inputs.ts";
@@ -21,6 +21,9 @@ import { heldStream } from "./held-stream.ts";
 import type { Message, Posted } from "./jsonrpc.ts";
 import { isObject } from "./sse.ts";
 import { call2026 } from "./upstream-calls.ts";
+
+/** The most a held session's declared capabilities and client info may take (DESIGN §10's protocol body, 64 KiB). */
+export const MAX_HELD_BYTES = 64 * 1024;
 
 /** The 2025-era protocol versions ath speaks with a client on a session it holds. */
 export const STATEFUL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -39,6 +42,8 @@ export async function openHeld(door: Door, init: Message): Promise<Response> {
     logLevel: null,
     subscriptions: [],
   };
+  // kept in the store for the session's life: bounded as a protocol body is
+  if (JSON.stringify(held).length > MAX_HELD_BYTES) throw new JsonRpcError(400, init.id ?? null, MCP_ERROR.invalidParams, `Invalid params: the declared capabilities and client info exceed ${MAX_HELD_BYTES} bytes`);
   const sid = mintSecret("ath-mcps-", 18);
   await rememberSession(door.gw, door.token, sid, declaresUrlElicitation(params), held);
   const meta = isObject(discovered._meta) ? discovered._meta : {};
