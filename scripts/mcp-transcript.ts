@@ -1,7 +1,10 @@
 /**
  * Prints a real transcript of the MCP front door (docs/mcp-front-door.md): oidc-provider as the upstream OAuth server,
- * an MCP server built with the official SDK behind it, `ath serve` in front, and the official SDK client whose
- * person consents in headless Chromium. Run: `bun scripts/mcp-transcript.ts` (needs Debian's chromium).
+ * an MCP server built with the official SDK behind it (it speaks 2025-11-25 only), `ath serve` in front, and the
+ * official SDK client whose person consents in headless Chromium — then the same token on the 2026-07-28 wire, as a
+ * 2026 client sends it (ath bridging onto an upstream session it holds): discovery, a tool list with its caching hints,
+ * a header that disagrees with the body, a call, an approval as a multi-round-trip round the person approves in
+ * Chromium, its retry run once, a replay refused. Run: `bun scripts/mcp-transcript.ts` (needs Debian's chromium).
  */
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { freshPage, launchChromium } from "../tests/helpers/chromium.ts";
@@ -71,10 +74,49 @@ try {
   show(`# tools/call send_email → ${held instanceof Error ? held.message : JSON.stringify(held)}`);
   show(`# the upstream MCP server saw Authorization: ${upstream.requests.at(-1)!.authorization!.slice(0, 14)}… (the person's upstream token, never ath's)`);
   await second.client.close();
+  await stateless(provider.saved!.access_token, page);
 } finally {
   await browser.close();
   await gw.cleanup();
   await host.stop();
   await upstream.stop();
   await auth.stop();
+}
+
+/** The 2026-07-28 wire with the same token: each request shown as curl would send it, each answer as it came. */
+async function stateless(token: string, person: import("playwright-core").Page): Promise<void> {
+  show("\n# — the same client's token on the 2026-07-28 wire (the mail server speaks 2025-11-25 only: ath bridges) —");
+  const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } } };
+  let id = 0;
+  const send = async (method: string, params: Record<string, unknown>, headers: Record<string, string> = {}) => {
+    const name = typeof params.name === "string" ? params.name : undefined;
+    const sent = { "mcp-protocol-version": "2026-07-28", "mcp-method": method, ...(name ? { "mcp-name": name } : {}), ...headers };
+    const body = { jsonrpc: "2.0", id: ++id, method, params: { ...params, _meta: meta } };
+    show(`$ curl -si -X POST ${base}/mcp/mail -H 'authorization: Bearer ath_tk_…' ${Object.entries(sent).map(([k, v]) => `-H '${k}: ${v}'`).join(" ")} -d '${JSON.stringify(body).replace(/"ath1\.[^"]+"/g, '"ath1.…"')}'`);
+    const res = await fetch(`${base}/mcp/mail`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...sent },
+      body: JSON.stringify(body),
+    });
+    const answer = (await res.json()) as Record<string, any>;
+    // a tool list is shown by its tools' names (their schemas are the upstream's, unchanged)
+    const shown = Array.isArray(answer.result?.tools) ? { ...answer, result: { ...answer.result, tools: answer.result.tools.map((t: { name: string }) => `${t.name} {…}`) } } : answer;
+    show(`HTTP/1.1 ${res.status}\n${JSON.stringify(shown, null, 2).replace(/"ath1\.[^"]{12}[^"]+"/g, (s) => `${s.slice(0, 18)}…"`)}\n`);
+    return answer;
+  };
+  await send("server/discover", {});
+  await send("tools/list", {});
+  await send("tools/call", { name: "whoami", arguments: {} }, { "mcp-name": "send_email" });
+  await send("tools/call", { name: "whoami", arguments: {} });
+  const args = { to: "team@example.com", text: "lunch?" };
+  const round = (await send("tools/call", { name: "send_email", arguments: args })).result;
+  show(`# the host opens ${round.inputRequests.ath_approval.params.url.replace(base, "https://ath.example.com")}; the person approves:`);
+  await person.goto(round.inputRequests.ath_approval.params.url);
+  const page = (await person.locator("main").innerText()).split("\n").filter(Boolean);
+  // what will be sent, as the page shows it (the rest of the page is the §18 journey's)
+  show(page.slice(0, page.findIndex((l) => /^THE AGENT$/i.test(l))).map((l) => "#   " + l.replaceAll(new URL(base).host, "ath.example.com")).join("\n"));
+  await clickAndWait(person, "Approve");
+  const retry = { name: "send_email", arguments: args, requestState: round.requestState, inputResponses: { ath_approval: { action: "accept" } } };
+  await send("tools/call", retry);
+  await send("tools/call", retry);
 }

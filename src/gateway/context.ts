@@ -52,6 +52,8 @@ export interface GatewayOptions {
   maxProxyBody: number;
   /** `--max-delegation-depth` (DESIGN §23): exchanges from a root token; default 3, 0 turns delegation off. */
   maxDelegationDepth?: number;
+  /** `--mcp-allowed-origins`: browser origins besides the gateway's own that may call /mcp/* (DESIGN §21). */
+  mcpAllowedOrigins?: readonly string[];
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error";

@@ -52,6 +52,12 @@ export const SERVE_FLAGS = {
   "otlp-endpoint": { type: "string", env: "OTEL_EXPORTER_OTLP_ENDPOINT", description: "Export traces over OTLP/HTTP JSON to <URL>/v1/traces (env OTEL_EXPORTER_OTLP_ENDPOINT)", valueHint: "url" },
   "max-delegation-depth": { type: "string", env: "ATH_MAX_DELEGATION_DEPTH", description: "Delegations from one root token, at most (env ATH_MAX_DELEGATION_DEPTH; default 3; 0: none)", valueHint: "n" },
   "max-proxy-body": { type: "string", env: "ATH_MAX_PROXY_BODY", description: "Largest proxied request body, bytes (env ATH_MAX_PROXY_BODY; default 33554432)", valueHint: "bytes" },
+  "mcp-allowed-origins": {
+    type: "string",
+    env: "ATH_MCP_ALLOWED_ORIGINS",
+    description: "Browser origins besides --base-url's that may call /mcp/*, comma-separated (env ATH_MCP_ALLOWED_ORIGINS)",
+    valueHint: "origins",
+  },
 } as const satisfies Record<string, FlagSpec>;
 
 export type ServeOptions = z.output<typeof ServeOptions>;
@@ -133,6 +139,30 @@ function rate(flag: string, fallback: string) {
     });
 }
 
+/** A comma-separated list of http(s) origins (`scheme://host[:port]`, nothing after), each kept in its serialized form. */
+function origins(flag: string) {
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx): string[] => {
+      const out: string[] = [];
+      for (const given of (v ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+        let url: URL | null = null;
+        try {
+          url = new URL(given);
+        } catch {
+          url = null;
+        }
+        if (url === null || (url.protocol !== "https:" && url.protocol !== "http:") || url.origin !== given.replace(/\/$/, "")) {
+          ctx.addIssue({ code: "custom", message: `--${flag} must list origins like https://app.example.com (scheme, host, port; no path), got "${given}"` });
+          return z.NEVER;
+        }
+        out.push(url.origin);
+      }
+      return out;
+    });
+}
+
 const flag = z.boolean().optional().transform((v) => v === true);
 const text = z.string().optional();
 
@@ -208,6 +238,7 @@ const ServeOptions = z
     "max-proxy-body": integer("max-proxy-body", 1024, 1024 ** 4, 32 * 1024 * 1024),
     "max-delegation-depth": integer("max-delegation-depth", 0, 16, 3),
     "otlp-endpoint": text,
+    "mcp-allowed-origins": origins("mcp-allowed-origins"),
     home: z.string(),
     "master-key": text,
   })
@@ -281,4 +312,6 @@ const ServeOptions = z
     maxDelegationDepth: o["max-delegation-depth"],
     /** OTLP/HTTP base URL for traces (DESIGN §20); `/v1/traces` is appended. */
     otlpEndpoint: o["otlp-endpoint"],
+    /** Origins besides the gateway's own that browsers may call /mcp/* from (DESIGN §21). */
+    mcpAllowedOrigins: o["mcp-allowed-origins"],
   }));

@@ -95,6 +95,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         maxBody: o.maxBody,
         maxProxyBody: o.maxProxyBody,
         maxDelegationDepth: o.maxDelegationDepth,
+        mcpAllowedOrigins: o.mcpAllowedOrigins,
         ...(o.otlpEndpoint ? { otlpEndpoint: o.otlpEndpoint } : {}),
         upstreamConcurrency: o.upstreamConcurrency,
         providers,

@@ -4,7 +4,7 @@
  * NETWORK_ERROR…). A failure is always a result, never a thrown error: nothing a tool does may end the server.
  */
 import { forTerminal } from "../text/sanitize.ts";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 
 /** The `_meta` key of a tool error's machine-readable form: `{code, message, status?, details?}`. */
 export const ERROR_META = "ath/error";

@@ -1,12 +1,17 @@
 /**
  * `ath mcp`: a Model Context Protocol server on stdio (DESIGN §12) exposing the agent's tools (mcp/tools.ts) to an
  * MCP host. It acts as the CLI does — same ATH_HOME, key, credentials and lock — with one agent for its lifetime.
+ * Both wires (DESIGN §21), on the official SDK 2.x's stdio entry: a host that opens with `initialize` gets a
+ * 2025-11-25 session, one that sends 2026-07-28 requests (`server/discover`, `_meta` per request) the stateless wire;
+ * the same tools serve both. On 2026, whose servers cannot push requests to the host, a tool that would ask the host to
+ * open a page (URL elicitation) hands the URL back in its result instead, as for a host that declared no elicitation.
  * stdout carries the protocol and nothing else; warnings go to stderr. It runs until the host closes stdin (or
  * SIGINT/SIGTERM), then cancels the authorizations still waiting, which drops their pending sessions.
  */
+import { Writable } from "node:stream";
 import { jsonInert } from "../text/sanitize.ts";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { McpServer } from "@modelcontextprotocol/server";
+import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import pkg from "../../package.json" with { type: "json" };
 import { loadAgent } from "../agent/flows/agent.ts";
 import type { TargetOptions } from "../agent/target.ts";
@@ -36,18 +41,22 @@ export async function serveMcp(o: McpOptions): Promise<void> {
     ...(o.agentId === undefined ? {} : { agentId: o.agentId }),
     warn: (w) => o.stderr(`ath mcp: warning: ${w}\n`),
   });
-  const server = new McpServer({ name: "ath", title: "ATH gateway", version: pkg.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   const waits = new Waits();
-  registerTools({ server, agent, target: o.target, waits });
+  // One server per connection (the SDK pins it to the wire the host opened with), plus one it may build to answer a
+  // `server/discover` probe: the same tools, the same agent and waits.
+  const serverFor = () => {
+    const server = new McpServer({ name: "ath", title: "ATH gateway", version: pkg.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+    registerTools({ server, agent, target: o.target, waits });
+    return server;
+  };
   // Every message leaves with its C1/DEL/Cf characters as \uXXXX escapes (C0 are escaped by JSON itself): the values
   // the host parses are unchanged, and nothing a gateway wrote reaches the host's terminal or log raw (DESIGN §14).
-  const inertStdout = {
-    write: (chunk: string) => process.stdout.write(jsonInert(chunk)),
-    once: (event: string, listener: () => void) => process.stdout.once(event, listener),
-  } as unknown as NodeJS.WriteStream;
+  const inertStdout = new Writable({
+    decodeStrings: false,
+    write: (chunk: string | Buffer, _encoding, done) => void process.stdout.write(jsonInert(String(chunk)), (e) => done(e ?? null)),
+  });
   const transport = new StdioServerTransport(process.stdin, inertStdout);
   const closed = new Promise<void>((resolve) => {
-    server.server.onclose = resolve;
     process.stdin.once("end", resolve);
     process.stdin.once("close", resolve);
     // The host stopped reading (EPIPE): nobody is left to answer.
@@ -57,12 +66,11 @@ export async function serveMcp(o: McpOptions): Promise<void> {
   });
   // A transport error (a line that is not JSON-RPC) is the host's problem, not a reason to stop; nor is a failure
   // nobody awaited (a tool's work is awaited and becomes its result: this is the net under a bug).
-  server.server.onerror = (e) => o.stderr(`ath mcp: ${e.message}\n`);
   const unexpected = (e: unknown) => o.stderr(`ath mcp: unexpected error: ${e instanceof Error ? e.message : String(e)}\n`);
   process.on("unhandledRejection", unexpected);
   process.on("uncaughtException", unexpected);
-  await server.connect(transport);
+  const handle = serveStdio(serverFor, { transport, onerror: (e) => o.stderr(`ath mcp: ${e.message}\n`) });
   await closed;
   await waits.closeAll();
-  await server.close().catch(() => undefined);
+  await handle.close().catch(() => undefined);
 }

@@ -31,3 +31,38 @@ export const MCP_AUTH_REVISION = "2025-11-25";
 
 /** JSON-RPC error code ath uses for its own refusals of an MCP call (server-defined range, -32000 to -32099). */
 export const MCP_REFUSED = -32001;
+
+/**
+ * The MCP wires the front door serves (DESIGN §21): 2025-11-25 — stateful (`initialize`, `Mcp-Session-Id`) — and
+ * 2026-07-28 — stateless, every request carrying its protocol version and client capabilities in `_meta`.
+ */
+export const MCP_WIRE = { stateful: "2025-11-25", stateless: "2026-07-28" } as const;
+
+/** The reserved `_meta` keys of a 2026-07-28 request and result (MCP's per-request envelope). */
+export const MCP_META = {
+  protocolVersion: "io.modelcontextprotocol/protocolVersion",
+  clientCapabilities: "io.modelcontextprotocol/clientCapabilities",
+  clientInfo: "io.modelcontextprotocol/clientInfo",
+  logLevel: "io.modelcontextprotocol/logLevel",
+  serverInfo: "io.modelcontextprotocol/serverInfo",
+  subscriptionId: "io.modelcontextprotocol/subscriptionId",
+} as const;
+
+/** JSON-RPC error codes of MCP 2026-07-28 that ath answers with itself (DESIGN §21). */
+export const MCP_ERROR = {
+  /** A standard header (Mcp-Method, Mcp-Name, MCP-Protocol-Version) or an Mcp-Param-* header disagrees with the body. */
+  headerMismatch: -32020,
+  /** A request needs a client capability the client did not declare. */
+  missingCapability: -32021,
+  /** The request names a protocol version this server does not speak. */
+  unsupportedVersion: -32022,
+  /** A requestState ath cannot honour (tampered, foreign, expired, used) or params changed since it was minted. */
+  invalidParams: -32602,
+  methodNotFound: -32601,
+} as const;
+
+/** The prefix of a `requestState` ath minted (AEAD-sealed, DESIGN §21); any other state is the upstream's own. */
+export const REQUEST_STATE_PREFIX = "ath1.";
+
+/** The `inputRequests` key of ath's own approval round (a URL elicitation to the approval page, DESIGN §21). */
+export const APPROVAL_INPUT = "ath_approval";

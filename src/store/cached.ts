@@ -191,6 +191,9 @@ const NEUTRAL = new Set([
   // are read at registration and token grants; shares count in the database like every budget
   "upsertTrustedIssuer", "getTrustedIssuer", "listTrustedIssuers", "deleteTrustedIssuer", "createWorkloadAgent", "getWorkloadAgent",
   "recordConnection", "getConnection", "findLiveGrant", "recordAncestors", "openBudget", "carveBudget",
+  // MCP's two wires (DESIGN §21): sessions ath holds and the answers relayed to them — never cached
+  "updateMcpSessionHeld", "deleteMcpSession", "getMcpUpstreamSession", "putMcpUpstreamSession", "dropMcpUpstreamSession", "openMcpSessionInput",
+  "answerMcpSessionInput", "takeMcpSessionInput",
 ]);
 
 /**

@@ -63,9 +63,45 @@ export interface McpStore {
   /** Spends a code, atomically: the request it belonged to (its code cleared), or null when unknown, spent or expired. */
   consumeMcpCode(codeHash: string, now: number): Promise<McpAuthorizationRecord | null>;
   /**
-   * What an MCP client declared when it opened an upstream session (`session_key`: a hash of provider and session id):
-   * kept a week, replaced if the same session is opened again.
+   * A session an MCP client opened (`session_key`: a hash of provider and session id), bound to the client and the
+   * person: kept a week, replaced if the same session is opened again.
    */
-  recordMcpSession(s: { session_key: string; client_id: string; url_elicitation: boolean; created_at: number }): Promise<void>;
-  getMcpSession(sessionKey: string): Promise<{ client_id: string; url_elicitation: boolean } | null>;
+  recordMcpSession(s: McpSessionRecord): Promise<void>;
+  getMcpSession(sessionKey: string): Promise<McpSessionRecord | null>;
+  /** Replaces what ath keeps of a session it holds itself (`held`); false when the session is gone. */
+  updateMcpSessionHeld(sessionKey: string, held: string): Promise<boolean>;
+  deleteMcpSession(sessionKey: string): Promise<void>;
+  /** The upstream session ath holds for (provider, person, client) (`session_key`: their hash), or null. */
+  getMcpUpstreamSession(sessionKey: string, now: number): Promise<McpUpstreamSessionRecord | null>;
+  /** Records (or replaces) the upstream session ath holds; rows unused for a week are dropped. */
+  putMcpUpstreamSession(s: McpUpstreamSessionRecord): Promise<void>;
+  /** Forgets the upstream session only if it is still `sessionSealed` (a newer one another instance made stays). */
+  dropMcpUpstreamSession(sessionKey: string, sessionSealed: string): Promise<void>;
+  /** A request ath pushed to a client on a session it holds, awaiting the client's answer (`input_key`: a hash). */
+  openMcpSessionInput(inputKey: string, now: number): Promise<void>;
+  /** Sets the answer of an awaited input, once; false when none is awaited under that key (or it was answered). */
+  answerMcpSessionInput(inputKey: string, answerSealed: string): Promise<boolean>;
+  /** The answer, when it came (the row is then removed); null while none did. */
+  takeMcpSessionInput(inputKey: string): Promise<string | null>;
+}
+
+export interface McpSessionRecord {
+  session_key: string;
+  client_id: string;
+  /** The person; null for rows written before sessions were bound to people (they answer as unknown). */
+  user_id: string | null;
+  url_elicitation: boolean;
+  /** A session ath holds itself (2025 client, 2026-only upstream): what the client declared, as JSON; null otherwise. */
+  held: string | null;
+  created_at: number;
+}
+
+export interface McpUpstreamSessionRecord {
+  session_key: string;
+  /** The upstream's Mcp-Session-Id, sealed. */
+  session_sealed: string;
+  /** The upstream's initialize result (JSON): what server/discover is answered with. */
+  opened: string;
+  created_at: number;
+  used_at: number;
 }

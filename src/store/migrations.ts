@@ -371,6 +371,28 @@ CREATE TABLE token_ancestors (
   PRIMARY KEY (ancestor_id, token_hash)
 );
 CREATE INDEX token_ancestors_expires ON token_ancestors (expires_at);`,
+    // MCP's two wires (DESIGN §21, issue 35 #9): a session is bound to the person as well as the client (user_id; rows
+    // from before have none and answer as unknown sessions: the client opens a new one). `held`: a session ath keeps
+    // itself (a 2025 client in front of a 2026-only upstream) — what the client declared, as JSON. The upstream
+    // sessions ath holds for 2026 clients in front of a 2025-only upstream, one per (provider, person, client), its id
+    // sealed: any instance finds it, re-creates it on the upstream's 404. And the answers a 2025 client posts to
+    // requests ath pushed on a held session, relayed to whichever instance waits for them.
+    `ALTER TABLE mcp_sessions ADD COLUMN user_id TEXT;
+ALTER TABLE mcp_sessions ADD COLUMN held TEXT;
+CREATE TABLE mcp_upstream_sessions (
+  session_key TEXT PRIMARY KEY,
+  session_sealed TEXT NOT NULL,
+  opened TEXT NOT NULL,
+  created_at ${int} NOT NULL,
+  used_at ${int} NOT NULL
+);
+CREATE INDEX mcp_upstream_sessions_used ON mcp_upstream_sessions (used_at);
+CREATE TABLE mcp_session_inputs (
+  input_key TEXT PRIMARY KEY,
+  answer_sealed TEXT,
+  created_at ${int} NOT NULL
+);
+CREATE INDEX mcp_session_inputs_created ON mcp_session_inputs (created_at);`,
   ];
 }
 

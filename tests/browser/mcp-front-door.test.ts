@@ -203,14 +203,16 @@ let alicePage: Page;
 let provider0ClientId = "";
 
 describe("discovery", () => {
-  test("a request without a token gets the RFC 9728 challenge; the documents name ath as the authorization server", async () => {
+  test("a request without a token gets the RFC 9728 challenge; the documents name ath as the authorization server, the resource's scopes without offline_access", async () => {
     const res = await fetch(`${base}/mcp/mail`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(res.status).toBe(401);
     const challenge = res.headers.get("www-authenticate")!;
+    // MCP 2026-07-28 (DESIGN §21): the resource no longer advertises offline_access; the authorization server still does
+    const advertised = SCOPES.filter((s) => s !== "offline_access");
     expect(challenge).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp/mail"`);
-    expect(challenge).toContain(`scope="${SCOPES.join(" ")}"`);
+    expect(challenge).toContain(`scope="${advertised.join(" ")}"`);
     const prm = await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp/mail`)).json();
-    expect(prm).toMatchObject({ resource: `${base}/mcp/mail`, authorization_servers: [base], scopes_supported: SCOPES });
+    expect(prm).toMatchObject({ resource: `${base}/mcp/mail`, authorization_servers: [base], scopes_supported: advertised });
     for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]) {
       const as = await (await fetch(base + path)).json();
       expect(as).toMatchObject({

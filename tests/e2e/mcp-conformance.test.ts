@@ -30,9 +30,12 @@ let everythingUrl: string;
 let gw: Gateway;
 let browser: Browser;
 let base: string;
+/** The token-adding pass-through's port: an origin the gateway allows at /mcp/* (--mcp-allowed-origins). */
+let passThroughPort: number;
 
 beforeAll(async () => {
   const port = await freePort();
+  passThroughPort = await freePort();
   auth = await startUpstreamAuth({ redirectUris: [`http://127.0.0.1:${port}/ath/callback`], scopes: SCOPES });
   const everythingPort = await freePort();
   everything = Bun.spawn([process.execPath, EVERYTHING, "streamableHttp"], { env: { ...process.env, PORT: String(everythingPort) }, stdout: "ignore", stderr: "pipe" });
@@ -40,6 +43,8 @@ beforeAll(async () => {
   await waitFor(async () => (await fetch(everythingUrl, { method: "GET" }).catch(() => null)) !== null);
   gw = await startGateway({
     port,
+    // the suite's valid Host/Origin are the pass-through's: a second origin the operator allows (DESIGN §21)
+    extraArgs: ["--mcp-allowed-origins", `http://127.0.0.1:${passThroughPort}`],
     providers: {
       everything: {
         display_name: "Everything (MCP reference server)",
@@ -115,7 +120,7 @@ test("server --url <ath>/mcp/everything keeps parity with server-everything call
   await host.stop();
   const passThrough = Bun.serve({
     hostname: "127.0.0.1",
-    port: 0,
+    port: passThroughPort,
     idleTimeout: 120,
     async fetch(req) {
       const headers = new Headers(req.headers);

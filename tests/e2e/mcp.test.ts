@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import Ajv from "ajv";
+// the SDK 2.x writes its schemas as JSON Schema 2020-12 (MCP 2025-11-25: the default dialect)
+import Ajv from "ajv/dist/2020";
 import { consent } from "../helpers/agent.ts";
 import { ensureBinary, readUntil } from "../helpers/cli-binary.ts";
 import { athError, startHost, textOf, type Host } from "../helpers/mcp-host.ts";
@@ -242,7 +243,8 @@ describe("ath mcp — refusals and mistakes are tool errors; the server keeps se
       expect(athError(await h.call("ath_request", args))).toMatchObject({ code: "USAGE", message: expect.stringContaining(message) });
     }
     expect(athError(await h.call("ath_revoke", {}))).toMatchObject({ code: "USAGE" });
-    await expect(h.call("ath_nothing")).resolves.toMatchObject({ isError: true });
+    // an unknown tool is a protocol error (MCP 2025-11-25, "Error Handling": -32602), not a tool's result
+    await expect(h.call("ath_nothing")).rejects.toMatchObject({ code: -32602 });
     expect((await h.call("ath_status")).isError).toBeUndefined();
   });
 

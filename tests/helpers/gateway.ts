@@ -26,6 +26,8 @@ export interface GatewayOptions {
   binary?: boolean | string;
   /** Words put before the command, e.g. a shell that sets the signal dispositions the gateway inherits. */
   launcher?: string[];
+  /** `--base-url` when a proxy in front is the gateway's public address (default: its own listener). */
+  publicUrl?: string;
 }
 
 export interface Gateway {
@@ -49,7 +51,7 @@ export interface Gateway {
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const port = options.port ?? (await freePort());
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const baseUrl = options.publicUrl ?? `http://127.0.0.1:${port}`;
   const home = await tempDir("gw");
   const dataDir = options.dataDir ?? join(home.path, "data");
   await mkdir(dataDir, { recursive: true });

@@ -107,6 +107,43 @@ export async function passResend(gw: Gateway, rule: ApprovalRule, token: TokenRe
   await passApproval(gw, rule, { token, request, approvalId: decided });
 }
 
+/**
+ * A multi-round-trip retry (MCP 2026-07-28, DESIGN §21): `state` is the approval its sealed requestState names (null:
+ * the call carried none of ath's — the first round). The first round gets the approval still pending for the same
+ * request (same client, person, provider, digest), else a new one: 403 APPROVAL_REQUIRED, never spending one. A retry
+ * gets the SAME approval back while it is pending; once approved it is spent by the one guarded consume, so of any
+ * number of concurrent retries exactly one is forwarded; denied → APPROVAL_DENIED. A retry whose request changed, or
+ * whose approval is used, expired or another's, is refused (400 INVALID_REQUEST, `details.reason`
+ * request_changed | request_state_used | request_state_invalid): nothing is forwarded and no approval is made.
+ */
+export async function passRetry(gw: Gateway, rule: ApprovalRule, token: TokenRecord, request: CanonicalWithContent, state: { approvalId: string; digest: string } | null): Promise<void> {
+  const digest = requestDigest(request);
+  const now = gw.now();
+  if (state === null) {
+    const pending = await gw.store.findMcpApproval({ client_id: token.client_id, user_id: token.user_id, provider_id: token.provider_id, digest }, now);
+    if (pending && approvalStatus(pending, now) === "pending") throw approvalRequired(gw, pending, digest);
+    throw approvalRequired(gw, await createApproval(gw, rule, { token, request, approvalId: null }, digest), digest);
+  }
+  const refuse = (reason: string, message: string) => new AthError("INVALID_REQUEST", message, { reason, approval_id: state.approvalId });
+  if (state.digest !== digest) throw refuse("request_changed", "The retry's params differ from the request the person was asked to approve");
+  const a = isApprovalId(state.approvalId) ? await gw.store.getApproval(state.approvalId) : null;
+  if (a === null || a.client_id !== token.client_id || a.user_id !== token.user_id || a.provider_id !== token.provider_id || a.digest !== digest) {
+    throw refuse("request_state_invalid", "The requestState names no approval of this request");
+  }
+  const status = approvalStatus(a, now);
+  if (status === "pending") throw approvalRequired(gw, a, digest);
+  if (status === "denied") throw new AthError("APPROVAL_DENIED", "A person denied this request; it will not be forwarded", { approval_id: a.approval_id, request_digest: digest });
+  if (status === "approved") {
+    const spent = await gw.store.consumeApproval(a.approval_id, { client_id: token.client_id, user_id: token.user_id, provider_id: token.provider_id, digest }, now);
+    if (spent) {
+      await audit(gw, "approval.used", { ...who(spent), data: { approval_id: a.approval_id, digest } });
+      return;
+    }
+  }
+  if (status === "expired") throw refuse("request_state_invalid", "The approval this requestState names expired");
+  throw refuse("request_state_used", "The approval this requestState names was already used");
+}
+
 export function approvalUrl(gw: Gateway, approvalId: string): string {
   return `${gw.opts.baseUrl}${PATHS.approvals}/${approvalId}`;
 }

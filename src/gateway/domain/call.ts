@@ -14,7 +14,7 @@ import { compileCondition, conditionKind } from "../rules/conditions.ts";
 import { anyMcpRuleMatches, hasMcpScopeRules, isFreeMethod, matchKey, type McpCall } from "../rules/mcp-call.ts";
 import { requestDigest } from "../rules/request-digest.ts";
 import { allowedByScopeRules, ANY_SCOPE } from "../rules/scope-rules.ts";
-import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval, passResend } from "./approvals.ts";
+import { approvalRuleFor, MAX_APPROVAL_BODY_DEFAULT, passApproval, passResend, passRetry } from "./approvals.ts";
 import { audit } from "./audit.ts";
 import { applyBudgets, budgetsMatching, type BudgetHit } from "./budgets.ts";
 import { shareHit } from "./delegation-budget.ts";
@@ -74,8 +74,19 @@ export async function decideCall(gw: Gateway, c: Caller, subject: CallSubject): 
   return { kind: "send", approval, budgets };
 }
 
-/** How a call names the approval it is sent under: an id the client sent (HTTP's X-ATH-Approval), or a resend (MCP). */
-export type ApprovalClaim = { id: string | null } | "resend";
+/**
+ * How a call names the approval it is sent under: an id the client sent (HTTP's X-ATH-Approval), a resend (MCP's 2025
+ * wire: the same call again), or a multi-round-trip retry (MCP's 2026 wire, DESIGN §21): the approval its sealed
+ * `requestState` names — opened and bound to this caller by the door — or null when it carried none of ath's.
+ */
+export type ApprovalClaim = { id: string | null } | "resend" | { state: StateClaim | null };
+
+/** What an opened `ath1.` requestState claims (mcp/request-state.ts seals and opens it). */
+export interface StateClaim {
+  approvalId: string;
+  /** The request digest the approval was asked for (§16): a retry whose digest differs is a changed request. */
+  digest: string;
+}
 
 export interface Passed {
   /** The rule it is sent under: then it is sent at most once (DESIGN §16). */
@@ -108,6 +119,7 @@ export async function passCall(gw: Gateway, c: Caller, subject: CallSubject, dec
     const request = await approvalRequest(gw, subject);
     digest = requestDigest(request);
     if (claim === "resend") await passResend(gw, rule, token, request);
+    else if ("state" in claim) await passRetry(gw, rule, token, request, claim.state);
     else await passApproval(gw, rule, { token, request, approvalId: claim.id });
   };
   let { approval } = decision;

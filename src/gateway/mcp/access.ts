@@ -10,12 +10,12 @@ import type { Gateway } from "../context.ts";
 import { opensDoor, requireUsableToken } from "../domain/tokens.ts";
 import { BearerChallenge } from "../http/errors.ts";
 import { bearerToken } from "../http/request.ts";
-import { resourceMetadataUrl } from "./providers.ts";
+import { advertisedScopes, resourceMetadataUrl } from "./providers.ts";
 
 /** The token of a request to `record`'s MCP endpoint and its client's agent record — else a BearerChallenge (thrown). */
 export async function requireMcpToken(gw: Gateway, req: Request, record: ProviderRecord): Promise<{ token: TokenRecord; agent: AgentRecord }> {
   const presented = bearerToken(req);
-  const scope = record.config.available_scopes.join(" ");
+  const scope = advertisedScopes(record).join(" ");
   const metadata = resourceMetadataUrl(gw, record.provider_id);
   if (presented === null) {
     throw new BearerChallenge(401, `Bearer resource_metadata="${metadata}", scope="${scope}"`, { error: "invalid_request", error_description: "A bearer token is required" });
@@ -46,7 +46,7 @@ export async function requireMcpToken(gw: Gateway, req: Request, record: Provide
  */
 export function reauthorize(gw: Gateway, record: ProviderRecord, why: string): BearerChallenge {
   const metadata = resourceMetadataUrl(gw, record.provider_id);
-  const scope = record.config.available_scopes.join(" ");
+  const scope = advertisedScopes(record).join(" ");
   return new BearerChallenge(401, `Bearer error="invalid_token", error_description="${why}", resource_metadata="${metadata}", scope="${scope}"`, {
     error: "invalid_token",
     error_description: why,

@@ -29,6 +29,8 @@ const MAX_TOOL_LABELS = 100;
 const KNOWN_METHODS = new Set([
   "initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read", "resources/templates/list", "resources/subscribe",
   "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
+  // MCP 2026-07-28 (DESIGN §21)
+  "server/discover", "subscriptions/listen",
 ]);
 
 function labelFor(gw: Gateway, providerId: string, tool: string): string {

@@ -24,6 +24,8 @@ export interface Posted {
   /** The body was a JSON array (a batch). */
   batch: boolean;
   messages: Message[];
+  /** The body as read (UTF-8): the text the messages' spans (rules/strict-json.ts `spanOf`) point into. */
+  text: string;
 }
 
 /** The messages of a POST body, or a JsonRpcError (400) naming why it cannot be read. */
@@ -48,7 +50,7 @@ export function readMessages(bytes: Uint8Array): Posted {
     const span = params !== null && typeof params === "object" && !Array.isArray(params) ? spanOf(params, "arguments") : undefined;
     return { raw, id: raw.id, call: callOf(raw.method, params), argumentBytes: span ? encoder.encode(text.slice(span[0], span[1])) : EMPTY };
   });
-  return { batch: Array.isArray(parsed), messages };
+  return { batch: Array.isArray(parsed), messages, text };
 }
 
 // internal

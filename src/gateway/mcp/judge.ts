@@ -8,7 +8,7 @@
  */
 import { AthError } from "../../protocol/index.ts";
 import type { Gateway } from "../context.ts";
-import { decideCall, passCall, type Caller, type Decision } from "../domain/call.ts";
+import { decideCall, passCall, type ApprovalClaim, type Caller, type Decision } from "../domain/call.ts";
 import type { Message } from "./jsonrpc.ts";
 
 /** A refusal of one JSON-RPC call, carried back as its JSON-RPC error's `data`. */
@@ -17,6 +17,8 @@ export interface Refusal {
   reason: string;
   message: string;
   data?: Record<string, unknown>;
+  /** The approval a person must decide (APPROVAL_REQUIRED): what ath's 2026 round seals into its requestState. */
+  approval?: { id: string; url: string; digest: string; expiresAt: number };
 }
 
 export interface Judgement {
@@ -30,7 +32,11 @@ export interface Judgement {
   remaining: number | null;
 }
 
-export async function judge(gw: Gateway, c: Caller, messages: readonly Message[], batch: boolean): Promise<Judgement> {
+/**
+ * `claim` says how each call names its approval: by default a resend (the 2025 wire: the same call again); the 2026
+ * wire's multi-round-trip retries name theirs by ath's sealed requestState.
+ */
+export async function judge(gw: Gateway, c: Caller, messages: readonly Message[], batch: boolean, claim: (m: Message) => ApprovalClaim = () => "resend"): Promise<Judgement> {
   const decided: [Message, Decision][] = [];
   for (const m of messages) if (m.call) decided.push([m, await decideCall(gw, c, { kind: "mcp", call: m.call, argumentBytes: m.argumentBytes })]);
   const out: Judgement = { stepUp: null, refusals: new Map(), approved: false, remaining: null };
@@ -51,7 +57,7 @@ export async function judge(gw: Gateway, c: Caller, messages: readonly Message[]
     }
     if (!holds(d)) continue;
     try {
-      const passed = await passCall(gw, c, { kind: "mcp", call: m.call!, argumentBytes: m.argumentBytes }, d, "resend");
+      const passed = await passCall(gw, c, { kind: "mcp", call: m.call!, argumentBytes: m.argumentBytes }, d, claim(m));
       if (passed.approval) out.approved = true;
       if (passed.remaining !== null) out.remaining = Math.min(out.remaining ?? Infinity, passed.remaining);
     } catch (err) {
@@ -63,7 +69,7 @@ export async function judge(gw: Gateway, c: Caller, messages: readonly Message[]
 }
 
 /** The ATH refusals a call gets as its JSON-RPC error (anything else — a failing store, a limit — fails the whole POST). */
-const REFUSALS = new Set(["POLICY_DENIED", "APPROVAL_REQUIRED", "APPROVAL_DENIED", "BUDGET_EXHAUSTED"]);
+const REFUSALS = new Set(["POLICY_DENIED", "APPROVAL_REQUIRED", "APPROVAL_DENIED", "BUDGET_EXHAUSTED", "INVALID_REQUEST"]);
 
 // internal
 
@@ -80,6 +86,7 @@ function refusalOf(err: AthError): Refusal {
         reason: "A person must approve this call",
         message: `A person must approve this call: open ${String(details.approval_url)}, then call again with the same arguments`,
         data: { approval_id: details.approval_id, approval_url: details.approval_url, expires_at: details.expires_at },
+        approval: { id: String(details.approval_id), url: String(details.approval_url), digest: String(details.request_digest), expiresAt: Date.parse(String(details.expires_at)) },
       };
     case "APPROVAL_DENIED":
       return { ath_error: err.code, reason: "A person denied this call", message: "A person denied this call; it was not sent", data: { approval_id: details.approval_id } };

@@ -4,6 +4,15 @@ import type { ProviderRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { findProvider, listProviders } from "../domain/providers.ts";
 
+/**
+ * The scopes an MCP client is told about — the protected-resource metadata's `scopes_supported` and a 401 challenge's
+ * `scope` — : the provider's, without `offline_access` (MCP 2026-07-28 authorization: a server does not advertise it;
+ * the client asks for it when the authorization server's metadata offers refresh tokens, and ath still grants them).
+ */
+export function advertisedScopes(record: ProviderRecord): string[] {
+  return record.config.available_scopes.filter((s) => s !== "offline_access");
+}
+
 /** `{base_url}/mcp/{provider_id}`: the resource a token of an MCP client is bound to. */
 export function resourceOf(gw: Gateway, providerId: string): string {
   return `${gw.opts.baseUrl}${MCP_PATHS.mcp}/${providerId}`;

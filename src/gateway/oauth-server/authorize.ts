@@ -56,7 +56,9 @@ export async function authorize(call: Call): Promise<Response> {
   const asked = (one("scope") ?? "").split(" ").filter(Boolean);
   const unknown = asked.filter((s) => !available.includes(s));
   if (unknown.length) return back("invalid_scope", `not offered by ${provider.provider_id}: ${unknown.join(" ")}`);
-  const scopes = asked.length ? [...new Set(asked)] : available;
+  // MCP 2026-07-28: resources no longer advertise offline_access, so clients rarely ask for it; the person's upstream
+  // sign-in is still kept refreshable (it lives as long as the client's refresh family): asked for whenever offered.
+  const scopes = asked.length ? [...new Set([...asked, ...available.filter((s) => s === "offline_access")])] : available;
   if (scopes.length === 0) return back("invalid_scope", `${provider.provider_id} offers no scope`);
 
   const agent = await agentFor(gw, { ...client, redirectHost: redirectHost(client.metadata) }, provider.provider_id, available);

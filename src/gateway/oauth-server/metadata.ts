@@ -7,7 +7,7 @@ import { AthError, GRANT_TYPES } from "../../protocol/index.ts";
 import { MCP_PATHS } from "../../protocol/mcp-front-door.ts";
 import type { Call } from "../context.ts";
 import { json } from "../http/response.ts";
-import { findMcpProvider, listMcpProviders, resourceOf } from "../mcp/providers.ts";
+import { advertisedScopes, findMcpProvider, listMcpProviders, resourceOf } from "../mcp/providers.ts";
 
 export async function authorizationServerMetadata(call: Call): Promise<Response> {
   const { gw } = call;
@@ -44,7 +44,8 @@ export async function protectedResourceMetadata(call: Call): Promise<Response> {
     {
       resource: resourceOf(gw, id),
       authorization_servers: [gw.opts.baseUrl],
-      scopes_supported: record.config.available_scopes,
+      // MCP 2026-07-28: offline_access is not advertised by the resource (the authorization server's metadata offers it)
+      scopes_supported: advertisedScopes(record),
       bearer_methods_supported: ["header"],
       resource_name: record.config.display_name,
     },

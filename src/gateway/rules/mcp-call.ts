@@ -15,8 +15,12 @@ export interface McpCall {
   arguments: unknown;
 }
 
-/** Methods every token may send (DESIGN §18 "Pinned"): the session's housekeeping and the tool list. */
-const FREE = new Set(["initialize", "ping", "tools/list"]);
+/**
+ * Methods every token may send (DESIGN §18 "Pinned"): the session's housekeeping and the tool list — and their 2026-07-28
+ * counterparts (DESIGN §21): `server/discover` (what `initialize` answered) and `subscriptions/listen` (the stream a
+ * 2025 GET opens, which no rule judges either).
+ */
+const FREE = new Set(["initialize", "ping", "tools/list", "server/discover", "subscriptions/listen"]);
 
 /** Whether the method needs no scope and no rule judges it (notifications included). */
 export function isFreeMethod(method: string): boolean {

@@ -7,7 +7,7 @@
  * code instead (their browser cannot reach this machine), which `ath_token {code}` exchanges.
  */
 import { forTerminal } from "../../text/sanitize.ts";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { ClientError, notConfigured } from "../../agent/errors.ts";
 import type { Agent, Target } from "../../agent/flows/agent.ts";
 import { authorize, authorizeAndWait, type Authorization } from "../../agent/flows/authorize.ts";

@@ -1,5 +1,5 @@
 /** What every tool of `ath mcp` acts with, and one call's own agent. */
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { McpServer } from "@modelcontextprotocol/server";
 import type { Agent } from "../../agent/flows/agent.ts";
 import type { TargetOptions } from "../../agent/target.ts";
 import type { Waits } from "../waits.ts";

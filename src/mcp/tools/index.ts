@@ -4,8 +4,7 @@
  * (src/agent/flows), in tools/<tool>.ts: parse nothing twice (the SDK checks the input), call the flow, shape its
  * answer. The authorization tools (ath_authorize, ath_token), which wait for a person, are tools/authorize.ts.
  */
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, ServerContext } from "@modelcontextprotocol/server";
 import {
   AuthorizationOutput,
   AuthorizeToolInput,
@@ -34,9 +33,9 @@ export { forCall };
 export function registerTools(ctx: ToolContext): void {
   const { server } = ctx;
   const guard = <A>(fn: (args: A, call: Call) => Promise<CallToolResult>, provider?: (a: A) => string | undefined) =>
-    async (args: A, extra: Extra): Promise<CallToolResult> => {
+    async (args: A, extra: ServerContext): Promise<CallToolResult> => {
       try {
-        return await fn(args, { signal: extra.signal, progress: progressOf(extra) });
+        return await fn(args, { signal: extra.mcpReq.signal, progress: progressOf(extra) });
       } catch (e) {
         const p = provider?.(args);
         return failed(e, p === undefined ? {} : { provider: p });
@@ -119,18 +118,14 @@ export function registerTools(ctx: ToolContext): void {
 
 // internal
 
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-
 /** notifications/progress for the call, when the host asked for them with a progressToken. */
-function progressOf(extra: Extra): () => void {
-  const token = extra._meta?.progressToken;
+function progressOf(extra: ServerContext): () => void {
+  const token = extra.mcpReq._meta?.progressToken;
   if (token === undefined) return () => undefined;
   let n = 0;
   return () => {
     n += 1;
-    extra
-      .sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: n, message: "waiting for the person's approval" } })
-      .catch(() => undefined);
+    extra.mcpReq.notify({ method: "notifications/progress", params: { progressToken: token, progress: n, message: "waiting for the person's approval" } }).catch(() => undefined);
   };
 }
 

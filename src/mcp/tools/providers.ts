@@ -1,6 +1,6 @@
 /** `ath_providers`: the providers on offer, with what this agent was approved for and the tokens it holds. */
 import { forTerminal } from "../../text/sanitize.ts";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { catalog } from "../../agent/flows/discover.ts";
 import { status } from "../../agent/flows/status.ts";
 import type { ProvidersOutput } from "../../protocol/mcp-tools.ts";

@@ -3,7 +3,7 @@
  * `ath proxy` runs too; this file keeps only the host's URL elicitation and the tool's result.
  */
 import { forTerminal } from "../../text/sanitize.ts";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { ClientError, usageError } from "../../agent/errors.ts";
 import { requestWithApproval, type ApprovalWait } from "../../agent/flows/approval.ts";
 import { OWN_HEADERS, parseMaybeJson, utf8, type RequestInput } from "../../agent/flows/request.ts";

@@ -1,5 +1,5 @@
 /** `ath_revoke`: revoke the saved token of a provider (or all of this gateway's) at the gateway, and forget it. */
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { usageError } from "../../agent/errors.ts";
 import { revoke } from "../../agent/flows/revoke.ts";
 import type { RevokeToolInput } from "../../protocol/mcp-tools.ts";

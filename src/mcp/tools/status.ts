@@ -1,5 +1,5 @@
 /** `ath_status`: what this agent has saved (no network), as `ath status --format json` prints it. */
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { status } from "../../agent/flows/status.ts";
 import { ok } from "../results.ts";
 import type { ToolContext } from "./context.ts";

@@ -6,6 +6,7 @@
 import type { McpAuthorizationRecord, McpClientRecord, McpStore } from "../mcp-types.ts";
 import { json, num, numOrNull, str, strOrNull, type Row, values } from "../rows.ts";
 import { type Driver, insert, one } from "./driver.ts";
+import { mcpWireQueries } from "./mcp-wires.ts";
 
 const CLIENT_COLUMNS = ["client_id", "client_secret_hash", "metadata", "created_at", "authorized_at"] as const satisfies readonly (keyof McpClientRecord)[];
 const AUTHORIZATION_COLUMNS = [
@@ -39,13 +40,22 @@ export function mcpQueries(db: Driver): McpStore {
     async recordMcpSession(m) {
       await db.run("DELETE FROM mcp_sessions WHERE created_at < ?", [m.created_at - SESSION_KEEP_MS]);
       await db.run(
-        `INSERT INTO mcp_sessions (session_key, client_id, url_elicitation, created_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (session_key) DO UPDATE SET client_id = excluded.client_id, url_elicitation = excluded.url_elicitation, created_at = excluded.created_at`,
-        [m.session_key, m.client_id, m.url_elicitation ? 1 : 0, m.created_at],
+        `INSERT INTO mcp_sessions (session_key, client_id, user_id, url_elicitation, held, created_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (session_key) DO UPDATE SET client_id = excluded.client_id, user_id = excluded.user_id, url_elicitation = excluded.url_elicitation,
+           held = excluded.held, created_at = excluded.created_at`,
+        [m.session_key, m.client_id, m.user_id, m.url_elicitation ? 1 : 0, m.held, m.created_at],
       );
     },
     getMcpSession: (key) =>
-      one(db, "SELECT client_id, url_elicitation FROM mcp_sessions WHERE session_key = ?", [key], (r) => ({ client_id: str(r.client_id), url_elicitation: num(r.url_elicitation) === 1 })),
+      one(db, "SELECT * FROM mcp_sessions WHERE session_key = ?", [key], (r) => ({
+        session_key: str(r.session_key),
+        client_id: str(r.client_id),
+        user_id: strOrNull(r.user_id),
+        url_elicitation: num(r.url_elicitation) === 1,
+        held: strOrNull(r.held),
+        created_at: num(r.created_at),
+      })),
+    ...mcpWireQueries(db),
   };
 }
 

@@ -45,3 +45,17 @@ describe("ath serve — observability and limit flags", () => {
     for (const flag of ["--log-format", "--log-level", "--max-body", "--max-proxy-body", "--rate-limit-proxy"]) expect(message).toContain(flag);
   });
 });
+
+describe("ath serve — --mcp-allowed-origins (DESIGN §21)", () => {
+  test("a comma-separated list of http(s) origins, kept serialized; none by default; the environment variable works too", () => {
+    expect(resolveServeOptions({}, ENV).mcpAllowedOrigins).toEqual([]);
+    expect(resolveServeOptions({ "mcp-allowed-origins": "https://app.example, http://localhost:3000/" }, ENV).mcpAllowedOrigins).toEqual(["https://app.example", "http://localhost:3000"]);
+    expect(resolveServeOptions({}, { ...ENV, ATH_MCP_ALLOWED_ORIGINS: "https://a.example" }).mcpAllowedOrigins).toEqual(["https://a.example"]);
+  });
+
+  test("anything that is not an origin is refused, naming the flag", () => {
+    for (const bad of ["app.example", "https://app.example/path", "ftp://x.example", "https://"]) {
+      expect(() => resolveServeOptions({ "mcp-allowed-origins": bad }, ENV)).toThrow(/--mcp-allowed-origins must list origins/);
+    }
+  });
+});

@@ -45,12 +45,42 @@ function suite(name: string, makeHarness: () => Harness) {
       expect(await b.consumeMcpCode("hash3", T0 + 5000)).toBeNull();
     });
 
-    test("what a client declared for a session is kept by key, replaced when the session is opened again", async () => {
-      await a.recordMcpSession({ session_key: "k1", client_id: "mcp_one", url_elicitation: true, created_at: T0 });
-      expect(await b.getMcpSession("k1")).toEqual({ client_id: "mcp_one", url_elicitation: true });
-      await b.recordMcpSession({ session_key: "k1", client_id: "mcp_one", url_elicitation: false, created_at: T0 + 1 });
-      expect(await a.getMcpSession("k1")).toEqual({ client_id: "mcp_one", url_elicitation: false });
+    test("a session is kept by key with its client and person, replaced when the session is opened again", async () => {
+      const row = { session_key: "k1", client_id: "mcp_one", user_id: "alice", url_elicitation: true, held: null, created_at: T0 };
+      await a.recordMcpSession(row);
+      expect(await b.getMcpSession("k1")).toEqual(row);
+      await b.recordMcpSession({ ...row, url_elicitation: false, created_at: T0 + 1 });
+      expect(await a.getMcpSession("k1")).toEqual({ ...row, url_elicitation: false, created_at: T0 + 1 });
       expect(await a.getMcpSession("k2")).toBeNull();
+      // what ath keeps of a session it holds changes only on such a session, and a deleted session is gone
+      expect(await a.updateMcpSessionHeld("k1", "{}")).toBe(false);
+      await a.recordMcpSession({ ...row, session_key: "k3", held: '{"logLevel":null}' });
+      expect(await b.updateMcpSessionHeld("k3", '{"logLevel":"info"}')).toBe(true);
+      expect((await a.getMcpSession("k3"))!.held).toBe('{"logLevel":"info"}');
+      await b.deleteMcpSession("k3");
+      expect(await a.getMcpSession("k3")).toBeNull();
+    });
+
+    test("an upstream session ath holds is found by any instance, and dropping an older one keeps a newer", async () => {
+      const row = { session_key: "u1", session_sealed: "sealed-1", opened: "{}", created_at: T0, used_at: T0 };
+      await a.putMcpUpstreamSession(row);
+      expect(await b.getMcpUpstreamSession("u1", T0 + 5)).toEqual({ ...row, used_at: T0 + 5 });
+      await b.putMcpUpstreamSession({ ...row, session_sealed: "sealed-2", created_at: T0 + 6, used_at: T0 + 6 });
+      await a.dropMcpUpstreamSession("u1", "sealed-1");
+      expect((await a.getMcpUpstreamSession("u1", T0 + 7))!.session_sealed).toBe("sealed-2");
+      await b.dropMcpUpstreamSession("u1", "sealed-2");
+      expect(await a.getMcpUpstreamSession("u1", T0 + 8)).toBeNull();
+    });
+
+    test("an input ath awaits is answered once and taken once, on any instance", async () => {
+      await a.openMcpSessionInput("i1", T0);
+      expect(await b.takeMcpSessionInput("i1")).toBeNull();
+      expect(await b.answerMcpSessionInput("i2", "x")).toBe(false);
+      const answered = await Promise.all([a, b, a].map((s, n) => s.answerMcpSessionInput("i1", `answer-${n}`)));
+      expect(answered.filter(Boolean).length).toBe(1);
+      const taken = await Promise.all([a, b].map((s) => s.takeMcpSessionInput("i1")));
+      expect(taken.filter((t) => t !== null).length).toBe(1);
+      expect(await a.takeMcpSessionInput("i1")).toBeNull();
     });
 
     test("the approval an MCP resend spends: same client, user, provider and digest, unexpired, approved first", async () => {
