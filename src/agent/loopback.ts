@@ -31,13 +31,18 @@ export interface LoopbackOptions {
 }
 
 /**
- * The identity's own loopback port, 49152–65535 from a hash of its agent_id: registered as
+ * The identity's own loopback port, 61000–65535 from a hash of its agent_id: registered as
  * `http://127.0.0.1:<port>/callback` besides the port-less URI, so a server that matches redirect URIs exactly (not
- * by RFC 8252's any-port rule) accepts the redirect of `authorize --wait`.
+ * by RFC 8252's any-port rule) accepts the redirect of `authorize --wait`. Above Linux's ephemeral range (32768–60999
+ * by default, `net.ipv4.ip_local_port_range`): on a busy machine an outgoing connection's local port — thousands of
+ * them, each held a minute in TIME_WAIT — would take the identity's port and push the wait onto another one, which a
+ * server matching exactly then refuses. Identities registered before keep the port saved with them.
  */
 export function loopbackPortFor(agentId: string): number {
-  return 49152 + (createHash("sha256").update(agentId).digest().readUInt16BE(0) % (65536 - 49152));
+  return LOOPBACK_PORT_LOW + (createHash("sha256").update(agentId).digest().readUInt16BE(0) % (65536 - LOOPBACK_PORT_LOW));
 }
+
+const LOOPBACK_PORT_LOW = 61000;
 
 /** Starts the receiver; `state` is the value sent to /ath/authorize. */
 export function startLoopback(state: string, o: LoopbackOptions): LoopbackReceiver {

@@ -25,7 +25,7 @@ describe("register (Phase A)", () => {
     // every scope the provider offers, when none is named
     expect(agent!.requested_providers).toEqual([{ provider_id: "demo", scopes: ["notes:read", "notes:write"] }]);
     // the port-less loopback URI (RFC 8252's any port) and the identity's own port, for servers that match exactly
-    expect(own.loopback_port).toBeGreaterThanOrEqual(49152);
+    expect(own.loopback_port).toBeGreaterThanOrEqual(61000);
     expect(agent!.redirect_uris).toEqual(["http://127.0.0.1/callback", `http://127.0.0.1:${own.loopback_port}/callback`]);
     expect(agent!.purpose).toBe("triage");
     expect(agent!.developer.name).toBe("local");
