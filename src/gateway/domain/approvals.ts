@@ -10,7 +10,8 @@ import type { Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
 import type { CanonicalWithContent } from "../rules/canonical-request.ts";
 import { requestDigest } from "../rules/request-digest.ts";
-import { audit } from "./audit.ts";
+import { actOf, audit } from "./audit.ts";
+import { findTokenById } from "./tokens.ts";
 
 /** How much of a body the approval page shows (and so the store keeps, sealed). */
 export const SHOWN_BODY_BYTES = 16 * 1024;
@@ -68,7 +69,7 @@ export async function passApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRe
       ? await gw.store.consumeApproval(id, { client_id: token.client_id, user_id: token.user_id, provider_id: token.provider_id, digest }, gw.now())
       : null;
     if (spent) {
-      await audit(gw, "approval.used", { ...who(spent), data: { approval_id: id, digest } });
+      await audit(gw, "approval.used", { ...who(spent), data: { ...actOf(token), approval_id: id, digest } });
       return;
     }
     const a = /^ath_apr_/.test(id) ? await gw.store.getApproval(id) : null;
@@ -136,7 +137,7 @@ export async function passRetry(gw: Gateway, rule: ApprovalRule, token: TokenRec
   if (status === "approved") {
     const spent = await gw.store.consumeApproval(a.approval_id, { client_id: token.client_id, user_id: token.user_id, provider_id: token.provider_id, digest }, now);
     if (spent) {
-      await audit(gw, "approval.used", { ...who(spent), data: { approval_id: a.approval_id, digest } });
+      await audit(gw, "approval.used", { ...who(spent), data: { ...actOf(token), approval_id: a.approval_id, digest } });
       return;
     }
   }
@@ -160,7 +161,7 @@ export async function decide(gw: Gateway, a: ApprovalRecord, decision: "approve"
   }
   await audit(gw, decision === "approve" ? "approval.approved" : "approval.denied", {
     ...who(decided),
-    data: { approval_id: decided.approval_id, digest: decided.digest, by, method: decided.method, path: decided.path },
+    data: { ...actOf(await findTokenById(gw, decided.token_id)), approval_id: decided.approval_id, digest: decided.digest, by, method: decided.method, path: decided.path },
   });
   return decided;
 }
@@ -253,7 +254,7 @@ async function createApproval(gw: Gateway, rule: ApprovalRule, r: ProxiedRequest
   await gw.store.createApproval(a);
   await audit(gw, "approval.requested", {
     ...who(a),
-    data: { approval_id: id, digest, approver: a.approver, method: a.method, path: a.path, body_bytes: a.body_bytes },
+    data: { ...actOf(r.token), approval_id: id, digest, approver: a.approver, method: a.method, path: a.path, body_bytes: a.body_bytes },
   });
   return a;
 }

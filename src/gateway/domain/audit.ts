@@ -27,6 +27,15 @@ export function auditProxyCall(gw: Gateway, token: Grantee, c: CallFacts): void 
   gw.auditLog.group(token, { token, at: gw.now(), call: c }, openCalls, addCall);
 }
 
+/**
+ * A delegated token's chain as its records name it (DESIGN §23): `{ act: [agent ids, nearest first] }`, or nothing for
+ * a token a person granted directly. Every record made for a token's call carries it — `proxy.call`, `approval.*`,
+ * `budget.exhausted` — so an auditor reads who handed the access down without joining tables.
+ */
+export function actOf(token: Pick<TokenRecord, "delegation"> | null | undefined): { act?: string[] } {
+  return token?.delegation ? { act: token.delegation.chain.map((l) => l.agent_id) } : {};
+}
+
 // internal
 
 /** One request line of a `proxy.call` record; members in canonical (RFC 8785) order, so the record's JCS text is one JSON.stringify (protocol/jcs.ts). */
@@ -62,7 +71,7 @@ function openCalls({ token, at }: ProxiedCall): AuditEvent {
   return {
     type: "proxy.call", at, client_id: token.client_id, agent_id: token.agent_id, user_id: token.user_id, provider_id: token.provider_id,
     // a delegated token's record names the agents it came through, nearest first (members in canonical order)
-    data: token.delegation ? { act: token.delegation.chain.map((l) => l.agent_id), calls: [] as CallLine[] } : { calls: [] as CallLine[] },
+    data: { ...actOf(token), calls: [] as CallLine[] },
   };
 }
 

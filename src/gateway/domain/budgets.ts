@@ -8,7 +8,7 @@
 import { AthError, type ApprovalRule, type BudgetRule, type ProviderConfig } from "../../protocol/index.ts";
 import type { AgentRecord, BudgetUsage, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
-import { audit } from "./audit.ts";
+import { actOf, audit } from "./audit.ts";
 
 /** Window lengths, ms; windows are aligned to the Unix epoch (an hour starts on the hour, UTC). */
 export const WINDOW_MS: Readonly<Record<BudgetRule["window"], number>> = { "1h": 3_600_000, "1d": 86_400_000, "30d": 30 * 86_400_000 };
@@ -64,7 +64,7 @@ export async function countCall(gw: Gateway, hit: BudgetHit, token: TokenRecord,
     agent_id: token.agent_id,
     provider_id: token.provider_id,
     user_id: token.user_id,
-    data: { rule: hit.usage.rule, limit: hit.rule.limit, window: hit.rule.window, then: hit.rule.then, resets_at: new Date(hit.usage.expires_at).toISOString() },
+    data: { ...actOf(token), rule: hit.usage.rule, limit: hit.rule.limit, window: hit.rule.window, then: hit.rule.then, resets_at: new Date(hit.usage.expires_at).toISOString() },
   });
   return null;
 }

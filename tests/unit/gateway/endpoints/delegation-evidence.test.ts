@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { fullFlow, registeredAgent } from "../../../helpers/agent.ts";
-import { Browser } from "../../../helpers/browser.ts";
+import { Browser, formWithButton } from "../../../helpers/browser.ts";
 import { delegateOver, rootHeld } from "../../../helpers/delegation-walk.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
 import { BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
@@ -16,7 +16,11 @@ afterEach(() => g.close());
 
 async function world(o: { maxDelegationDepth?: number } = {}) {
   ({ g } = await scriptedGateway((p) => ({
-    mail: p.config({ available_scopes: ["mail:read", "mail:send"], approval_rules: [{ match: ["POST /v1/messages"], approver: "user", ttl: 300 }] }),
+    mail: p.config({
+      available_scopes: ["mail:read", "mail:send"],
+      approval_rules: [{ match: ["POST /v1/messages"], approver: "user", ttl: 300 }],
+      budgets: [{ match: ["GET /v1/labels"], limit: 1, window: "1h", then: "deny" }],
+    }),
   })));
   if (o.maxDelegationDepth !== undefined) g.gw.opts.maxDelegationDepth = o.maxDelegationDepth;
   const net = { baseUrl: BASE, fetch: (req: Request) => g.fetch(req) };
@@ -46,6 +50,32 @@ describe("the chain where people and operators look (DESIGN §23)", () => {
     expect(delegated).toMatchObject({ client_id: sub.client.client_id, data: { depth: 1, act: { sub: flow.agent.agentId, client_id: flow.client.client_id } } });
     const calls = await g.gw.store.listAudit({ type: "proxy.call", client_id: sub.client.client_id });
     expect(calls.map((e) => (e.data as { act?: string[] }).act)).toEqual([[flow.agent.agentId]]);
+  });
+
+  test("every record of a sub-agent's call names the chain: approval requested, approved, used; budget exhausted — and a root's records name none", async () => {
+    const { net, person, flow, root, sub } = await world();
+    const token = String((await delegateOver(net, root, sub)).json.access_token);
+    const send = (t: string) => g.fetch("/ath/proxy/mail/v1/messages", { method: "POST", headers: { authorization: `Bearer ${t}`, "content-type": "application/json" }, body: "{}" });
+    const held = await send(token);
+    const { details } = (await held.json()) as { details: { approval_id: string; approval_url: string } };
+    const page = await person.navigate(details.approval_url);
+    expect((await person.submit(page, formWithButton(page, "Approve"), { button: "Approve" })).status).toBeLessThan(400);
+    const resent = await g.fetch("/ath/proxy/mail/v1/messages", {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-ath-approval": details.approval_id },
+      body: "{}",
+    });
+    expect(resent.status).toBe(200);
+    const labels = (t: string) => g.fetch("/ath/proxy/mail/v1/labels", { headers: { authorization: `Bearer ${t}` } });
+    expect((await labels(token)).status).toBe(200);
+    expect((await labels(token)).status).toBe(429);
+    expect((await send(flow.accessToken)).status).toBe(403); // the root's own request: its records name no chain
+    await g.gw.auditLog.flush();
+    const chainOf = async (type: string, clientId: string) => (await g.gw.store.listAudit({ type, client_id: clientId })).map((e) => (e.data as { act?: string[] }).act ?? null);
+    for (const type of ["approval.requested", "approval.approved", "approval.used", "budget.exhausted"]) {
+      expect({ type, act: await chainOf(type, sub.client.client_id) }).toEqual({ type, act: [[flow.agent.agentId]] });
+    }
+    expect(await chainOf("approval.requested", flow.client.client_id)).toEqual([null]);
   });
 
   test("--max-delegation-depth 0: no exchange is possible, and discovery does not offer the grant", async () => {
