@@ -8,7 +8,7 @@
 import type { AdminAgent, AdminToken } from "../../protocol/admin.ts";
 import { PATHS } from "../../protocol/index.ts";
 import { escapeHtml as e } from "../pages/layout.ts";
-import { csrfField, page, short, table, type Shell } from "./pages.ts";
+import { csrfField, delegatedBy, page, short, table, type Shell } from "./pages.ts";
 
 const ROOT = PATHS.adminConsole;
 
@@ -75,7 +75,7 @@ ${table(["Provider", "Approved", "Pending your approval", "Denied"], rows, "No p
 function tokensSection(a: AdminAgent, tokens: AdminToken[]): string {
   const rows = tokens.map(
     (t) => `<tr>
-<td data-label="Token"><span class="mono">${e(t.token_id)}</span></td>
+<td data-label="Token"><span class="mono">${e(t.token_id)}</span>${delegatedBy(t)}</td>
 <td data-label="Provider">${e(t.provider_id)}</td>
 <td data-label="Scopes"><span class="mono">${e(t.scopes.join(" "))}</span></td>
 <td data-label="User"><span class="mono">${e(t.user_id)}</span></td>

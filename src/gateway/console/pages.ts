@@ -103,6 +103,19 @@ function requested(a: AgentRow): string {
 /** A token as the admin API shows it (protocol/admin.ts). */
 export type TokenRow = AdminToken;
 
+/**
+ * DESIGN §23: under a delegated token's agent, the agents it came through, nearest first (each with its token, which
+ * the filters find), and the call budget it was handed — what an operator needs before revoking a branch or a root.
+ */
+export function delegatedBy(t: TokenRow): string {
+  if (!t.delegation || t.delegation.chain.length === 0) return "";
+  const links = t.delegation.chain
+    .map((l) => `<li><span class="mono">${e(l.agent_id)}</span> <span class="hint">(token <span class="mono">${e(l.token_id)}</span>)</span></li>`)
+    .join("");
+  const share = t.delegation.budget === null ? "" : `<br><span class="hint">budget share: ${t.delegation.budget} calls</span>`;
+  return `<div class="chain"><span class="hint">delegated by</span><ol>${links}</ol>${share}</div>`;
+}
+
 export function tokensPage(s: Shell, v: { filters: Record<string, string>; tokens: TokenRow[]; next: string | null; now: number }): string {
   const f = v.filters;
   const state = (t: TokenRow) => (t.revoked_at ? "revoked" : Date.parse(t.expires_at) <= v.now ? "expired" : "active");
@@ -115,7 +128,7 @@ export function tokensPage(s: Shell, v: { filters: Record<string, string>; token
     return `<tr>
 <td data-label="Token"><span class="mono">${e(t.token_id)}</span></td>
 <td data-label="State"><span class="badge ${state(t)}">${state(t)}</span></td>
-<td data-label="Agent"><span class="mono">${e(t.agent_id)}</span></td>
+<td data-label="Agent"><span class="mono">${e(t.agent_id)}</span>${delegatedBy(t)}</td>
 <td data-label="User"><span class="mono">${e(t.user_id)}</span></td>
 <td data-label="Provider">${e(t.provider_id)}</td>
 <td data-label="Scopes"><span class="mono">${e(t.scopes.join(" "))}</span></td>

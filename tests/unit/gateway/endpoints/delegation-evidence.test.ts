@@ -9,7 +9,7 @@ import { fullFlow, registeredAgent } from "../../../helpers/agent.ts";
 import { Browser, formWithButton } from "../../../helpers/browser.ts";
 import { delegateOver, rootHeld } from "../../../helpers/delegation-walk.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
-import { BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
+import { ADMIN_TOKEN, BASE, scriptedGateway, type InProcess } from "../../../helpers/in-process.ts";
 
 let g: InProcess;
 afterEach(() => g.close());
@@ -76,6 +76,27 @@ describe("the chain where people and operators look (DESIGN §23)", () => {
       expect({ type, act: await chainOf(type, sub.client.client_id) }).toEqual({ type, act: [[flow.agent.agentId]] });
     }
     expect(await chainOf("approval.requested", flow.client.client_id)).toEqual([null]);
+  });
+
+  test("the admin console's tokens and agent pages show a delegated token's chain and share; a root token shows none", async () => {
+    const { net, flow, root, sub } = await world();
+    const d = await delegateOver(net, root, sub, { budget: 2 });
+    expect(d.status).toBe(200);
+    const operator = new Browser((req) => g.fetch(req));
+    const signin = await operator.navigate(`${BASE}/admin/signin`);
+    await operator.submit(signin, formWithButton(signin, "Sign in"), { button: "Sign in", fields: { token: ADMIN_TOKEN } });
+    const subTokens = await operator.navigate(`${BASE}/admin/tokens?client_id=${sub.client.client_id}`);
+    expect(subTokens.status).toBe(200);
+    expect(subTokens.body).toContain("delegated by");
+    expect(subTokens.body).toContain(flow.agent.agentId);
+    expect(subTokens.body).toContain("budget share: 2 calls");
+    const agentPage = await operator.navigate(`${BASE}/admin/agents/${sub.client.client_id}`);
+    expect(agentPage.status).toBe(200);
+    expect(agentPage.body).toContain("delegated by");
+    expect(agentPage.body).toContain(flow.agent.agentId);
+    const rootTokens = await operator.navigate(`${BASE}/admin/tokens?client_id=${flow.client.client_id}`);
+    expect(rootTokens.status).toBe(200);
+    expect(rootTokens.body).not.toContain("delegated by");
   });
 
   test("--max-delegation-depth 0: no exchange is possible, and discovery does not offer the grant", async () => {
