@@ -93,10 +93,15 @@ describe("ath register / authorize", () => {
     expect(serve.stdout).toMatch(/--port=<n>\s+Port \(env ATH_PORT; default 8787/);
   });
 
-  test("--data (curl's name) gets \"did you mean --body\"", async () => {
-    const r = await ath(home.path, ["proxy", "-g", gw.baseUrl, "demo", "POST", "/notes", "--data", '{"text":"x"}']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toBe("ath: unknown flag --data for `ath proxy` (did you mean --body?): see `ath proxy --help`\n");
+  test("--data, -d and --json (curl's names) get \"did you mean --body\"", async () => {
+    for (const flag of ["--data", "-d", "--json"]) {
+      const r = await ath(home.path, ["proxy", "-g", gw.baseUrl, "demo", "POST", "/notes", flag, '{"text":"x"}']);
+      expect({ flag, code: r.code, stderr: r.stderr }).toEqual({
+        flag,
+        code: 2,
+        stderr: `ath: unknown flag ${flag} for \`ath proxy\` (did you mean --body?): see \`ath proxy --help\`\n`,
+      });
+    }
   });
 });
 
@@ -129,6 +134,13 @@ describe("a gateway that is down", () => {
     expect(r.code).toBe(5);
     expect(r.stderr).toContain("connection refused");
     expect(r.stderr).toContain(`is a gateway running at http://127.0.0.1:${port}? Start one with \`ath serve\`, or pass the right -g`);
+  });
+
+  test("a host name that does not resolve gets a next step: check the URL (.invalid never resolves, RFC 6761)", async () => {
+    const r = await ath(home.path, ["discover", "-g", "http://no-such-gateway.invalid:8787"]);
+    expect(r.code).toBe(5);
+    expect(r.stderr).toContain("DNS lookup failed");
+    expect(r.stderr).toContain("check the gateway's URL (http://no-such-gateway.invalid:8787): pass the right -g");
   });
 
   test("an expired token whose refresh cannot reach the gateway: the message says it was refreshing the token of this GET", async () => {
