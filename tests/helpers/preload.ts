@@ -12,8 +12,14 @@ export function atProcessEnd(release: () => Promise<unknown>): void {
   releases.add(release);
 }
 
-afterAll(async () => {
-  // a release that hangs must not hold the run's end: 5 s each, then the process exits and takes it along
-  for (const release of [...releases]) await Promise.race([release().catch(() => {}), Bun.sleep(5_000)]);
-  releases.clear();
-});
+// Outside `bun test` (a script importing a helper, e.g. scripts/mcp-transcript.ts) `afterAll` throws: there the
+// helpers' users close what they open themselves, and nothing is registered.
+try {
+  afterAll(async () => {
+    // a release that hangs must not hold the run's end: 5 s each, then the process exits and takes it along
+    for (const release of [...releases]) await Promise.race([release().catch(() => {}), Bun.sleep(5_000)]);
+    releases.clear();
+  });
+} catch (error) {
+  if (!String(error).includes("outside of the test runner")) throw error;
+}
