@@ -9,14 +9,17 @@ export { openSqliteStore } from "./sqlite.ts";
 
 /**
  * `postgres://user@host/db?schema=ath` puts the tables in schema `ath` (the parameter is ath's, not libpq's,
- * and is removed before connecting).
+ * and is removed before connecting); `timeout_ms=N` (ath's too) is the store's deadline (postgres.ts).
  */
 export async function openStore(spec: string): Promise<Store> {
   if (/^postgres(ql)?:\/\//i.test(spec)) {
     const url = new URL(spec);
     const schema = url.searchParams.get("schema") ?? undefined;
+    const timeout = url.searchParams.get("timeout_ms");
     url.searchParams.delete("schema");
-    return openPostgresStore(url.toString(), { schema });
+    url.searchParams.delete("timeout_ms");
+    if (timeout !== null && !/^[1-9][0-9]{1,5}$/.test(timeout)) throw new TypeError(`timeout_ms must be a number of milliseconds from 10 to 999999, not ${JSON.stringify(timeout)}`);
+    return openPostgresStore(url.toString(), { schema, ...(timeout === null ? {} : { timeoutMs: Number(timeout) }) });
   }
   if (/^sqlite:/i.test(spec)) return openSqliteStore(spec.replace(/^sqlite:(\/\/)?/i, ""));
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) {
