@@ -125,13 +125,12 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     auditLog: auditQueue(store, log, {
       ...auditBatch,
       // A batch with events webhooks carry fills the outbox in the same transaction: both or neither.
-      write: (batch) =>
+      write: (batch, batchId) =>
         batch.some(isWebhookSource)
           ? store.transaction(async (tx) => {
-              await tx.appendAudit(...batch);
-              await enqueueWebhookEvents(tx, batch);
+              if (await tx.appendAuditBatch(batchId, batch)) await enqueueWebhookEvents(tx, batch);
             })
-          : store.appendAudit(...batch),
+          : store.appendAuditBatch(batchId, batch),
       onRetry: () => metrics.auditRetries.inc([]),
       onPending: (n) => metrics.auditPending.set(n),
       onWritten: (batch) => {

@@ -24,12 +24,15 @@ export interface TcpForwarder {
   setFault(fault: ForwarderFault): Promise<void>;
   /** Forward again, on the same port. */
   restore(): Promise<void>;
+  /** The local ports of the forwarder's connections to the target (PostgreSQL's `client_port` for them). */
+  targetPorts(): number[];
   close(): Promise<void>;
 }
 
 export async function startForwarder(to: { host: string; port: number }, o: { port?: number } = {}): Promise<TcpForwarder> {
   const port = o.port ?? (await freePort());
   const open = new Set<Socket>();
+  const toTarget = new Set<Socket>();
   /** Connections a stall caught: never carry a byte again. */
   const holes = new WeakSet<Socket>();
   let server: Server | undefined;
@@ -42,6 +45,8 @@ export async function startForwarder(to: { host: string; port: number }, o: { po
     if (fault === "stall") return void holes.add(client); // accepted, never answered
     const upstream = connect(to.port, to.host);
     open.add(upstream);
+    toTarget.add(upstream);
+    upstream.on("close", () => toTarget.delete(upstream));
     const drop = () => {
       client.destroy();
       upstream.destroy();
@@ -95,6 +100,7 @@ export async function startForwarder(to: { host: string; port: number }, o: { po
     cut: () => setFault("refuse"),
     setFault,
     restore,
+    targetPorts: () => [...toTarget].map((s) => s.localPort).filter((p): p is number => p !== undefined),
     close: async () => {
       fault = "refuse";
       resetAll();

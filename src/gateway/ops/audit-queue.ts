@@ -10,7 +10,9 @@
  *
  * A batch the store does not take (PostgreSQL refused, reset, stalled: DESIGN §24) is kept and written again, in
  * order, until the store takes it — the batches after it wait behind it, so the chain stays in the order the events
- * happened, contiguous across the gap (seq and prev_hash are given when a batch commits). Nothing is dropped: past
+ * happened, contiguous across the gap (seq and prev_hash are given when a batch commits), and once: every attempt
+ * carries the batch's id, so one whose COMMIT went through but whose answer was lost is not written twice (the store
+ * keeps the ids, `audit_batches`). Nothing is dropped: past
  * `maxPending` events waiting, `overloaded()` turns /ready to 503 so a load balancer sends traffic elsewhere, and the
  * log says so; the pending count is the metric `ath_audit_pending_events`. On SIGTERM the gateway waits for the
  * backlog at most `closeTimeoutMs`, then names what it could not write.
@@ -38,8 +40,11 @@ export function auditQueue(
     delayMs?: number;
     /** The delay after a busy batch (default 250 ms; never shorter than `delayMs`). */
     busyDelayMs?: number;
-    /** How a batch is written (default `store.appendAudit`): the gateway also fills the webhook outbox in it. */
-    write?: (batch: AuditEvent[]) => Promise<void>;
+    /**
+     * How a batch is written (default `store.appendAuditBatch`): the gateway also fills the webhook outbox in it. Each
+     * attempt of one batch carries its id, so the store writes it once however often it is retried.
+     */
+    write?: (batch: AuditEvent[], batchId: string) => Promise<unknown>;
     onWritten?: (batch: AuditEvent[]) => void;
     /** Events waiting beyond which `overloaded()` is true (default MAX_PENDING). */
     maxPending?: number;
@@ -72,9 +77,10 @@ export function auditQueue(
 
   /** Writes `batch`, again and again until the store takes it (or the gateway is closing and gave up). */
   async function write(batch: AuditEvent[]): Promise<void> {
+    const id = crypto.randomUUID();
     for (let wait = RETRY_MIN_MS; ; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
       try {
-        await (o.write ? o.write(batch) : store.appendAudit(...batch));
+        await (o.write ? o.write(batch, id) : store.appendAuditBatch(id, batch));
         pending -= batch.length;
         if (failingSince !== null) {
           log.info(`audit writes resumed: the store took the batches kept for ${Date.now() - failingSince} ms`, { pending });

@@ -19,10 +19,10 @@ describe("the audit queue", () => {
   beforeEach(() => {
     store = openSqliteStore(":memory:");
     batches = [];
-    const append = store.appendAudit.bind(store);
-    store.appendAudit = async (...events: AuditEvent[]) => {
+    const append = store.appendAuditBatch.bind(store);
+    store.appendAuditBatch = async (id: string, events: AuditEvent[]) => {
       batches.push(events.length);
-      await append(...events);
+      return append(id, events);
     };
   });
   afterEach(() => store.close());
@@ -54,8 +54,8 @@ describe("the audit queue", () => {
       onRetry: () => void retries++,
       onPending: (n) => void pendingSeen.push(n),
     });
-    const append = store.appendAudit;
-    store.appendAudit = async () => {
+    const append = store.appendAuditBatch;
+    store.appendAuditBatch = async () => {
       throw new Error("PostgreSQL refused");
     };
     try {
@@ -70,7 +70,7 @@ describe("the audit queue", () => {
       await Bun.sleep(200);
       expect(retries).toBeGreaterThanOrEqual(2);
     } finally {
-      store.appendAudit = append;
+      store.appendAuditBatch = append;
     }
     // the store is back: every event is written, in the order it happened, and the chain is contiguous
     for (let i = 0; q.pending() > 0 && i < 100; i++) await Bun.sleep(20);
@@ -84,11 +84,30 @@ describe("the audit queue", () => {
     expect(pendingSeen.at(-1)).toBe(0);
   });
 
+  test("a batch whose COMMIT went through but whose answer was lost is written once: the retry carries its id", async () => {
+    const append = store.appendAuditBatch.bind(store);
+    const ids: string[] = [];
+    let lost = 0;
+    store.appendAuditBatch = async (id: string, events: AuditEvent[]) => {
+      ids.push(id);
+      const written = await append(id, events);
+      if (lost++ === 0) throw new Error("connection reset after COMMIT");
+      return written;
+    };
+    const q = auditQueue(store, SILENT, { delayMs: 60_000 });
+    q.push({ type: "once", at: 1 });
+    await q.flush().catch(() => undefined);
+    for (let i = 0; q.pending() > 0 && i < 100; i++) await Bun.sleep(20);
+    expect(ids.length).toBe(2);
+    expect(ids[1]).toBe(ids[0]!);
+    expect((await store.listAudit()).map((e) => [e.type, e.seq])).toEqual([["once", 1]]);
+  });
+
   test("at shutdown a store that never answers is waited for at most the timeout, and the loss is logged", async () => {
     const errors: string[] = [];
     const q = auditQueue(store, { ...SILENT, error: (msg: string) => void errors.push(msg) }, { delayMs: 60_000 });
-    const append = store.appendAudit;
-    store.appendAudit = async () => {
+    const append = store.appendAuditBatch;
+    store.appendAuditBatch = async () => {
       throw new Error("PostgreSQL refused");
     };
     try {
@@ -99,7 +118,7 @@ describe("the audit queue", () => {
       expect(errors.at(-1)).toBe("audit events NOT written at shutdown: the store did not answer (1 event(s) lost)");
       expect(q.pending()).toBe(0);
     } finally {
-      store.appendAudit = append;
+      store.appendAuditBatch = append;
     }
   });
 });
