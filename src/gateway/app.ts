@@ -77,6 +77,9 @@ export interface App {
   close(): Promise<void>;
 }
 
+/** How long SIGTERM waits for a store that does not take the last audit batches (then they are logged as lost). */
+const AUDIT_CLOSE_TIMEOUT_MS = 10_000;
+
 export async function createGateway(options: AppOptions, deps: AppDeps): Promise<App> {
   const { providers, trustedIssuers, adminToken, introspectionToken, metricsToken, rateLimits, maxBody, masterKey, demo: withDemo, auditBatch, otlpEndpoint, auditPin, ...opts } = options;
   const log = deps.log ?? SILENT;
@@ -122,13 +125,14 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     auditLog: auditQueue(store, log, {
       ...auditBatch,
       // A batch with events webhooks carry fills the outbox in the same transaction: both or neither.
-      write: (batch) =>
+      write: (batch, batchId) =>
         batch.some(isWebhookSource)
           ? store.transaction(async (tx) => {
-              await tx.appendAudit(...batch);
-              await enqueueWebhookEvents(tx, batch);
+              if (await tx.appendAuditBatch(batchId, batch)) await enqueueWebhookEvents(tx, batch);
             })
-          : store.appendAudit(...batch),
+          : store.appendAuditBatch(batchId, batch),
+      onRetry: () => metrics.auditRetries.inc([]),
+      onPending: (n) => metrics.auditPending.set(n),
       onWritten: (batch) => {
         auditChain.written(batch.length);
         if (batch.some(isWebhookSource)) gateway.webhooks?.nudge();
@@ -163,7 +167,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     generatedAdminToken: admin.generated,
     close: async () => {
       auditChain.stop();
-      await gateway.auditLog.flush();
+      await gateway.auditLog.close(AUDIT_CLOSE_TIMEOUT_MS);
       await gateway.webhooks?.stop();
       await tracer.close();
       await store.close();

@@ -199,8 +199,14 @@ export interface AuditQueue {
    * thing made per call.
    */
   group<I>(key: unknown, item: I, open: (item: I) => AuditEvent, add: (event: AuditEvent, item: I) => void): void;
-  /** Writes everything queued so far; resolves once it is in the store (or failed and was logged). */
+  /** Writes everything queued so far; resolves once it is in the store (a batch the store refuses is retried until it takes it). */
   flush(): Promise<void>;
+  /** Events not yet in the store. */
+  pending(): number;
+  /** More events wait for the store than the queue's bound: /ready answers 503 (ops/audit-queue.ts). */
+  overloaded(): boolean;
+  /** At shutdown: flushes, waiting for a store that does not answer at most `timeoutMs`, then logs what was lost. */
+  close(timeoutMs: number): Promise<void>;
 }
 
 /** The webhook outbox's deliverer (ops/webhooks.ts). */
@@ -228,6 +234,12 @@ export interface Tracer {
 }
 
 /** A Prometheus counter (ops/metrics.ts). */
+export interface GaugeMetric {
+  set(value: number): void;
+  get(): number;
+  render(): string;
+}
+
 export interface CounterMetric {
   inc(labels: readonly string[], by?: number): void;
   /** The current value (0 when never incremented). */
@@ -260,6 +272,10 @@ export interface Metrics {
   mcpCalls: CounterMetric;
   /** Webhook delivery attempts (DESIGN §20), by result: ok, error. */
   webhookDeliveries: CounterMetric;
+  /** Audit batches the store did not take at the first attempt, each attempt (ops/audit-queue.ts retries them). */
+  auditRetries: CounterMetric;
+  /** Audit events waiting for the store (0 while it takes them). */
+  auditPending: GaugeMetric;
   /** Counts what an audit event says happened (domain/audit.ts calls it for every event). */
   event(type: string, e: { provider_id?: string | null | undefined; data?: LogFields | undefined }): void;
   /** The exposition, process metrics included. */

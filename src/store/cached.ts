@@ -171,7 +171,7 @@ const NEUTRAL = new Set([
   "listAgents", "recordJti", "createSession", "getSession", "getSessionByHandle", "getSessionByUpstreamState",
   "bindSession", "markSessionConsented", "markSessionDenied", "consumeSession", "createToken", "getToken", "listTokens", "countTokens", "createConsoleSession", "getConsoleSession",
   "deleteConsoleSession", "createGrant",
-  "getGrant", "appendAudit", "listAudit",
+  "getGrant", "appendAudit", "appendAuditBatch", "listAudit",
   // the audit chain (DESIGN §20): never cached
   "setMetaIfAbsent", "chainAuditBacklog", "auditHead", "listAuditChain", "addAuditCheckpoint", "listAuditCheckpoints", "lastAuditCheckpoint",
   "firstAuditSeq", "auditSweepPoint",

@@ -393,6 +393,23 @@ CREATE TABLE mcp_session_inputs (
   created_at ${int} NOT NULL
 );
 CREATE INDEX mcp_session_inputs_created ON mcp_session_inputs (created_at);`,
+    // Many instances and faults (DESIGN §24): the audit batches written, by the id the writing instance gave each, so a
+    // batch retried after a COMMIT whose answer was lost (a connection reset) is not written twice; and each budgeted
+    // call's counts, so a count given back for a call never sent is given back once, whichever instance tries and how
+    // often. Rows are dropped some time after (store/sql/audit.ts, store/sql/budgets.ts).
+    `CREATE TABLE audit_batches (
+  batch_id TEXT PRIMARY KEY,
+  at ${int} NOT NULL
+);
+CREATE INDEX audit_batches_at ON audit_batches (at);
+CREATE TABLE budget_calls (
+  call_id TEXT NOT NULL,
+  bkey TEXT NOT NULL,
+  window_start ${int} NOT NULL,
+  at ${int} NOT NULL,
+  PRIMARY KEY (call_id, bkey, window_start)
+);
+CREATE INDEX budget_calls_at ON budget_calls (at);`,
   ];
 }
 

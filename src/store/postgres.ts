@@ -15,7 +15,17 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Pool size (default 10). */
   max?: number;
+  /**
+   * How long one statement (or a transaction between two statements) may take before the store counts as unavailable
+   * (default DEFAULT_TIMEOUT_MS): a reset, a stall or a half-open connection fails like a refusal, 503 (DESIGN §24).
+   */
+  timeoutMs?: number;
 }
+
+/** The default store deadline: far above any statement the gateway runs (ms), well under a client's patience. */
+export const DEFAULT_TIMEOUT_MS = 2_000;
+/** How often the change feed proves its LISTEN connection alive (ms; never more often than the deadline). */
+const HEARTBEAT_MS = 1_000;
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -24,22 +34,64 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new TypeError(`invalid PostgreSQL schema name ${JSON.stringify(schema)}: expected ${SCHEMA_NAME}`);
   }
-  const sql = new SQL(url, {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const pool = new Pool(() => new SQL(url, {
     max: opts.max ?? 10,
+    // Bun's default waits 30 s for a connection a partition never completes.
+    connectionTimeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
     ...(schema ? { connection: { search_path: schema } } : {}),
-  });
+  }));
   try {
-    await migrate(sql, schema);
+    // No deadline: several instances starting together wait for each other's migrations.
+    await migrate(pool.sql, schema);
   } catch (err) {
-    await sql.close();
+    await pool.close();
     throw err;
   }
-  return sqlStore(driver(sql, notifyFeed(sql, url, schema)));
+  return sqlStore(driver(pool, timeoutMs, notifyFeed(pool, timeoutMs, url, schema)));
+}
+
+/** Thrown when the database does not answer within the store's deadline (the guarded driver makes it a 503). */
+export class StoreDeadlineError extends Error {
+  override readonly name = "StoreDeadlineError";
+}
+
+/**
+ * The connection pool, replaced whole when a statement misses its deadline: a connection that stalls or went
+ * half-open never answers and never closes, so without this the pool would fill with them and stay stuck after the
+ * database is back. The old pool is closed at once (what it was running fails, 503). At most one replacement per
+ * pool: the statements that missed their deadline together replace it once.
+ */
+class Pool {
+  sql: SQL;
+  constructor(private readonly open: () => SQL) {
+    this.sql = open();
+  }
+  replace(stale: SQL): void {
+    if (this.sql !== stale) return;
+    this.sql = this.open();
+    void stale.close({ timeout: 0 }).catch(() => undefined);
+  }
+  close(): Promise<void> {
+    return this.sql.close();
+  }
+}
+
+/** `p` within `ms`, else StoreDeadlineError (and `onMiss`, once). */
+function within<T>(p: Promise<T>, ms: number, what: string, onMiss: () => void): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onMiss();
+      reject(new StoreDeadlineError(`PostgreSQL did not answer ${what} within ${ms} ms`));
+    }, ms);
+  });
+  return Promise.race([p, deadline]).finally(() => clearTimeout(timer));
 }
 
 // internal
 
-function driver(sql: SQL, feed: ChangeFeed): Driver {
+function driver(pool: Pool, timeoutMs: number, feed: ChangeFeed): Driver {
   const numbered = new Map<string, string>();
   const text = (q: string) => {
     let t = numbered.get(q);
@@ -50,50 +102,122 @@ function driver(sql: SQL, feed: ChangeFeed): Driver {
     }
     return t;
   };
-  const over = (conn: Pick<SQL, "unsafe">, inTransaction: boolean): Driver => {
+  // Every statement runs under the deadline; a transaction too, from its start to its first statement, between two
+  // statements and from its last to COMMIT (a decision's own work in between is in-process and short).
+  const over = (conn: Pick<SQL, "unsafe"> | null, inTransaction: boolean, watch?: () => void): Driver => {
+    const exec = async (q: string, params: unknown[]) => {
+      const sql = pool.sql;
+      const r = await within(Promise.resolve((conn ?? sql).unsafe(text(q), params)), timeoutMs, "a statement", () => pool.replace(sql));
+      watch?.();
+      return r;
+    };
     const d: Driver = {
       kind: "postgres",
-      all: async (q, params = []) => [...((await conn.unsafe(text(q), params)) as Row[])],
-      run: async (q, params = []) => ((await conn.unsafe(text(q), params)) as { count: number }).count,
+      all: async (q, params = []) => [...((await exec(q, params)) as Row[])],
+      run: async (q, params = []) => ((await exec(q, params)) as { count: number }).count,
       // sql.begin reserves one connection of the pool for the transaction.
-      transaction: (fn) => (inTransaction ? fn(d) : sql.begin((tx) => fn(over(tx, true)))),
+      transaction: (fn) => (inTransaction ? fn(d) : transaction(fn)),
       changes: () => feed,
-      close: () => sql.close(),
+      close: () => pool.close(),
     };
     return d;
   };
-  return over(sql, false);
+  function transaction<T>(fn: (tx: Driver) => Promise<T>): Promise<T> {
+    const sql = pool.sql;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let missed: (err: Error) => void = () => undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        pool.replace(sql);
+        missed(new StoreDeadlineError(`PostgreSQL did not answer within ${timeoutMs} ms in a transaction`));
+      }, timeoutMs);
+    };
+    const deadline = new Promise<never>((_, reject) => (missed = reject));
+    arm();
+    return Promise.race([sql.begin((tx) => fn(over(tx, true, arm))), deadline]).finally(() => clearTimeout(timer));
+  }
+  return over(null, false);
 }
 
 /**
  * PostgreSQL's change feed (store/notify.ts): NOTIFY on a channel per schema, heard on a connection of its own, so
  * its `onclose` speaks for the listener alone and the cache can stop trusting itself the moment it drops.
  */
-function notifyFeed(sql: SQL, url: string, schema: string | undefined): ChangeFeed {
+function notifyFeed(pool: Pool, timeoutMs: number, url: string, schema: string | undefined): ChangeFeed {
   const channel = `ath_changes_${schema ?? "public"}`;
   const sender = crypto.randomUUID();
   return {
     async publish(keys) {
-      for (const payload of payloads(sender, keys)) await sql.unsafe("SELECT pg_notify($1, $2)", [channel, payload]);
+      for (const payload of payloads(sender, keys)) {
+        const sql = pool.sql;
+        await within(Promise.resolve(sql.unsafe("SELECT pg_notify($1, $2)", [channel, payload])), timeoutMs, "a NOTIFY", () => pool.replace(sql));
+      }
     },
     async subscribe(onChange, onTrust) {
       onTrust(false);
-      const listener = new SQL(url, {
-        max: 1,
-        connection: { application_name: "ath-changes", ...(schema ? { search_path: schema } : {}) },
-        onclose: () => onTrust(false),
-      });
-      const subscription = await listener.listen(
-        channel,
-        (payload: string) => {
-          const [from, ...keys] = payload.split(" ");
-          if (from !== sender) for (const key of keys) onChange(key);
-        },
-        () => onTrust(true),
-      );
+      const beatFrom = `${sender}~beat`;
+      let listener: SQL | undefined;
+      let unlisten: (() => Promise<void>) | undefined;
+      let sent = 0;
+      let heard = 0;
+      const start = async () => {
+        const l = new SQL(url, {
+          max: 1,
+          connectionTimeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+          connection: { application_name: "ath-changes", ...(schema ? { search_path: schema } : {}) },
+          onclose: () => listener === l && onTrust(false),
+        });
+        listener = l;
+        const subscription = await within(
+          l.listen(
+            channel,
+            (payload: string) => {
+              const [from, ...keys] = payload.split(" ");
+              if (from === beatFrom) heard = Math.max(heard, Number(keys[0]));
+              else if (from !== sender && !from?.endsWith("~beat")) for (const key of keys) onChange(key);
+            },
+            () => listener === l && onTrust(true),
+          ),
+          timeoutMs,
+          "LISTEN",
+          () => undefined,
+        );
+        unlisten = () => subscription.unlisten();
+      };
+      const restart = async () => {
+        onTrust(false);
+        const old = listener;
+        listener = undefined;
+        unlisten = undefined;
+        void old?.close({ timeout: 0 }).catch(() => undefined);
+        await start().catch(() => undefined); // the next heartbeat tries again
+      };
+      await start();
+      // The heartbeat: a NOTIFY of our own, heard back on the LISTEN connection within the deadline, proves that no
+      // change is being missed — a connection that stalls or went half-open never says it closed (DESIGN §24).
+      let beating = false;
+      const timer = setInterval(async () => {
+        if (beating) return;
+        beating = true;
+        try {
+          const n = ++sent;
+          const sql = pool.sql;
+          await within(Promise.resolve(sql.unsafe("SELECT pg_notify($1, $2)", [channel, `${beatFrom} ${n}`])), timeoutMs, "a NOTIFY", () => pool.replace(sql));
+          const until = performance.now() + timeoutMs;
+          while (heard < n && performance.now() < until) await Bun.sleep(10);
+          if (heard < n) await restart();
+        } catch {
+          await restart();
+        } finally {
+          beating = false;
+        }
+      }, Math.max(HEARTBEAT_MS, timeoutMs));
+      timer.unref();
       return async () => {
-        await subscription.unlisten().catch(() => undefined);
-        await listener.close();
+        clearInterval(timer);
+        await unlisten?.().catch(() => undefined);
+        await listener?.close({ timeout: 0 }).catch(() => undefined);
       };
     },
   };

@@ -429,6 +429,11 @@ export interface Store extends McpStore, IdentityStore {
    * writing at once never fork the chain.
    */
   appendAudit(...events: AuditEvent[]): Promise<void>;
+  /**
+   * appendAudit, once per `batchId` (the audit queue's id for the batch): false, and nothing written, when that batch
+   * is in the store already — a retry after a COMMIT whose answer was lost (DESIGN §24).
+   */
+  appendAuditBatch(batchId: string, events: AuditEvent[]): Promise<boolean>;
   /** Chains, in id order, records written before the chain existed (none after the first start); returns how many. */
   chainAuditBacklog(): Promise<number>;
   /** The chain's newest record's seq and hash. */

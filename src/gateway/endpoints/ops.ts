@@ -18,5 +18,7 @@ export function metrics({ gw }: Call): Response {
 
 export async function ready({ gw }: Call): Promise<Response> {
   if (!(await storeAnswers(gw, READY_TIMEOUT_MS))) throw new AthError("NOT_READY");
+  // Audit events pile up past the queue's bound (the store took none for long): drain traffic rather than drop them.
+  if (gw.auditLog.overloaded()) throw new AthError("NOT_READY", `${gw.auditLog.pending()} audit events wait for the store`, { reason: "audit_backlog" });
   return json({ status: "ready" });
 }

@@ -7,7 +7,17 @@
  * 50 ms those twenty transactions a second cost a proxied call ≈ 8 % of its throughput (scripts/bench/audit-wrk.ts; a
  * build that grouped the calls but never wrote them was as fast as one without the audit). A kill -9 loses at most the
  * events of the last `busyDelayMs`; never a token, revocation or grant, which are written by the requests themselves.
+ *
+ * A batch the store does not take (PostgreSQL refused, reset, stalled: DESIGN §24) is kept and written again, in
+ * order, until the store takes it — the batches after it wait behind it, so the chain stays in the order the events
+ * happened, contiguous across the gap (seq and prev_hash are given when a batch commits), and once: every attempt
+ * carries the batch's id, so one whose COMMIT went through but whose answer was lost is not written twice (the store
+ * keeps the ids, `audit_batches`). Nothing is dropped: past
+ * `maxPending` events waiting, `overloaded()` turns /ready to 503 so a load balancer sends traffic elsewhere, and the
+ * log says so; the pending count is the metric `ath_audit_pending_events`. On SIGTERM the gateway waits for the
+ * backlog at most `closeTimeoutMs`, then names what it could not write.
  */
+import { storeFailure } from "../../store/errors.ts";
 import type { AuditEvent, Store } from "../../store/types.ts";
 import type { Logger, AuditQueue } from "../context.ts";
 
@@ -15,6 +25,11 @@ import type { Logger, AuditQueue } from "../context.ts";
 export const MAX_GROUP = 500;
 /** A batch of at least this many events and grouped items makes the next one wait `busyDelayMs` (2,000 a second at 50 ms). */
 export const BUSY_ITEMS = 100;
+/** Events waiting for the store beyond which the gateway says it is not ready (default of `maxPending`). */
+export const MAX_PENDING = 100_000;
+/** Retries of a batch the store did not take: first after this many ms, doubling up to RETRY_MAX_MS. */
+const RETRY_MIN_MS = 50;
+const RETRY_MAX_MS = 1_000;
 
 
 export function auditQueue(
@@ -25,9 +40,18 @@ export function auditQueue(
     delayMs?: number;
     /** The delay after a busy batch (default 250 ms; never shorter than `delayMs`). */
     busyDelayMs?: number;
-    /** How a batch is written (default `store.appendAudit`): the gateway also fills the webhook outbox in it. */
-    write?: (batch: AuditEvent[]) => Promise<void>;
+    /**
+     * How a batch is written (default `store.appendAuditBatch`): the gateway also fills the webhook outbox in it. Each
+     * attempt of one batch carries its id, so the store writes it once however often it is retried.
+     */
+    write?: (batch: AuditEvent[], batchId: string) => Promise<unknown>;
     onWritten?: (batch: AuditEvent[]) => void;
+    /** Events waiting beyond which `overloaded()` is true (default MAX_PENDING). */
+    maxPending?: number;
+    /** Told the number of events waiting whenever it changes after a failure (the metric). */
+    onPending?: (events: number) => void;
+    /** Told of each failed attempt (the metric). */
+    onRetry?: () => void;
   } = {},
 ): AuditQueue {
   const maxBatch = o.maxBatch ?? 200;
@@ -42,8 +66,61 @@ export function auditQueue(
   let timer: ReturnType<typeof setTimeout> | undefined;
   /** Batches are written one after another, in order. */
   let writing: Promise<void> = Promise.resolve();
+  const maxPending = o.maxPending ?? MAX_PENDING;
+  /** Events handed to `writing` and not yet in the store. */
+  let pending = 0;
+  /** Since when the store has not taken a batch (null: it takes them). */
+  let failingSince: number | null = null;
+  let closing = false;
+  /** flush() callers waiting while a batch fails: told at once (an export answers 503 rather than wait for the store). */
+  const waiters = new Set<(err: unknown) => void>();
+
+  /** Writes `batch`, again and again until the store takes it (or the gateway is closing and gave up). */
+  async function write(batch: AuditEvent[]): Promise<void> {
+    const id = crypto.randomUUID();
+    for (let wait = RETRY_MIN_MS; ; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
+      try {
+        await (o.write ? o.write(batch, id) : store.appendAuditBatch(id, batch));
+        pending -= batch.length;
+        if (failingSince !== null) {
+          log.info(`audit writes resumed: the store took the batches kept for ${Date.now() - failingSince} ms`, { pending });
+          failingSince = null;
+        }
+        if (failingSince === null) o.onPending?.(pending);
+        o.onWritten?.(batch);
+        return;
+      } catch (err) {
+        o.onRetry?.();
+        o.onPending?.(pending);
+        for (const tell of waiters) tell(err);
+        waiters.clear();
+        if (failingSince === null) {
+          failingSince = Date.now();
+          log.error(`audit write failed for ${batch.length} event(s): kept, written again in order once the store answers`, err);
+        }
+        if (closing) {
+          log.error(`audit events NOT written at shutdown: the store did not answer (${batch.length} event(s) lost)`, err);
+          pending -= batch.length;
+          return;
+        }
+        if (pending > maxPending) log.warn(`audit events waiting for the store: ${pending} (over ${maxPending}): /ready answers 503`);
+        await Bun.sleep(wait);
+      }
+    }
+  }
 
   function flush(): Promise<void> {
+    const done = drain();
+    if (failingSince !== null) return Promise.reject(storeFailure(new Error("the store does not take audit writes")));
+    return new Promise<void>((resolve, reject) => {
+      const tell = (err: unknown) => reject(storeFailure(err));
+      waiters.add(tell);
+      done.then(() => (waiters.delete(tell), resolve()));
+    });
+  }
+
+  /** Hands the batch to the writer; resolves once everything handed so far is in the store. */
+  function drain(): Promise<void> {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
     const batch = queued;
@@ -52,12 +129,8 @@ export function auditQueue(
     lastItems = items;
     items = 0;
     if (batch.length > 0) {
-      writing = writing.then(() =>
-        (o.write ? o.write(batch) : store.appendAudit(...batch)).then(
-          () => o.onWritten?.(batch),
-          (err) => log.error(`audit write failed for ${batch.length} event(s)`, err),
-        ),
-      );
+      pending += batch.length;
+      writing = writing.then(() => write(batch));
     }
     return writing;
   }
@@ -65,9 +138,9 @@ export function auditQueue(
   function push(event: AuditEvent): void {
     queued.push(event);
     items++;
-    if (queued.length >= maxBatch) void flush();
+    if (queued.length >= maxBatch) void drain();
     else if (timer === undefined) {
-      timer = setTimeout(() => void flush(), lastItems >= BUSY_ITEMS ? busyDelayMs : delayMs);
+      timer = setTimeout(() => void drain(), lastItems >= BUSY_ITEMS ? busyDelayMs : delayMs);
       timer.unref();
     }
   }
@@ -88,5 +161,18 @@ export function auditQueue(
       push(event); // may write the batch at once (maxBatch), which ends this group too
     },
     flush,
+    pending: () => pending + queued.length,
+    overloaded: () => pending + queued.length > maxPending,
+    async close(timeoutMs) {
+      const done = drain();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+      await Promise.race([done, late]);
+      clearTimeout(timer);
+      if (pending > 0) {
+        closing = true; // the batch being retried gives up at its next failure, and those behind it fail fast
+        await done;
+      }
+    },
   };
 }

@@ -73,6 +73,23 @@ export class Histogram {
   }
 }
 
+/** One value without labels, set as it changes. */
+export class Gauge {
+  private value = 0;
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+  set(value: number): void {
+    this.value = value;
+  }
+  get(): number {
+    return this.value;
+  }
+  render(): string {
+    return `${header(this.name, this.help, "gauge")}${this.name} ${this.value}\n`;
+  }
+}
 
 export function createMetrics(version: string): Metrics {
   const m = {
@@ -90,6 +107,8 @@ export function createMetrics(version: string): Metrics {
     budgetExhausted: new Counter("ath_budget_exhausted_total", "Calls that found their budget spent (denied 429, or held for a person).", ["provider"]),
     mcpCalls: new Counter("ath_mcp_calls_total", "MCP JSON-RPC calls through the front door, by provider, method, tool and result.", ["provider", "method", "tool", "result"]),
     webhookDeliveries: new Counter("ath_webhook_deliveries_total", "Webhook delivery attempts, by result (ok, error).", ["result"]),
+    auditRetries: new Counter("ath_audit_write_retries_total", "Audit batch writes the store did not take (each is kept and written again, in order).", []),
+    auditPending: new Gauge("ath_audit_pending_events", "Audit events waiting for the store after a failed write (0 while it takes them)."),
     auditTamper: new Counter("ath_audit_tamper_detected_total", "Times the audit chain in the store was found rewritten (then nothing is signed until an operator acts).", []),
   };
   const provider = (e: { provider_id?: string | null | undefined }) => e.provider_id ?? "none";

@@ -15,39 +15,55 @@ const AUDIT_LIMIT_DEFAULT = 100;
 const AUDIT_LIMIT_MAX = 1000;
 /** Records chained per statement when the backlog of pre-chain rows is chained. */
 const BACKLOG_BATCH = 500;
+/** Written batch ids are kept this long (ms), and pruned by one batch in BATCH_PRUNE_CHANCE. */
+const BATCH_KEEP_MS = 86_400_000;
+const BATCH_PRUNE_CHANCE = 0.01;
 
 const COLUMNS = ["type", "at", "client_id", "agent_id", "provider_id", "user_id", "data", "seq", "prev_hash", "hash"] as const;
 
 export function auditQueries(db: Driver): Pick<
   Store,
-  | "appendAudit" | "listAudit" | "chainAuditBacklog" | "auditHead" | "listAuditChain" | "addAuditCheckpoint" | "listAuditCheckpoints"
+  | "appendAudit" | "appendAuditBatch" | "listAudit" | "chainAuditBacklog" | "auditHead" | "listAuditChain" | "addAuditCheckpoint" | "listAuditCheckpoints"
   | "lastAuditCheckpoint" | "firstAuditSeq" | "auditSweepPoint"
 > {
   const lock = db.kind === "postgres" ? " FOR UPDATE" : "";
   const lockHead = (tx: Driver) => one(tx, `SELECT seq, hash FROM audit_head WHERE id = 1${lock}`, [], toHead).then((h) => h!);
   const moveHead = (tx: Driver, h: AuditHead) => tx.run("UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1", [h.seq, h.hash]);
 
+  /** Appends `events` to the chain in one transaction; false when `batchId` was written before (nothing is). */
+  async function append(batchId: string | null, events: AuditEvent[]): Promise<boolean> {
+    if (events.length === 0) return true;
+    return db.transaction(async (tx) => {
+      const head = await lockHead(tx);
+      if (batchId !== null) {
+        const now = Date.now();
+        if ((await tx.run("INSERT INTO audit_batches (batch_id, at) VALUES (?, ?) ON CONFLICT (batch_id) DO NOTHING", [batchId, now])) === 0) return false;
+        // A batch is retried within minutes at most: ids older than a day are dropped, now and then (indexed).
+        if (Math.random() < BATCH_PRUNE_CHANCE) await tx.run("DELETE FROM audit_batches WHERE at < ?", [now - BATCH_KEEP_MS]);
+      }
+      const values: unknown[] = [];
+      for (const e of events) {
+        // What is stored is what is hashed: data's canonical JSON text, which the record's text embeds as it is.
+        const dataText = canonicalData(e.data);
+        const seq = head.seq + 1;
+        const prev = head.hash;
+        const hash = hashChainedText(e, seq, prev, dataText);
+        head.seq = seq;
+        head.hash = hash;
+        values.push(e.type, e.at, e.client_id ?? null, e.agent_id ?? null, e.provider_id ?? null, e.user_id ?? null, dataText, seq, prev, hash);
+      }
+      // One statement per batch (the gateway's audit queue writes them in batches).
+      await tx.run(`INSERT INTO audit (${COLUMNS.join(", ")}) VALUES ${events.map(() => `(${COLUMNS.map(() => "?").join(", ")})`).join(", ")}`, values);
+      await moveHead(tx, head);
+      return true;
+    });
+  }
+
   return {
     async appendAudit(...events) {
-      if (events.length === 0) return;
-      await db.transaction(async (tx) => {
-        const head = await lockHead(tx);
-        const values: unknown[] = [];
-        for (const e of events) {
-          // What is stored is what is hashed: data's canonical JSON text, which the record's text embeds as it is.
-          const dataText = canonicalData(e.data);
-          const seq = head.seq + 1;
-          const prev = head.hash;
-          const hash = hashChainedText(e, seq, prev, dataText);
-          head.seq = seq;
-          head.hash = hash;
-          values.push(e.type, e.at, e.client_id ?? null, e.agent_id ?? null, e.provider_id ?? null, e.user_id ?? null, dataText, seq, prev, hash);
-        }
-        // One statement per batch (the gateway's audit queue writes them in batches).
-        await tx.run(`INSERT INTO audit (${COLUMNS.join(", ")}) VALUES ${events.map(() => `(${COLUMNS.map(() => "?").join(", ")})`).join(", ")}`, values);
-        await moveHead(tx, head);
-      });
+      await append(null, events);
     },
+    appendAuditBatch: (batchId, events) => append(batchId, events),
     async chainAuditBacklog() {
       let total = 0;
       for (;;) {

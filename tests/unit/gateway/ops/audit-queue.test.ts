@@ -4,6 +4,7 @@
  */
 import { SILENT } from "../../../../src/gateway/ops/log.ts";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { StoreUnavailableError } from "../../../../src/store/errors.ts";
 import { auditQueue, BUSY_ITEMS, MAX_GROUP } from "../../../../src/gateway/ops/audit-queue.ts";
 import { openSqliteStore } from "../../../../src/store/index.ts";
 import type { AuditEvent, Store } from "../../../../src/store/types.ts";
@@ -18,10 +19,10 @@ describe("the audit queue", () => {
   beforeEach(() => {
     store = openSqliteStore(":memory:");
     batches = [];
-    const append = store.appendAudit.bind(store);
-    store.appendAudit = async (...events: AuditEvent[]) => {
+    const append = store.appendAuditBatch.bind(store);
+    store.appendAuditBatch = async (id: string, events: AuditEvent[]) => {
       batches.push(events.length);
-      await append(...events);
+      return append(id, events);
     };
   });
   afterEach(() => store.close());
@@ -43,20 +44,82 @@ describe("the audit queue", () => {
     expect((await store.listAudit()).length).toBe(7);
   });
 
-  test("a failed write is logged, and later batches still go through", async () => {
+  test("a batch the store does not take is kept and written again, in order, before the ones after it (DESIGN §24)", async () => {
+    const errors: string[] = [];
+    const pendingSeen: number[] = [];
+    let retries = 0;
+    const q = auditQueue(store, { ...SILENT, error: (msg: string) => void errors.push(msg) }, {
+      delayMs: 60_000,
+      maxPending: 2,
+      onRetry: () => void retries++,
+      onPending: (n) => void pendingSeen.push(n),
+    });
+    const append = store.appendAuditBatch;
+    store.appendAuditBatch = async () => {
+      throw new Error("PostgreSQL refused");
+    };
+    try {
+      q.push({ type: "first", at: 1 });
+      // an export's flush answers 503 at once rather than wait for the store
+      await expect(q.flush()).rejects.toBeInstanceOf(StoreUnavailableError);
+      q.push({ type: "second", at: 2 });
+      q.push({ type: "third", at: 3 });
+      await expect(q.flush()).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(q.pending()).toBe(3);
+      expect(q.overloaded()).toBe(true); // /ready says 503 past the bound: nothing is dropped
+      await Bun.sleep(200);
+      expect(retries).toBeGreaterThanOrEqual(2);
+    } finally {
+      store.appendAuditBatch = append;
+    }
+    // the store is back: every event is written, in the order it happened, and the chain is contiguous
+    for (let i = 0; q.pending() > 0 && i < 100; i++) await Bun.sleep(20);
+    expect(q.pending()).toBe(0);
+    expect(q.overloaded()).toBe(false);
+    await q.flush();
+    const rows = (await store.listAudit()).reverse();
+    expect(rows.map((e) => [e.type, e.seq])).toEqual([["first", 1], ["second", 2], ["third", 3]]);
+    expect(rows[1]!.prev_hash).toBe(rows[0]!.hash);
+    expect(errors).toEqual(["audit write failed for 1 event(s): kept, written again in order once the store answers"]);
+    expect(pendingSeen.at(-1)).toBe(0);
+  });
+
+  test("a batch whose COMMIT went through but whose answer was lost is written once: the retry carries its id", async () => {
+    const append = store.appendAuditBatch.bind(store);
+    const ids: string[] = [];
+    let lost = 0;
+    store.appendAuditBatch = async (id: string, events: AuditEvent[]) => {
+      ids.push(id);
+      const written = await append(id, events);
+      if (lost++ === 0) throw new Error("connection reset after COMMIT");
+      return written;
+    };
+    const q = auditQueue(store, SILENT, { delayMs: 60_000 });
+    q.push({ type: "once", at: 1 });
+    await q.flush().catch(() => undefined);
+    for (let i = 0; q.pending() > 0 && i < 100; i++) await Bun.sleep(20);
+    expect(ids.length).toBe(2);
+    expect(ids[1]).toBe(ids[0]!);
+    expect((await store.listAudit()).map((e) => [e.type, e.seq])).toEqual([["once", 1]]);
+  });
+
+  test("at shutdown a store that never answers is waited for at most the timeout, and the loss is logged", async () => {
     const errors: string[] = [];
     const q = auditQueue(store, { ...SILENT, error: (msg: string) => void errors.push(msg) }, { delayMs: 60_000 });
-    const append = store.appendAudit;
-    store.appendAudit = async () => {
-      throw new Error("disk full");
+    const append = store.appendAuditBatch;
+    store.appendAuditBatch = async () => {
+      throw new Error("PostgreSQL refused");
     };
-    q.push({ type: "lost", at: 1 });
-    await q.flush();
-    store.appendAudit = append;
-    q.push({ type: "kept", at: 2 });
-    await q.flush();
-    expect(errors).toEqual(["audit write failed for 1 event(s)"]);
-    expect((await store.listAudit()).map((e) => e.type)).toEqual(["kept"]);
+    try {
+      q.push({ type: "doomed", at: 1 });
+      const started = performance.now();
+      await q.close(300);
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(errors.at(-1)).toBe("audit events NOT written at shutdown: the store did not answer (1 event(s) lost)");
+      expect(q.pending()).toBe(0);
+    } finally {
+      store.appendAuditBatch = append;
+    }
   });
 });
 
