@@ -133,7 +133,7 @@ async function call2026(token: string, path: string, method: string, params: Rec
 }
 
 /** A 2025-11-25 session at `path`; returns a caller of requests on it. */
-async function session2025(token: string, path: string): Promise<(method: string, params?: Record<string, unknown>) => Promise<Answer>> {
+async function session2025(token: string, path: string, capabilities: Record<string, unknown> = {}): Promise<((method: string, params?: Record<string, unknown>) => Promise<Answer>) & { sid: string }> {
   const post = (body: unknown, sid?: string) =>
     fetch(`${base}${path}`, {
       method: "POST",
@@ -145,14 +145,14 @@ async function session2025(token: string, path: string): Promise<(method: string
       },
       body: JSON.stringify(body),
     });
-  const init = await post({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+  const init = await post({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities, clientInfo: { name: "raw", version: "1" } } });
   expect(init.status).toBe(200);
   const sid = init.headers.get("mcp-session-id")!;
   expect(sid).toBeTruthy();
   await init.body?.cancel();
   await (await post({ jsonrpc: "2.0", method: "notifications/initialized" }, sid)).body?.cancel();
   let n = 1;
-  return async (method, params = {}) => read(await post({ jsonrpc: "2.0", id: n++, method, params }, sid));
+  return Object.assign(async (method: string, params: Record<string, unknown> = {}) => read(await post({ jsonrpc: "2.0", id: n++, method, params }, sid)), { sid });
 }
 
 async function read(res: Response): Promise<Answer> {
@@ -292,6 +292,50 @@ describe("the front-door token", () => {
     const prm = await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp/g/work`)).json();
     expect(prm).toMatchObject({ resource: `${base}/mcp/g/work`, authorization_servers: [base] });
   });
+});
+
+describe("connecting a member", () => {
+  test("{prefix}connect is a URL elicitation on both wires; once the person signs in, the 2025 stream says the list changed, the 2026 retry says connected, and the list grows", async () => {
+    const caps = { "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } } };
+    const asked = await call2026(people.bob.token, "/mcp", "tools/call", { name: "calendar_connect", arguments: {} }, caps);
+    expect(asked.result?.resultType).toBe("input_required");
+    const request = asked.result!.inputRequests.ath_connect;
+    expect(request).toMatchObject({ method: "elicitation/create", params: { mode: "url" } });
+    expect(request.params.url).toStartWith(`${base}/ath/consent/`);
+    // a retry before the person went there is asked again
+    const early = await call2026(people.bob.token, "/mcp", "tools/call", { name: "calendar_connect", arguments: {}, inputResponses: { ath_connect: { action: "accept" } } }, caps);
+    expect(early.result?.resultType).toBe("input_required");
+
+    const call = await session2025(people.bob.token, "/mcp", { elicitation: { url: {} } });
+    const elicited = await call("tools/call", { name: "calendar_connect", arguments: {} });
+    expect(elicited.error?.code).toBe(-32042);
+    expect(elicited.error?.data?.elicitations[0]).toMatchObject({ mode: "url" });
+    const stream = await fetch(`${base}/mcp`, { headers: { authorization: `Bearer ${people.bob.token}`, accept: "text/event-stream", "mcp-session-id": call.sid, "mcp-protocol-version": "2025-11-25" } });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    await reader.read(); // the stream is open
+
+    const page = people.bob.page;
+    await page.goto(request.params.url);
+    await page.locator('input[name="login"]').fill("bob");
+    await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Approve", exact: true }).click()]);
+    const connectedAt = performance.now();
+    let seen = "";
+    while (!seen.includes("notifications/tools/list_changed")) {
+      const { value, done } = await Promise.race([reader.read(), Bun.sleep(5_000).then(() => ({ value: "", done: true }))]);
+      if (done) break;
+      seen += value;
+    }
+    await reader.cancel();
+    expect(seen).toContain('"method":"notifications/tools/list_changed"');
+    expect(performance.now() - connectedAt).toBeLessThan(3_000);
+
+    const done = await call2026(people.bob.token, "/mcp", "tools/call", { name: "calendar_connect", arguments: {}, inputResponses: { ath_connect: { action: "accept" } } }, caps);
+    expect(done.result?.content[0].text).toContain("is connected");
+    expect(names(await call("tools/list"))).toEqual([...visible.map((t) => `mail_${t}`), ...TOOLS.map((t) => `calendar_${t}`), ...TOOLS.map((t) => `files_${t}`)]);
+    expect((await call2026(people.bob.token, "/mcp", "tools/call", { name: "calendar_whoami", arguments: {} })).result?.content[0].text).toBe("bob");
+    expect(upstreams.calendar.calls.filter((c) => c.sub === "bob")).toEqual([{ tool: "whoami", sub: "bob", args: {} }]);
+  }, 60_000);
 });
 
 describe("a member down, a member slow", () => {

@@ -16,7 +16,7 @@ import { boundSession, declaresUrlElicitation, forgetSession, rememberSession, u
 import { readBounded } from "../http/body.ts";
 import { JSON_RPC, JsonRpcError } from "../http/errors.ts";
 import { requireTokenFor, type ResourceDoor } from "./access.ts";
-import { federatedConnect } from "./federated-connect.ts";
+import { CONNECT_INPUT, connectStream, federatedConnect } from "./federated-connect.ts";
 import { askMember, federatedList, gather, LISTS, UNAVAILABLE } from "./federated-lists.ts";
 import { memberDoor, notConnected, sendToMember, type Fed } from "./federated-members.ts";
 import { federationMetadataUrl, federationPath, federationResource, findFederation, routeName, routeUri, type Federation, type Member } from "./federation.ts";
@@ -97,8 +97,8 @@ async function stateful(fed: Fed, posted: Posted | null): Promise<Response> {
     await forgetSession(gw, keyed, session.id);
     return new Response(null, { status: 200 });
   }
-  // the server's stream: ath sends nothing on it of its own yet (the list grows on the next tools/list)
-  if (req.method === "GET") throw new AthError("METHOD_NOT_ALLOWED", "The federated MCP URL offers no server stream", undefined, { headers: { allow: "POST, DELETE" } });
+  // the server's stream: the tool list changed when the person connects a member
+  if (req.method === "GET") return connectStream({ ...fed, held: session.held, urlElicitation: session.urlElicitation });
   if (posted!.batch || posted!.messages.length !== 1) throw new JsonRpcError(400, null, JSON_RPC.invalidRequest, "Invalid Request: one JSON-RPC message per POST");
   const m = posted!.messages[0]!;
   if (m.call === null || m.id === undefined) return new Response(null, { status: 202 });
@@ -125,7 +125,9 @@ async function serve(fed: Fed, m: Message, text: string): Promise<Response> {
     const routed = routeName(fed.f, name);
     if (!routed) throw new JsonRpcError(200, m.id, MCP_ERROR.invalidParams, `Unknown ${method === "tools/call" ? "tool" : "prompt"}: ${name}`);
     const door = await memberDoor(fed, routed.member);
-    if (method === "tools/call" && routed.name === "connect" && door === null) return federatedConnect(fed, routed.member, m);
+    // `{prefix}connect` while the member is missing — and its 2026 retry, answered by ath even once connected
+    const retry = isObject(params.inputResponses) && CONNECT_INPUT in params.inputResponses;
+    if (method === "tools/call" && routed.name === "connect" && (door === null || retry)) return federatedConnect(fed, routed.member, m);
     if (!door) return Response.json(notConnected(m, routed.member));
     return sendToMember(fed, door, m, text, { name: JSON.stringify(routed.name) });
   }
