@@ -111,6 +111,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
       trustProxy: opts.trustProxy ?? false,
       metricsPublic: opts.metricsPublic ?? false,
       maxProxyBody: opts.maxProxyBody ?? DEFAULT_MAX_PROXY_BODY,
+      mcpOrder: opts.mcpOrder ?? ids,
       adminTokenHash: admin.hash,
       introspectionTokenHash: introspectionToken ? hashSecret(introspectionToken) : null,
       metricsTokenHash: metricsToken ? hashSecret(metricsToken) : null,

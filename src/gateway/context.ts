@@ -2,6 +2,7 @@
  * What every gateway handler gets: the options, the store, the sealer, the agent key resolver, a clock, the outbound
  * `fetch`, a logger — and, per request, a `Call` (the request, its route row and path parameters).
  */
+import type { McpGroups } from "../protocol/mcp-groups.ts";
 import type { AuditPublicJwk, EndLine } from "../protocol/audit-chain.ts";
 import type { AuditCheckpoint, AuditEvent, Store } from "../store/types.ts";
 
@@ -54,6 +55,10 @@ export interface GatewayOptions {
   maxDelegationDepth?: number;
   /** `--mcp-allowed-origins`: browser origins besides the gateway's own that may call /mcp/* (DESIGN §21). */
   mcpAllowedOrigins?: readonly string[];
+  /** DESIGN §22: the providers file's `mcp_groups`, each served at `{base_url}/mcp/g/{group}`. */
+  mcpGroups?: McpGroups;
+  /** DESIGN §22: the providers file's order of its ids — the order of `{base_url}/mcp`'s members. */
+  mcpOrder?: readonly string[];
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error";

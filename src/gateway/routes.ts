@@ -29,9 +29,10 @@ import { revoke } from "./endpoints/revoke.ts";
 import { token } from "./endpoints/token.ts";
 import { proxy } from "./proxy/handler.ts";
 import { mcp } from "./mcp/handler.ts";
+import { federatedMcp } from "./mcp/federated.ts";
 import { MCP_PATHS } from "../protocol/mcp-front-door.ts";
 import { authorize as mcpAuthorize, finish as mcpReturn } from "./oauth-server/authorize.ts";
-import { authorizationServerMetadata, protectedResourceMetadata } from "./oauth-server/metadata.ts";
+import { authorizationServerMetadata, federatedResourceMetadata, protectedResourceMetadata } from "./oauth-server/metadata.ts";
 import { register as mcpRegister } from "./oauth-server/register.ts";
 import { token as mcpToken } from "./oauth-server/token.ts";
 
@@ -96,6 +97,11 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("oauth.return", "GET", MCP_PATHS.return, "page", mcpReturn),
     row("oauth.token", "POST", MCP_PATHS.token, "oauth", mcpToken, { limit: "auth" }),
     row("mcp", "*", `${MCP_PATHS.mcp}/{provider_id}`, "mcp", mcp, { limit: "proxy" }),
+    // One MCP URL for many servers (DESIGN §22): every MCP provider, or a group of the providers file
+    row("mcp.federated-resource-metadata", "GET", `${MCP_PATHS.protectedResource}${MCP_PATHS.mcp}`, "api", federatedResourceMetadata),
+    row("mcp.group-resource-metadata", "GET", `${MCP_PATHS.protectedResource}${MCP_PATHS.mcp}/g/{group}`, "api", federatedResourceMetadata),
+    row("mcp.federated", "*", MCP_PATHS.mcp, "mcp", federatedMcp, { limit: "proxy" }),
+    row("mcp.group", "*", `${MCP_PATHS.mcp}/g/{group}`, "mcp", federatedMcp, { limit: "proxy" }),
 
     // Admin API (DESIGN §9)
     row("admin.providers.list", "GET", PATHS.adminProviders, "api", adminProviders.list, { auth: "admin" }),

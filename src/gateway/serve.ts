@@ -28,7 +28,7 @@ export interface RunningServer {
 
 /** Starts the gateway; resolves once it is configured and listening. */
 export async function startServer(o: ServeOptions, meta: { version: string; log: Logger }): Promise<RunningServer> {
-  const { providers, trustedIssuers } = o.providersFile ? loadGatewayFile(o.providersFile) : { providers: {}, trustedIssuers: [] };
+  const { providers, trustedIssuers, mcpGroups } = o.providersFile ? loadGatewayFile(o.providersFile) : { providers: {}, trustedIssuers: [], mcpGroups: {} };
   if (o.mode === "native") requireOneApp(o, Object.keys(providers).length);
   if (!o.strictScopes) {
     for (const [id, c] of Object.entries(providers)) {
@@ -100,6 +100,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
         upstreamConcurrency: o.upstreamConcurrency,
         providers,
         trustedIssuers,
+        mcpGroups,
         ...(o.adminToken ? { adminToken: o.adminToken } : {}),
         ...(o.introspectionToken ? { introspectionToken: o.introspectionToken } : {}),
         masterKey,

@@ -410,6 +410,11 @@ CREATE TABLE budget_calls (
   PRIMARY KEY (call_id, bkey, window_start)
 );
 CREATE INDEX budget_calls_at ON budget_calls (at);`,
+    // One MCP URL for many servers (DESIGN §22; numbered 17 in the plan, appended last): the RFC 8707 resource an MCP
+    // client's access token opens — `{base_url}/mcp/{id}`, `{base_url}/mcp` or `{base_url}/mcp/g/{group}` — copied
+    // from its refresh family, so the door checks the audience without reading the family. Null for an ATH agent's
+    // token and for MCP tokens minted before (their resource is their provider's /mcp/{id}).
+    `ALTER TABLE tokens ADD COLUMN resource TEXT;`,
   ];
 }
 

@@ -21,7 +21,7 @@ export const SESSION_COLUMNS = [
 
 export const TOKEN_COLUMNS = [
   "token_hash", "token_id", "client_id", "agent_id", "user_id", "provider_id", "scopes", "grant_id", "created_at", "expires_at",
-  "revoked_at", "family_id", "jkt", "delegation",
+  "revoked_at", "family_id", "jkt", "delegation", "resource",
 ] as const satisfies readonly (keyof TokenRecord)[];
 
 export const REFRESH_COLUMNS = [
@@ -167,6 +167,7 @@ export function toToken(r: Row): TokenRecord {
     ...(r.family_id == null ? {} : { family_id: str(r.family_id) }),
     ...(r.jkt == null ? {} : { jkt: str(r.jkt) }),
     ...(r.delegation == null ? {} : { delegation: json<Delegation>(r.delegation) }),
+    ...(r.resource == null ? {} : { resource: str(r.resource) }),
   };
 }
 

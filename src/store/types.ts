@@ -90,6 +90,11 @@ export interface TokenRecord {
   jkt?: string | null;
   /** DESIGN §23: set on a token minted by delegation — its ancestors and budget share. */
   delegation?: Delegation | null;
+  /**
+   * DESIGN §18, §22: the RFC 8707 resource an MCP client's token opens, as its family names it (`{base_url}/mcp/{id}`,
+   * `{base_url}/mcp`, `{base_url}/mcp/g/{group}`); absent for an ATH agent's token and MCP tokens minted before it was kept.
+   */
+  resource?: string | null;
 }
 
 /**

@@ -21,6 +21,8 @@ export interface UpstreamMcp {
   calls: UpstreamToolCall[];
   /** Every HTTP request: its method, whether its token was active, and the headers the server cares about. */
   requests: { method: string; active: boolean; authorization: string | null; sessionId: string | null; protocolVersion: string | null }[];
+  /** Set above 0, every request waits this long before it is handled (a slow server). */
+  delayMs: number;
   stop(): Promise<void>;
 }
 
@@ -28,6 +30,7 @@ export async function startUpstreamMcp(auth: UpstreamAuth): Promise<UpstreamMcp>
   const calls: UpstreamToolCall[] = [];
   const requests: UpstreamMcp["requests"] = [];
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
+  const self = { delayMs: 0 };
 
   function newServer(): McpServer {
     const server = new McpServer({ name: "upstream-mail", version: "1.0.0" });
@@ -64,6 +67,7 @@ export async function startUpstreamMcp(auth: UpstreamAuth): Promise<UpstreamMcp>
     port: 0,
     idleTimeout: 60,
     async fetch(req) {
+      if (self.delayMs > 0) await Bun.sleep(self.delayMs);
       const bearer = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1];
       const intro = bearer === undefined ? { active: false, sub: "" } : await introspect(auth, bearer);
       const sessionId = req.headers.get("mcp-session-id");
@@ -87,7 +91,7 @@ export async function startUpstreamMcp(auth: UpstreamAuth): Promise<UpstreamMcp>
       return transport.handleRequest(req, { authInfo });
     },
   });
-  return {
+  return Object.assign(self, {
     url: `http://127.0.0.1:${http.port}/mcp`,
     calls,
     requests,
@@ -95,7 +99,7 @@ export async function startUpstreamMcp(auth: UpstreamAuth): Promise<UpstreamMcp>
       for (const t of sessions.values()) await t.close().catch(() => undefined);
       await http.stop(true);
     },
-  };
+  });
 }
 
 async function introspect(auth: UpstreamAuth, token: string): Promise<{ active: boolean; sub: string }> {

@@ -71,6 +71,8 @@ export async function mintTokens(gw: Gateway, tx: Store, who: Grantee, family: F
     revoked_at: null,
     family_id: family.family_id,
     jkt: accessJkt,
+    // the resource an MCP client's token opens, checked by the door without reading the family (DESIGN §22)
+    ...(family.mcp ? { resource: family.mcp.resource } : {}),
   };
   await tx.createToken(token);
   await tx.createRefreshToken({

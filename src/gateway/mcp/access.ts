@@ -10,13 +10,36 @@ import type { Gateway } from "../context.ts";
 import { opensDoor, requireUsableToken } from "../domain/tokens.ts";
 import { BearerChallenge } from "../http/errors.ts";
 import { bearerToken } from "../http/request.ts";
-import { advertisedScopes, resourceMetadataUrl } from "./providers.ts";
+import { advertisedScopes, resourceMetadataUrl, resourceOf } from "./providers.ts";
 
 /** The token of a request to `record`'s MCP endpoint and its client's agent record — else a BearerChallenge (thrown). */
-export async function requireMcpToken(gw: Gateway, req: Request, record: ProviderRecord): Promise<{ token: TokenRecord; agent: AgentRecord }> {
+export function requireMcpToken(gw: Gateway, req: Request, record: ProviderRecord): Promise<{ token: TokenRecord; agent: AgentRecord }> {
+  const resource = resourceOf(gw, record.provider_id);
+  return requireTokenFor(gw, req, {
+    resource,
+    metadata: resourceMetadataUrl(gw, record.provider_id),
+    scope: advertisedScopes(record).join(" "),
+    // tokens minted before the resource was kept on them open their provider's URL
+    opens: (t) => (t.resource ?? resourceOf(gw, t.provider_id)) === resource && t.provider_id === record.provider_id,
+  });
+}
+
+/** What a resource server of the MCP door says in its challenges, and which tokens it takes. */
+export interface ResourceDoor {
+  /** The RFC 8707 resource: `{base_url}/mcp/{id}`, `{base_url}/mcp`, `{base_url}/mcp/g/{group}`. */
+  resource: string;
+  /** Its RFC 9728 metadata document. */
+  metadata: string;
+  /** The scopes a 401 names. */
+  scope: string;
+  /** Whether a usable MCP client's token was issued for this resource. */
+  opens(token: TokenRecord): boolean;
+}
+
+/** The token of a request to an MCP resource and its client's agent record — else a BearerChallenge (thrown). */
+export async function requireTokenFor(gw: Gateway, req: Request, door: ResourceDoor): Promise<{ token: TokenRecord; agent: AgentRecord }> {
   const presented = bearerToken(req);
-  const scope = advertisedScopes(record).join(" ");
-  const metadata = resourceMetadataUrl(gw, record.provider_id);
+  const { metadata, scope } = door;
   if (presented === null) {
     throw new BearerChallenge(401, `Bearer resource_metadata="${metadata}", scope="${scope}"`, { error: "invalid_request", error_description: "A bearer token is required" });
   }
@@ -32,11 +55,9 @@ export async function requireMcpToken(gw: Gateway, req: Request, record: Provide
     if (err instanceof AthError && (err.status === 401 || err.status === 403)) throw invalid(tokenProblem(err.code));
     throw err;
   }
-  // RFC 8707: an MCP client's token is bound to one resource, {base_url}/mcp/{provider}; an ATH agent's token (bound to
-  // the proxy) and another resource's token are refused alike.
-  if (!opensDoor(found.token, "mcp") || found.token.provider_id !== record.provider_id) {
-    throw invalid("The token was issued for another resource");
-  }
+  // RFC 8707: an MCP client's token is bound to one resource — one server's `/mcp/{id}` or one federated URL (DESIGN
+  // §22); an ATH agent's token (bound to the proxy) and another resource's token are refused alike.
+  if (!opensDoor(found.token, "mcp") || !door.opens(found.token)) throw invalid("The token was issued for another resource");
   return found;
 }
 

@@ -29,7 +29,11 @@ import { bridgeStateless } from "./bridge-stateless.ts";
 import { mcpCanonicalRequest } from "../rules/canonical-request.ts";
 import { requestDigest } from "../rules/request-digest.ts";
 
-export async function stateless(door: Door, posted: Posted): Promise<Response> {
+/**
+ * `o.resend`: the request stands for a 2025 client's (the federated URL's sessions, federated.ts): an approval is
+ * asked for as 2025 asks — a JSON-RPC error, the same call again is the resend — whatever capabilities it declares.
+ */
+export async function stateless(door: Door, posted: Posted, o: { resend?: boolean } = {}): Promise<Response> {
   const { gw, req, caller, token, record } = door;
   if (posted.batch || posted.messages.length !== 1) throw new JsonRpcError(400, null, JSON_RPC.invalidRequest, "Invalid Request: a 2026-07-28 POST carries one JSON-RPC message");
   const m = posted.messages[0]!;
@@ -46,7 +50,7 @@ export async function stateless(door: Door, posted: Posted): Promise<Response> {
   const own = opened?.kind === "approval" ? opened : null;
   const bridged = opened?.kind === "bridge" ? opened : null;
   const upstreamState = own ? own.upstream : typeof params.requestState === "string" && opened === null ? params.requestState : null;
-  const round = declaresUrlElicitation(params);
+  const round = !o.resend && declaresUrlElicitation(params);
   const claim: ApprovalClaim = own ? { state: own } : round ? { state: null } : "resend";
   const judged = await judge(gw, caller, [m], false, () => claim);
   if (judged.stepUp) {

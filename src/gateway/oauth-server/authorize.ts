@@ -15,6 +15,7 @@ import { issueMcpCode, mcpAuthorizationOf, recordMcpAuthorization, returningAuth
 import { openSession } from "../domain/sessions.ts";
 import { redirect } from "../http/response.ts";
 import { providerForResource, resourceOf } from "../mcp/providers.ts";
+import { federationForResource } from "../mcp/federation.ts";
 import { matchRedirectUri } from "../rules/redirect-uri.ts";
 import { agentFor } from "../domain/mcp-clients.ts";
 import { redirectHost, resolveClient, type ResolvedClient } from "./clients.ts";
@@ -48,12 +49,16 @@ export async function authorize(call: Call): Promise<Response> {
   if (!challenge || !/^[A-Za-z0-9_-]{43}$/.test(challenge)) return back("invalid_request", "code_challenge (PKCE S256) is required");
   if (one("code_challenge_method") !== "S256") return back("invalid_request", "code_challenge_method must be S256");
   const resource = one("resource");
-  const provider = await providerForResource(gw, resource);
+  // DESIGN §22: a federated URL's sign-in is §18's with that resource, at its first member; `{prefix}connect` adds the others
+  const federated = await federationForResource(gw, resource);
+  const provider = federated ? federated.federation.members[0]!.record : await providerForResource(gw, resource);
   if (!provider) {
     return back("invalid_target", resource === null ? "resource is required: this gateway fronts several MCP servers" : "resource names no MCP server of this gateway");
   }
   const available = provider.config.available_scopes;
-  const asked = (one("scope") ?? "").split(" ").filter(Boolean);
+  const requested = (one("scope") ?? "").split(" ").filter(Boolean);
+  // a federated resource advertises its members' scopes: those of the member signed in at are asked for
+  const asked = federated ? requested.filter((s) => available.includes(s)) : requested;
   const unknown = asked.filter((s) => !available.includes(s));
   if (unknown.length) return back("invalid_scope", `not offered by ${provider.provider_id}: ${unknown.join(" ")}`);
   // MCP 2026-07-28: resources no longer advertise offline_access, so clients rarely ask for it; the person's upstream
@@ -79,7 +84,7 @@ export async function authorize(call: Call): Promise<Response> {
     redirect_uri: redirectUri,
     state,
     code_challenge: challenge,
-    resource: resourceOf(gw, provider.provider_id),
+    resource: federated ? federated.resource : resourceOf(gw, provider.provider_id),
     code_hash: null,
     created_at: gw.now(),
     expires_at: session.expires_at,

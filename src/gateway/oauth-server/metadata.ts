@@ -8,6 +8,7 @@ import { MCP_PATHS } from "../../protocol/mcp-front-door.ts";
 import type { Call } from "../context.ts";
 import { json } from "../http/response.ts";
 import { advertisedScopes, findMcpProvider, listMcpProviders, resourceOf } from "../mcp/providers.ts";
+import { federationResource, findFederation } from "../mcp/federation.ts";
 
 export async function authorizationServerMetadata(call: Call): Promise<Response> {
   const { gw } = call;
@@ -48,6 +49,28 @@ export async function protectedResourceMetadata(call: Call): Promise<Response> {
       scopes_supported: advertisedScopes(record),
       bearer_methods_supported: ["header"],
       resource_name: record.config.display_name,
+    },
+    200,
+    { "cache-control": "public, max-age=300" },
+  );
+}
+
+/**
+ * RFC 9728 for a federated MCP URL (DESIGN §22): `{base_url}/mcp` or `{base_url}/mcp/g/{group}` is one resource; its
+ * scopes are its members' (a sign-in there asks for those of the member signed in at).
+ */
+export async function federatedResourceMetadata(call: Call): Promise<Response> {
+  const { gw } = call;
+  const group = call.params.group ?? null;
+  const f = await findFederation(gw, group);
+  if (!f) throw new AthError("NOT_FOUND", group === null ? "No MCP server is fronted here" : `No MCP group '${group}' is served here`);
+  return json(
+    {
+      resource: federationResource(gw, group),
+      authorization_servers: [gw.opts.baseUrl],
+      scopes_supported: [...new Set(f.members.flatMap((m) => advertisedScopes(m.record)))],
+      bearer_methods_supported: ["header"],
+      resource_name: group === null ? "Every MCP server of this gateway" : `MCP group ${group}`,
     },
     200,
     { "cache-control": "public, max-age=300" },

@@ -9,6 +9,7 @@ import { locateJsonError } from "./json-syntax.ts";
 import { policyProblems } from "../rules/conditions.ts";
 import { applyTemplate, UnknownTemplateError } from "./templates/index.ts";
 import { fileProblem } from "../../text/file-errors.ts";
+import { groupProblems, McpGroups, prefixClashes, expandPrefix, DEFAULT_PREFIX } from "../../protocol/mcp-groups.ts";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -23,7 +24,10 @@ export function loadProvidersFile(path: string, env: Record<string, string | und
  * The providers file with its `trusted_issuers` (DESIGN §23): the one key that is not a provider id — an array of
  * issuer entries, validated with the providers, every problem reported at once.
  */
-export function loadGatewayFile(path: string, env: Record<string, string | undefined> = process.env): { providers: Record<string, ProviderConfig>; trustedIssuers: TrustedIssuer[] } {
+export function loadGatewayFile(
+  path: string,
+  env: Record<string, string | undefined> = process.env,
+): { providers: Record<string, ProviderConfig>; trustedIssuers: TrustedIssuer[]; mcpGroups: McpGroups } {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -42,7 +46,7 @@ export function loadGatewayFile(path: string, env: Record<string, string | undef
   if (wrapped !== undefined) throw new ConfigError(`invalid providers file ${path}:\n  ${wrapped}`);
   const missing: string[] = [];
   const interpolated = interpolateEnv(raw, env, [], missing);
-  const { issuers, rest } = splitIssuers(interpolated);
+  const { issuers, groups, rest } = splitIssuers(interpolated);
   // type errors in words, each at its path (issue 40); the schema's own messages stay
   const parsed = ProvidersFile.safeParse(fillTemplates(rest, missing), { error: providersFileIssue });
   // A field whose ${ENV} is unset is reported once, as such, not again as the empty string zod then sees.
@@ -52,20 +56,30 @@ export function loadGatewayFile(path: string, env: Record<string, string | undef
   const conditions = parsed.success ? Object.entries(parsed.data).flatMap(([id, c]) => policyProblems(c.policy, `providers.${id}.policy`)) : [];
   const trusted = TrustedIssuers.safeParse(issuers);
   const issuerProblems = [...(trusted.success ? [] : formatIssues(trusted.error, "trusted_issuers")), ...duplicateIssuers(issuers)];
-  const problems = [...missing, ...invalid, ...conditions, ...issuerProblems];
-  if (problems.length > 0 || !parsed.success || !trusted.success) {
+  // DESIGN §22: groups name MCP providers of this file; names that could collide are refused here, naming both
+  const grouped = McpGroups.safeParse(groups, { error: providersFileIssue });
+  const groupIssues = grouped.success ? (parsed.success ? federationProblems(grouped.data, parsed.data) : []) : formatIssues(grouped.error, "mcp_groups");
+  const problems = [...missing, ...invalid, ...conditions, ...issuerProblems, ...groupIssues];
+  if (problems.length > 0 || !parsed.success || !trusted.success || !grouped.success) {
     throw new ConfigError(`invalid providers file ${path}:\n  ${problems.join("\n  ")}`);
   }
-  return { providers: parsed.data, trustedIssuers: trusted.data };
+  return { providers: parsed.data, trustedIssuers: trusted.data, mcpGroups: grouped.data };
 }
 
 // internal
 
-/** The file's `trusted_issuers` (default none) apart from its provider entries. */
-function splitIssuers(file: unknown): { issuers: unknown; rest: unknown } {
-  if (file === null || typeof file !== "object" || Array.isArray(file) || !("trusted_issuers" in file)) return { issuers: [], rest: file };
-  const { trusted_issuers: issuers, ...rest } = file as Record<string, unknown>;
-  return { issuers, rest };
+/** The file's `trusted_issuers` and `mcp_groups` (default none) apart from its provider entries. */
+function splitIssuers(file: unknown): { issuers: unknown; groups: unknown; rest: unknown } {
+  if (file === null || typeof file !== "object" || Array.isArray(file)) return { issuers: [], groups: {}, rest: file };
+  const { trusted_issuers: issuers = [], mcp_groups: groups = {}, ...rest } = file as Record<string, unknown>;
+  return { issuers, groups, rest };
+}
+
+/** The groups' problems, and the plain `/mcp`'s: every MCP provider of the file under the default prefix. */
+function federationProblems(groups: McpGroups, providers: Record<string, ProviderConfig>): string[] {
+  const mcp = Object.keys(providers).filter((id) => providers[id]!.mcp);
+  const plain = prefixClashes(mcp.map((id) => ({ id, prefix: expandPrefix(DEFAULT_PREFIX, id) }))).map((c) => `mcp (every MCP provider at {base_url}/mcp): ${c}`);
+  return [...groupProblems(groups, mcp, Object.keys(providers)), ...plain];
 }
 
 /** Each issuer listed again (read from the raw entries: reported with the entries' other problems, all at once). */

@@ -65,7 +65,9 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
         (await inBatches("refresh_tokens", "refresh_hash", "SELECT refresh_hash FROM refresh_tokens WHERE family_expires_at <= ?", [cutoff])) +
         (await inBatches("refresh_tokens", "refresh_hash", "SELECT refresh_hash FROM refresh_tokens WHERE revoked_at <= ?", [cutoff]));
       // Kept for `retainMs` so the proxy can still say *why* (upstream_grant_revoked), and so a grant created
-      // a moment before its session is marked consented is not taken for an orphan.
+      // a moment before its session is marked consented is not taken for an orphan. A grant no token names is kept
+      // while the MCP client holds a live family for that person: a federated URL's members (DESIGN §22) are reached
+      // through the person's grants, not through the front-door token's one.
       const grants =
         (await inBatches("grants", "grant_id", "SELECT grant_id FROM grants WHERE status = 'dead' AND updated_at <= ?", [cutoff])) +
         (await inBatches(
@@ -74,8 +76,10 @@ export function sweepQueries(db: Driver): Pick<Store, "sweep"> {
           `SELECT grant_id FROM grants WHERE created_at <= ?
              AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = grants.grant_id)
              AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = grants.grant_id AND r.revoked_at IS NULL AND r.family_expires_at > ?)
-             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.grant_id = grants.grant_id)`,
-          [cutoff, now],
+             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.grant_id = grants.grant_id)
+             AND NOT EXISTS (SELECT 1 FROM refresh_tokens f WHERE f.agent_id = grants.agent_id AND f.user_id = grants.user_id
+                               AND f.oauth_client_id IS NOT NULL AND f.revoked_at IS NULL AND f.family_expires_at > ?)`,
+          [cutoff, now, now],
         ));
       // Registration is open to anyone: an agent that was never given a scope and holds no token is only weight.
       // (The store writes `approvals` with JSON.stringify, so an approved scope always reads `"approved_scopes":["`.)

@@ -733,6 +733,28 @@ function storeConformance(name: string, makeHarness: () => Harness) {
       expect(await store.sweep(now, retain)).toEqual({ sessions: 0, jti: 0, tokens: 0, refresh_tokens: 0, grants: 0, agents: 0, mcp_clients: 0, audit: 0, rate_leases: 0, budget_usage: 0, webhooks: 0 });
     });
 
+    test("sweep keeps a grant no token names while the MCP client holds a live family for that person (a federated URL's members, DESIGN §22), and deletes it once the family is revoked", async () => {
+      const a = agentFixture();
+      await store.createAgent(a);
+      const now = T0 + 1_000_000;
+      const retain = 60_000;
+      const member = grantFixture({ agent_id: a.agent_id, user_id: "person-1", provider_id: "calendar", created_at: T0 });
+      const otherPerson = grantFixture({ agent_id: a.agent_id, user_id: "person-2", provider_id: "calendar", created_at: T0 });
+      await store.createGrant(member);
+      await store.createGrant(otherPerson);
+      await store.createRefreshToken({
+        refresh_hash: "rt-federated", family_id: "fam-fed", client_id: a.client_id, oauth_client_id: "mcp_client", resource: "https://gw.example/mcp",
+        agent_id: a.agent_id, user_id: "person-1", provider_id: "mail", scopes: ["tools"], grant_id: null, jkt: null,
+        family_expires_at: now + 86_400_000, expires_at: now + 3_600_000, created_at: T0, spent_at: null, revoked_at: null,
+      });
+      expect((await store.sweep(now, retain)).grants).toBe(1);
+      expect(await store.getGrant(member.grant_id)).toEqual(member);
+      expect(await store.getGrant(otherPerson.grant_id)).toBeNull();
+      await store.revokeRefreshFamily("fam-fed", now);
+      expect((await store.sweep(now + 1, retain)).grants).toBe(1);
+      expect(await store.getGrant(member.grant_id)).toBeNull();
+    });
+
     test("sweep deletes agents that never got an approved scope and hold no token, once past retention — not pending ones, not approved ones, not token holders", async () => {
       const now = T0 + 1_000_000;
       const retain = 60_000;
