@@ -10,7 +10,7 @@ import type { Gateway } from "../context.ts";
 import { opensDoor, requireUsableToken } from "../domain/tokens.ts";
 import { BearerChallenge } from "../http/errors.ts";
 import { bearerToken } from "../http/request.ts";
-import { advertisedScopes, resourceMetadataUrl, resourceOf } from "./providers.ts";
+import { advertisedScopes, resourceMetadataUrl, resourceOf, sameResource } from "./providers.ts";
 
 /** The token of a request to `record`'s MCP endpoint and its client's agent record — else a BearerChallenge (thrown). */
 export function requireMcpToken(gw: Gateway, req: Request, record: ProviderRecord): Promise<{ token: TokenRecord; agent: AgentRecord }> {
@@ -20,7 +20,7 @@ export function requireMcpToken(gw: Gateway, req: Request, record: ProviderRecor
     metadata: resourceMetadataUrl(gw, record.provider_id),
     scope: advertisedScopes(record).join(" "),
     // tokens minted before the resource was kept on them open their provider's URL
-    opens: (t) => (t.resource ?? resourceOf(gw, t.provider_id)) === resource && t.provider_id === record.provider_id,
+    opens: (t) => sameResource(t.resource ?? resource, resource) && t.provider_id === record.provider_id,
   });
 }
 

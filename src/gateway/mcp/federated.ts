@@ -24,7 +24,7 @@ import { STATEFUL_VERSIONS, MAX_HELD_BYTES } from "./held.ts";
 import { checkStandardHeaders } from "./headers.ts";
 import { readMessages, type Message, type Posted } from "./jsonrpc.ts";
 import { requireOwnOrigin } from "./origin.ts";
-import { advertisedScopes } from "./providers.ts";
+import { advertisedScopes, sameResource } from "./providers.ts";
 import { isObject } from "./sse.ts";
 import { isStateless } from "./wire.ts";
 
@@ -59,7 +59,7 @@ export function resourceDoor(gw: Gateway, f: Federation): ResourceDoor {
     resource,
     metadata: federationMetadataUrl(gw, f.group),
     scope: advertisedScopes(f.members[0]!.record).join(" "),
-    opens: (t) => t.resource === resource,
+    opens: (t) => t.resource != null && sameResource(t.resource, resource),
   };
 }
 
