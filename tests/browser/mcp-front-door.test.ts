@@ -65,7 +65,7 @@ beforeAll(async () => {
   // MCP clients' refresh families obey --refresh-idle/--refresh-ttl like agents' (DESIGN §17)
   // a provider whose MCP server is behind a hostile hop, with its REST API beside it (issue 35 #2, #7, #13)
   const hostileServer = { ...mailServer, display_name: "Hostile (MCP)", mcp: { url: hostile.url }, api_base_url: api.url, scope_rules: undefined, approval_rules: undefined, budgets: undefined, policy: undefined };
-  gw = await startGateway({ port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" }, hostile: { ...hostileServer, scope_rules: { "mail:read": ["MCP tools/call *"] } } }, extraArgs: ["--refresh-idle", "86400", "--refresh-ttl", "90000"] });
+  gw = await startGateway({ binary: true, port, providers: { mail: mailServer, other: { ...mailServer, display_name: "Other (MCP)" }, hostile: { ...hostileServer, scope_rules: { "mail:read": ["MCP tools/call *"] } } }, extraArgs: ["--refresh-idle", "86400", "--refresh-ttl", "90000"] });
   base = gw.baseUrl;
   browser = await sharedChromium();
 });

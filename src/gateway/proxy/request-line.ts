@@ -2,7 +2,7 @@
  * What a proxied request's line alone decides — its canonical request (DESIGN §16), its upstream URL and which sets of
  * scopes scope_rules let through — remembered per provider configuration: agents call the same few endpoints over
  * and over, and each of these costs more than a Map lookup (decoding and judging every segment, the loose form,
- * `new URL`, the glob match; ≈ 4 µs of a warm request, docs/performance-measured.md).
+ * `new URL`, the glob match; ≈ 4 µs of a warm request in `scripts/bench/inproc-ab.ts`).
  *
  * Keyed by the configuration object itself (a changed provider is a new object: nothing stale survives it) and by
  * method, path and query exactly as sent. Only lines that passed are remembered: an ambiguous or escaping path is
