@@ -52,7 +52,7 @@ try {
   for (let i = 0; i < runs; i++) budgets.push(await exactBudget(fleet, { calls: scale.calls, concurrency: scale.concurrency }));
   report(
     `exact budgets: ${scale.calls} concurrent calls vs ${scale.limit}, ${runs} run(s) → ${scale.limit} forwarded`,
-    `forwarded ${budgets.map((b) => b.forwarded).join(", ")}; other than 200/429: ${budgets.reduce((n, b) => n + b.other, 0)}; ${ms(Math.max(...budgets.map((b) => b.ms)))} a run at most`,
+    `forwarded ${budgets.map((b) => b.forwarded).join(", ")}; other than 200/429: ${budgets.reduce((n, b) => n + b.other, 0)} ${JSON.stringify(Object.assign({}, ...budgets.map((b) => b.otherStatuses)))}; ${ms(Math.max(...budgets.map((b) => b.ms)))} a run at most`,
     budgets.every((b) => b.forwarded === scale.limit),
   );
 

@@ -116,31 +116,43 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
+/** The budget's count, read at the first instance (asked again while it answers 503, for at most 10 s). */
 async function budgetUsed(f: Fleet, clientId: string, rule: string): Promise<number> {
   const g = f.gws[0]!;
-  const r = (await (await fetch(`${g.baseUrl}/ath/admin/budgets?client_id=${clientId}`, { headers: admin(g) })).json()) as { budgets: { used: number; rule: string }[] };
-  return r.budgets.find((b) => b.rule.includes(rule))?.used ?? 0;
+  for (const until = performance.now() + 10_000; ; await Bun.sleep(100)) {
+    const res = await fetch(`${g.baseUrl}/ath/admin/budgets?client_id=${clientId}`, { headers: admin(g) });
+    if (res.status === 200) {
+      const r = (await res.json()) as { budgets: { used: number; rule: string }[] };
+      return r.budgets.find((b) => b.rule.includes(rule))?.used ?? 0;
+    }
+    if (performance.now() > until) throw new Error(`GET /ath/admin/budgets answered ${res.status}: ${await res.text()}`);
+    await res.body?.cancel();
+  }
 }
 
 // ——— exact budgets ———
 
-export interface BudgetResult { calls: number; limit: number; forwarded: number; ok: number; refused: number; other: number; ms: number }
+export interface BudgetResult { calls: number; limit: number; forwarded: number; ok: number; refused: number; other: number; otherStatuses: Record<number, number>; ms: number }
 
 /** `calls` concurrent calls over every instance against the budget: how many the upstream received. */
 export async function exactBudget(f: Fleet, o: { calls: number; concurrency: number }): Promise<BudgetResult> {
   const { token } = await grantee(f);
   const before = f.api.requests.filter((r) => r.path === "/v1/echo" && r.method === "GET").length;
   let ok = 0, refused = 0, other = 0;
+  const otherStatuses: Record<number, number> = {};
   const t0 = performance.now();
   await pool(o.calls, o.concurrency, async (i) => {
     const res = await proxied(f.gws[i % f.gws.length]!, token, "/v1/echo");
     await res.body?.cancel();
     if (res.status === 200) ok++;
     else if (res.status === 429) refused++;
-    else other++;
+    else {
+      other++;
+      otherStatuses[res.status] = (otherStatuses[res.status] ?? 0) + 1;
+    }
   });
   const forwarded = f.api.requests.filter((r) => r.path === "/v1/echo" && r.method === "GET").length - before;
-  return { calls: o.calls, limit: f.limit, forwarded, ok, refused, other, ms: performance.now() - t0 };
+  return { calls: o.calls, limit: f.limit, forwarded, ok, refused, other, otherStatuses, ms: performance.now() - t0 };
 }
 
 // ——— parked calls (then: approve) ———
