@@ -183,7 +183,7 @@ const NEUTRAL = new Set([
   "createRefreshToken", "getRefreshToken", "spendRefreshToken",
   "createApproval", "getApproval", "countPendingApprovals", "listApprovals", "decideApproval", "consumeApproval",
   // budgets (DESIGN §16): never cached — every count is one conditional statement in the database
-  "countBudget", "uncountBudget", "listBudgetUsage",
+  "countBudget", "uncountBudget", "uncountCall", "listBudgetUsage",
   // the MCP front door (DESIGN §18): its clients and codes are never cached (its refresh tokens are the agents', above)
   "createMcpClient", "getMcpClient", "markMcpClientAuthorized", "createMcpAuthorization", "getMcpAuthorization", "setMcpAuthorizationCode",
   "consumeMcpCode", "findMcpApproval", "recordMcpSession", "getMcpSession",

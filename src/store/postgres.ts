@@ -35,12 +35,16 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
     throw new TypeError(`invalid PostgreSQL schema name ${JSON.stringify(schema)}: expected ${SCHEMA_NAME}`);
   }
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const pool = new Pool(() => new SQL(url, {
-    max: opts.max ?? 10,
-    // Bun's default waits 30 s for a connection a partition never completes.
-    connectionTimeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
-    ...(schema ? { connection: { search_path: schema } } : {}),
-  }));
+  const pool = new Pool(
+    () =>
+      new SQL(url, {
+        max: opts.max ?? 10,
+        // Bun's default waits 30 s for a connection a partition never completes.
+        connectionTimeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+        ...(schema ? { connection: { search_path: schema } } : {}),
+      }),
+    timeoutMs,
+  );
   try {
     // No deadline: several instances starting together wait for each other's migrations.
     await migrate(pool.sql, schema);
@@ -57,19 +61,29 @@ export class StoreDeadlineError extends Error {
 }
 
 /**
- * The connection pool, replaced whole when a statement misses its deadline: a connection that stalls or went
- * half-open never answers and never closes, so without this the pool would fill with them and stay stuck after the
- * database is back. The old pool is closed at once (what it was running fails, 503). At most one replacement per
- * pool: the statements that missed their deadline together replace it once.
+ * The connection pool, replaced whole when statements miss their deadline and none has been answered for as long: a
+ * connection that stalls or went half-open never answers and never closes, so without this the pool would fill with
+ * them and stay stuck after the database is back. A miss while other statements are being answered is load (waiting
+ * for a connection or a row lock), not a dead pool: it answers 503 and the pool stays. The old pool is closed at once
+ * (what it was running fails, 503); the statements that missed together replace it once.
  */
 class Pool {
   sql: SQL;
-  constructor(private readonly open: () => SQL) {
+  /** When a statement of the current pool was last answered. */
+  private answeredAt = performance.now();
+  constructor(
+    private readonly open: () => SQL,
+    private readonly timeoutMs: number,
+  ) {
     this.sql = open();
   }
-  replace(stale: SQL): void {
-    if (this.sql !== stale) return;
+  answered(): void {
+    this.answeredAt = performance.now();
+  }
+  missed(stale: SQL): void {
+    if (this.sql !== stale || performance.now() - this.answeredAt < this.timeoutMs) return;
     this.sql = this.open();
+    this.answeredAt = performance.now();
     void stale.close({ timeout: 0 }).catch(() => undefined);
   }
   close(): Promise<void> {
@@ -107,7 +121,8 @@ function driver(pool: Pool, timeoutMs: number, feed: ChangeFeed): Driver {
   const over = (conn: Pick<SQL, "unsafe"> | null, inTransaction: boolean, watch?: () => void): Driver => {
     const exec = async (q: string, params: unknown[]) => {
       const sql = pool.sql;
-      const r = await within(Promise.resolve((conn ?? sql).unsafe(text(q), params)), timeoutMs, "a statement", () => pool.replace(sql));
+      const r = await within(Promise.resolve((conn ?? sql).unsafe(text(q), params)), timeoutMs, "a statement", () => pool.missed(sql));
+      pool.answered();
       watch?.();
       return r;
     };
@@ -129,7 +144,7 @@ function driver(pool: Pool, timeoutMs: number, feed: ChangeFeed): Driver {
     const arm = () => {
       clearTimeout(timer);
       timer = setTimeout(() => {
-        pool.replace(sql);
+        pool.missed(sql);
         missed(new StoreDeadlineError(`PostgreSQL did not answer within ${timeoutMs} ms in a transaction`));
       }, timeoutMs);
     };
@@ -151,7 +166,7 @@ function notifyFeed(pool: Pool, timeoutMs: number, url: string, schema: string |
     async publish(keys) {
       for (const payload of payloads(sender, keys)) {
         const sql = pool.sql;
-        await within(Promise.resolve(sql.unsafe("SELECT pg_notify($1, $2)", [channel, payload])), timeoutMs, "a NOTIFY", () => pool.replace(sql));
+        await within(Promise.resolve(sql.unsafe("SELECT pg_notify($1, $2)", [channel, payload])), timeoutMs, "a NOTIFY", () => pool.missed(sql));
       }
     },
     async subscribe(onChange, onTrust) {
@@ -203,7 +218,7 @@ function notifyFeed(pool: Pool, timeoutMs: number, url: string, schema: string |
         try {
           const n = ++sent;
           const sql = pool.sql;
-          await within(Promise.resolve(sql.unsafe("SELECT pg_notify($1, $2)", [channel, `${beatFrom} ${n}`])), timeoutMs, "a NOTIFY", () => pool.replace(sql));
+          await within(Promise.resolve(sql.unsafe("SELECT pg_notify($1, $2)", [channel, `${beatFrom} ${n}`])), timeoutMs, "a NOTIFY", () => pool.missed(sql));
           const until = performance.now() + timeoutMs;
           while (heard < n && performance.now() < until) await Bun.sleep(10);
           if (heard < n) await restart();

@@ -503,9 +503,14 @@ export interface Store extends McpStore, IdentityStore {
    * Counts one call against a budget in one conditional statement: the new count, or null when the window's count
    * had reached `limit` already (nothing changed). `force` counts past the limit (a call a person approved).
    */
-  countBudget(u: Omit<BudgetUsage, "used">, force?: boolean): Promise<number | null>;
+  countBudget(u: Omit<BudgetUsage, "used">, force?: boolean, callId?: string): Promise<number | null>;
   /** Gives one count back (a counted call that was not sent after all). */
   uncountBudget(u: Pick<BudgetUsage, "bkey" | "window_start">): Promise<void>;
+  /**
+   * Gives back the count `countBudget` took for call `callId` against `u`, once: true when it did, false when there
+   * was none (never counted — its count failed before it committed — or already given back, by any instance).
+   */
+  uncountCall(callId: string, u: Pick<BudgetUsage, "bkey" | "window_start">): Promise<boolean>;
   /** Usage rows whose window has not ended at `now`. */
   listBudgetUsage(o: { now: number; client_id?: string; provider_id?: string }): Promise<BudgetUsage[]>;
 

@@ -116,31 +116,43 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
+/** The budget's count, read at the first instance (asked again while it answers 503, for at most 10 s). */
 async function budgetUsed(f: Fleet, clientId: string, rule: string): Promise<number> {
   const g = f.gws[0]!;
-  const r = (await (await fetch(`${g.baseUrl}/ath/admin/budgets?client_id=${clientId}`, { headers: admin(g) })).json()) as { budgets: { used: number; rule: string }[] };
-  return r.budgets.find((b) => b.rule.includes(rule))?.used ?? 0;
+  for (const until = performance.now() + 10_000; ; await Bun.sleep(100)) {
+    const res = await fetch(`${g.baseUrl}/ath/admin/budgets?client_id=${clientId}`, { headers: admin(g) });
+    if (res.status === 200) {
+      const r = (await res.json()) as { budgets: { used: number; rule: string }[] };
+      return r.budgets.find((b) => b.rule.includes(rule))?.used ?? 0;
+    }
+    if (performance.now() > until) throw new Error(`GET /ath/admin/budgets answered ${res.status}: ${await res.text()}`);
+    await res.body?.cancel();
+  }
 }
 
 // ——— exact budgets ———
 
-export interface BudgetResult { calls: number; limit: number; forwarded: number; ok: number; refused: number; other: number; ms: number }
+export interface BudgetResult { calls: number; limit: number; forwarded: number; ok: number; refused: number; other: number; otherStatuses: Record<number, number>; ms: number }
 
 /** `calls` concurrent calls over every instance against the budget: how many the upstream received. */
 export async function exactBudget(f: Fleet, o: { calls: number; concurrency: number }): Promise<BudgetResult> {
   const { token } = await grantee(f);
   const before = f.api.requests.filter((r) => r.path === "/v1/echo" && r.method === "GET").length;
   let ok = 0, refused = 0, other = 0;
+  const otherStatuses: Record<number, number> = {};
   const t0 = performance.now();
   await pool(o.calls, o.concurrency, async (i) => {
     const res = await proxied(f.gws[i % f.gws.length]!, token, "/v1/echo");
     await res.body?.cancel();
     if (res.status === 200) ok++;
     else if (res.status === 429) refused++;
-    else other++;
+    else {
+      other++;
+      otherStatuses[res.status] = (otherStatuses[res.status] ?? 0) + 1;
+    }
   });
   const forwarded = f.api.requests.filter((r) => r.path === "/v1/echo" && r.method === "GET").length - before;
-  return { calls: o.calls, limit: f.limit, forwarded, ok, refused, other, ms: performance.now() - t0 };
+  return { calls: o.calls, limit: f.limit, forwarded, ok, refused, other, otherStatuses, ms: performance.now() - t0 };
 }
 
 // ——— parked calls (then: approve) ———
@@ -230,10 +242,14 @@ export async function revocationRaces(f: Fleet, o: { races: number; killListener
 export interface OutageResult {
   fault: ForwarderFault;
   outageMs: number;
-  /** Writes begun during the fault: how many, how many answered 503 with Retry-After, the slowest answer. */
+  /**
+   * Writes begun during the fault: how many; how many answered 503 with Retry-After (and the slowest of those); how
+   * many answered success while the store was away (must be none); how many succeeded once it was back.
+   */
   writes: number;
   writes503: number;
   writesClaimed: number;
+  writesAfter: number;
   slowestWriteMs: number;
   /** Proxied calls begun during the fault, and the slowest answer. */
   callsDuringFault: number;
@@ -259,7 +275,7 @@ export async function outage(f: Fleet, o: { fault: ForwarderFault; outageMs: num
   let stop = false;
   let answered200 = 0;
   let callsDuringFault = 0, slowestCallMs = 0;
-  let writes = 0, writes503 = 0, writesClaimed = 0, slowestWriteMs = 0;
+  let writes = 0, writes503 = 0, writesClaimed = 0, writesAfter = 0, slowestWriteMs = 0;
   let n = 0;
   const caller = async (i: number) => {
     while (!stop) {
@@ -279,17 +295,22 @@ export async function outage(f: Fleet, o: { fault: ForwarderFault; outageMs: num
   let w = 0;
   const writer = async (g: Gateway) => {
     while (!stop) {
-      const during = phase === "fault";
+      const began = phase;
       const t0 = performance.now();
       const res = await createProvider(g, `p${w++}_${crypto.randomUUID().slice(0, 8)}`);
-      if (during && phase === "fault") {
+      const ended = phase;
+      // a write begun during the fault: answered 503 with Retry-After within the bound — or, only if it ended once the
+      // store was back, done (then it did happen)
+      if (began === "fault") {
         writes++;
-        slowestWriteMs = Math.max(slowestWriteMs, performance.now() - t0);
-        if (res.status === 503 && res.headers.get("retry-after") !== null) writes503++;
-        if (res.status < 300) writesClaimed++;
+        if (res.status === 503 && res.headers.get("retry-after") !== null) {
+          writes503++;
+          slowestWriteMs = Math.max(slowestWriteMs, performance.now() - t0);
+        } else if (res.status < 300 && ended === "fault") writesClaimed++;
+        else if (res.status < 300) writesAfter++;
       }
       await res.body?.cancel();
-      await Bun.sleep(during ? 10 : 50);
+      await Bun.sleep(began === "fault" ? 10 : 50);
     }
   };
   const loops = [...Array.from({ length: o.concurrency }, (_, i) => caller(i)), ...f.gws.map(writer)];
@@ -319,9 +340,11 @@ export async function outage(f: Fleet, o: { fault: ForwarderFault; outageMs: num
     for (const c of (r.data as { calls: { path: string; status: number; ms: number[] }[] }).calls) if (c.status === 200 && c.path === "/v1/messages") inChain += c.ms.length;
   }
   const forwarded = f.api.requests.filter((r) => r.path === "/v1/messages").length - forwardedBefore;
-  const counted = await budgetUsed(f, t.clientId, "GET /v1/messages");
+  // a count given back while the store was away is given back once it answers (domain/budgets.ts retries): bounded wait
+  let counted = await budgetUsed(f, t.clientId, "GET /v1/messages");
+  for (const until = performance.now() + 5_000; counted > forwarded && performance.now() < until; counted = await budgetUsed(f, t.clientId, "GET /v1/messages")) await Bun.sleep(100);
   return {
-    fault: o.fault, outageMs: o.outageMs, writes, writes503, writesClaimed, slowestWriteMs, callsDuringFault, slowestCallMs, recoveryMs,
+    fault: o.fault, outageMs: o.outageMs, writes, writes503, writesClaimed, writesAfter, slowestWriteMs, callsDuringFault, slowestCallMs, recoveryMs,
     answered200, inChain, chainVerifies: chain.verifies, chainRecords: chain.records.length,
     countedNotForwarded: counted - forwarded, forwardedNot200: forwarded - answered200,
   };

@@ -6,6 +6,7 @@
  * counted once approved. No store round trip unless a budget matches.
  */
 import { AthError, type ApprovalRule, type BudgetRule, type ProviderConfig } from "../../protocol/index.ts";
+import { StoreUnavailableError } from "../../store/errors.ts";
 import type { AgentRecord, BudgetUsage, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
 import { actOf, audit } from "./audit.ts";
@@ -56,8 +57,8 @@ export function budgetsMatching(config: ProviderConfig, agent: AgentRecord | nul
  * auditing `budget.exhausted` (the caller then denies or asks a person). `approved`: a person approved this exact
  * call, so it is counted past the limit.
  */
-export async function countCall(gw: Gateway, hit: BudgetHit, token: TokenRecord, approved: boolean): Promise<number | null> {
-  const used = await gw.store.countBudget(hit.usage, approved);
+export async function countCall(gw: Gateway, hit: BudgetHit, token: TokenRecord, approved: boolean, callId?: string): Promise<number | null> {
+  const used = await gw.store.countBudget(hit.usage, approved, callId);
   if (used !== null) return Math.max(0, hit.rule.limit - used);
   await audit(gw, "budget.exhausted", {
     client_id: token.client_id,
@@ -74,7 +75,8 @@ export async function countCall(gw: Gateway, hit: BudgetHit, token: TokenRecord,
  * rule that already applies (approval_rules or policy), or — past a budget with `then: "approve"` — that budget, whose
  * count is then taken once the person approved. A spent `deny` budget throws 429 before any approval is used; a
  * call that ends up not sent (refused, or waiting for a person) gives its counts back, so every count is a call sent.
- * Returns the calls left in the tightest budget and the approval rule the call was sent under (sent at most once).
+ * Returns the calls left in the tightest budget, the approval rule the call was sent under (sent at most once), and
+ * `unsent`: the door calls it when the relay did not send the call after all (a store or upstream fault before it left).
  */
 export async function applyBudgets(
   gw: Gateway,
@@ -82,13 +84,24 @@ export async function applyBudgets(
   token: TokenRecord,
   approval: ApprovalRule | null,
   approve: (rule: ApprovalRule) => Promise<void>,
-): Promise<{ remaining: number; approval: ApprovalRule | null }> {
+): Promise<{ remaining: number; approval: ApprovalRule | null; unsent: () => void }> {
+  // Each count is kept with the call's id (store/sql/budgets.ts): given back once, even when its answer was lost.
+  const callId = crypto.randomUUID();
+  /** Counts taken, or maybe taken (a count whose answer never came: giving it back is a no-op if it was not). */
   const counted: BudgetHit[] = [];
   const afterApproval: BudgetHit[] = [];
   let remaining = Infinity;
+  const count = async (hit: BudgetHit, approved: boolean) => {
+    try {
+      return await countCall(gw, hit, token, approved, callId);
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) counted.push(hit);
+      throw err;
+    }
+  };
   try {
     for (const hit of hits) {
-      const left = await countCall(gw, hit, token, false);
+      const left = await count(hit, false);
       if (left !== null) {
         counted.push(hit);
         remaining = Math.min(remaining, left);
@@ -100,13 +113,49 @@ export async function applyBudgets(
       }
     }
     if (approval) await approve(approval);
+    for (const hit of afterApproval) {
+      const left = await count(hit, true);
+      if (left !== null) counted.push(hit);
+      remaining = Math.min(remaining, left ?? 0);
+    }
   } catch (err) {
-    for (const hit of counted) await gw.store.uncountBudget(hit.usage);
+    giveBack(gw, callId, counted);
     throw err;
   }
-  for (const hit of afterApproval) remaining = Math.min(remaining, (await countCall(gw, hit, token, true)) ?? 0);
-  return { remaining: remaining === Infinity ? 0 : remaining, approval };
+  let given = false;
+  return {
+    remaining: remaining === Infinity ? 0 : remaining,
+    approval,
+    // the call was not sent after all (the relay failed before sending it): its counts go back, once
+    unsent: () => void (!given && ((given = true), giveBack(gw, callId, counted))),
+  };
 }
+
+/**
+ * Gives back the counts of a call that was not sent: at once, and — when the store does not answer — again and again
+ * (in the background, backing off to GIVE_BACK_MAX_MS) until it does or the budget's window is over: the row kept with
+ * each count makes every attempt, from any instance, give it back at most once (DESIGN §24).
+ */
+export function giveBack(gw: Gateway, callId: string, hits: readonly BudgetHit[]): void {
+  for (const hit of hits) {
+    void (async () => {
+      for (let wait = 50; ; wait = Math.min(wait * 2, GIVE_BACK_MAX_MS)) {
+        try {
+          await gw.store.uncountCall(callId, hit.usage);
+          return;
+        } catch (err) {
+          if (!(err instanceof StoreUnavailableError) || gw.now() + wait >= hit.usage.expires_at) {
+            gw.log.error(`a budget count of a call that was not sent could not be given back (${hit.usage.rule})`, err);
+            return;
+          }
+          await Bun.sleep(wait);
+        }
+      }
+    })();
+  }
+}
+
+const GIVE_BACK_MAX_MS = 2_000;
 
 /** 429 BUDGET_EXHAUSTED, Retry-After until the window's end. */
 export function budgetExhausted(gw: Gateway, hit: BudgetHit): AthError {

@@ -95,6 +95,8 @@ export interface Passed {
   digest: string | null;
   /** The calls left in the tightest budget that counted it; null when none did. */
   remaining: number | null;
+  /** Gives the budgets' counts back, once: the door calls it when the call was not sent after all (relay `notSent`). */
+  unsent: () => void;
 }
 
 /**
@@ -124,9 +126,10 @@ export async function passCall(gw: Gateway, c: Caller, subject: CallSubject, dec
   };
   let { approval } = decision;
   let remaining: number | null = null;
-  if (decision.budgets.length) ({ remaining, approval } = await applyBudgets(gw, decision.budgets, token, approval, approve));
+  let unsent = NOTHING_COUNTED;
+  if (decision.budgets.length) ({ remaining, approval, unsent } = await applyBudgets(gw, decision.budgets, token, approval, approve));
   else if (approval) await approve(approval);
-  return { approval, digest, remaining };
+  return { approval, digest, remaining, unsent };
 }
 
 /**
@@ -164,6 +167,8 @@ export function describe(subject: CallSubject): { method: string; path: string }
 }
 
 // internal
+
+const NOTHING_COUNTED = (): void => undefined;
 
 type ScopeDecision = Extract<Decision, { kind: "scope" }>;
 

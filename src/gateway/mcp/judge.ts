@@ -30,6 +30,8 @@ export interface Judgement {
   approved: boolean;
   /** The calls left in the tightest budget that counted a call of this POST; null when none did. */
   remaining: number | null;
+  /** Gives back every budget count taken for this POST: the door calls it when the relay did not send it (`notSent`). */
+  unsent: () => void;
 }
 
 /**
@@ -39,7 +41,8 @@ export interface Judgement {
 export async function judge(gw: Gateway, c: Caller, messages: readonly Message[], batch: boolean, claim: (m: Message) => ApprovalClaim = () => "resend"): Promise<Judgement> {
   const decided: [Message, Decision][] = [];
   for (const m of messages) if (m.call) decided.push([m, await decideCall(gw, c, { kind: "mcp", call: m.call, argumentBytes: m.argumentBytes })]);
-  const out: Judgement = { stepUp: null, refusals: new Map(), approved: false, remaining: null };
+  const counted: (() => void)[] = [];
+  const out: Judgement = { stepUp: null, refusals: new Map(), approved: false, remaining: null, unsent: () => counted.forEach((f) => f()) };
   const lacking = decided.filter(([, d]) => d.kind === "scope" && d.needed.length > 0);
   if (lacking.length) {
     out.stepUp = [...new Set([...c.token.scopes, ...lacking.flatMap(([, d]) => (d.kind === "scope" ? d.needed : []))])];
@@ -60,8 +63,12 @@ export async function judge(gw: Gateway, c: Caller, messages: readonly Message[]
       const passed = await passCall(gw, c, { kind: "mcp", call: m.call!, argumentBytes: m.argumentBytes }, d, claim(m));
       if (passed.approval) out.approved = true;
       if (passed.remaining !== null) out.remaining = Math.min(out.remaining ?? Infinity, passed.remaining);
+      counted.push(passed.unsent);
     } catch (err) {
-      if (!(err instanceof AthError) || !REFUSALS.has(err.code)) throw err;
+      if (!(err instanceof AthError) || !REFUSALS.has(err.code)) {
+        out.unsent(); // the POST fails whole: what its other calls counted goes back
+        throw err;
+      }
       out.refusals.set(m, refusalOf(err));
     }
   }

@@ -14,7 +14,7 @@ import { note } from "./evidence.ts";
 import { forward, type Door } from "./forward.ts";
 import type { Posted } from "./jsonrpc.ts";
 import { judge } from "./judge.ts";
-import type { PreparedBody } from "../proxy/relay.ts";
+import { notSent, type PreparedBody } from "../proxy/relay.ts";
 import { MCP_ERROR } from "../../protocol/mcp-front-door.ts";
 import { openHeld, serveHeld } from "./held.ts";
 import { refusesStateful, rememberRefusesStateful } from "./upstream-wire.ts";
@@ -29,6 +29,7 @@ export async function stateful(door: Door, posted: Posted, body: PreparedBody): 
   }
   let approved = false;
   let remaining: number | null = null;
+  let unsent = (): void => undefined;
   if (req.method === "POST") {
     const judged = await judge(gw, caller, posted.messages, posted.batch);
     if (judged.stepUp) {
@@ -36,12 +37,16 @@ export async function stateful(door: Door, posted: Posted, body: PreparedBody): 
       throw insufficientScope(gw, record, judged.stepUp);
     }
     if (judged.refusals.size) return refusedStateful(gw, token, posted, judged.refusals, session?.urlElicitation ?? false);
-    ({ approved, remaining } = judged);
+    ({ approved, remaining, unsent } = judged);
   }
   if (session?.held) return serveHeld(door, session, posted, { approved, remaining });
   const init = posted.messages.find((m) => m.call?.method === "initialize");
   if (init && !posted.batch && refusesStateful(gw, record.provider_id)) return openHeld(door, init);
-  const res = await forward(door, posted, { method: req.method, body, once: approved, remaining, stateless: false });
+  // counted but never sent (a store or upstream fault before it left): the counts go back (DESIGN §24)
+  const res = await forward(door, posted, { method: req.method, body, once: approved, remaining, stateless: false }).catch((err: unknown) => {
+    if (notSent(err)) unsent();
+    throw err;
+  });
   if (init && !posted.batch && res.status === 400) {
     // A 2026-only upstream refuses 2025's initialize (-32022): ath holds the session itself.
     const text = await res.text();

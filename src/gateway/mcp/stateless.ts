@@ -12,7 +12,7 @@
 import { APPROVAL_INPUT, MCP_META } from "../../protocol/mcp-front-door.ts";
 import { JSON_RPC, JsonRpcError } from "../http/errors.ts";
 import type { ApprovalClaim } from "../domain/call.ts";
-import type { PreparedBody } from "../proxy/relay.ts";
+import { notSent, type PreparedBody } from "../proxy/relay.ts";
 import { insufficientScope } from "./access.ts";
 import { refusedStateless } from "./answers.ts";
 import { note } from "./evidence.ts";
@@ -65,13 +65,18 @@ export async function stateless(door: Door, posted: Posted, o: { resend?: boolea
   const text = withoutOwnRound(posted.text, m, own);
   const body: PreparedBody = { data: new TextEncoder().encode(text).buffer as ArrayBuffer, replayable: true };
   const sending = { method: "POST", body, once: judged.approved, remaining: judged.remaining, stateless: true };
+  // counted but never sent (a store or upstream fault before it left): the counts go back (DESIGN §24)
+  const giveBack = (err: unknown): never => {
+    if (notSent(err)) judged.unsent();
+    throw err;
+  };
   if (speaks2026) {
     if (bridged) throw stateRefusal(m.id, "request_state_invalid", "The requestState was minted for another MCP server");
-    return forward(door, posted, sending);
+    return forward(door, posted, sending).catch(giveBack);
   }
   const digest = requestDigest(mcpCanonicalRequest(m.call.method, m.call.name, m.argumentBytes));
   if (bridged && bridged.digest !== digest) throw stateRefusal(m.id, "request_changed", "The retry's params differ from the request the input was asked for");
-  return bridgeStateless(door, { ...m, raw: readMessages(new TextEncoder().encode(text)).messages[0]!.raw }, text, sending, bridged, digest);
+  return bridgeStateless(door, { ...m, raw: readMessages(new TextEncoder().encode(text)).messages[0]!.raw }, text, sending, bridged, digest).catch(giveBack);
 }
 
 // internal

@@ -14,7 +14,7 @@ import { readBounded } from "../http/body.ts";
 import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { filterResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
-import { prepareBody, sendOnce, type PreparedBody } from "./relay.ts";
+import { notSent, prepareBody, sendOnce, type PreparedBody } from "./relay.ts";
 import { requestLine } from "./request-line.ts";
 
 /** Methods the proxy forwards (the rule and its reason: PROXY_METHODS). */
@@ -61,22 +61,36 @@ export async function proxy(call: Call): Promise<Response> {
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
   const passed = await passCall(gw, { config, agent, token }, subject, decision, { id: req.headers.get(HEADERS.approval) });
-  const read = subject.body.whole();
-  const body: PreparedBody =
-    read !== null
-      ? { data: read.byteLength ? (read.buffer.slice(read.byteOffset, read.byteOffset + read.byteLength) as ArrayBuffer) : null, replayable: true }
-      : await prepareBody(req, gw.opts.maxProxyBody);
-  const res = await sendOnce(gw, {
-    providerId,
-    grantId: token.grant_id,
-    method: req.method,
-    target: line.target,
-    headers,
-    body,
-    once: passed.approval !== null,
-    remaining: passed.remaining,
-    presented: caller.token!,
-  });
+  // A call counted but never sent — its body refused while read, a store or upstream fault before it left — gives its
+  // budget counts back (DESIGN §24).
+  let body: PreparedBody;
+  try {
+    const read = subject.body.whole();
+    body =
+      read !== null
+        ? { data: read.byteLength ? (read.buffer.slice(read.byteOffset, read.byteOffset + read.byteLength) as ArrayBuffer) : null, replayable: true }
+        : await prepareBody(req, gw.opts.maxProxyBody);
+  } catch (err) {
+    passed.unsent();
+    throw err;
+  }
+  let res: Response;
+  try {
+    res = await sendOnce(gw, {
+      providerId,
+      grantId: token.grant_id,
+      method: req.method,
+      target: line.target,
+      headers,
+      body,
+      once: passed.approval !== null,
+      remaining: passed.remaining,
+      presented: caller.token!,
+    });
+  } catch (err) {
+    if (notSent(err)) passed.unsent();
+    throw err;
+  }
   if (res.status >= 400) {
     await audit(gw, "proxy.upstream_error", { client_id: token.client_id, provider_id: providerId, data: { status: res.status, method: req.method, path: line.canonical.literal } });
   }

@@ -14,6 +14,26 @@ import type { HeaderFields } from "./headers.ts";
 /** On answers to calls a budget counted: the calls left in the tightest matching budget's window (DESIGN §16). */
 export const BUDGET_REMAINING = "ath-budget-remaining";
 
+/**
+ * Errors after which the call was certainly not sent (DESIGN §24): its grant could not be read (the store failed), the
+ * provider's in-flight cap was full, or its API refused the connection. A door gives the call's budget counts back then;
+ * after any other failure (a timeout, a reset mid-request) the call may have reached the upstream, and keeps them.
+ */
+const unsentErrors = new WeakSet<object>();
+
+/** Whether `err`, thrown by `sendOnce`, means the call never left the gateway. */
+export function notSent(err: unknown): boolean {
+  return typeof err === "object" && err !== null && unsentErrors.has(err);
+}
+
+function unsent<E>(err: E): E {
+  if (typeof err === "object" && err !== null) unsentErrors.add(err);
+  return err;
+}
+
+/** Connection failures before a byte of the request left (Bun's fetch error codes). */
+const NOT_CONNECTED = new Set(["ConnectionRefused", "ECONNREFUSED", "FailedToOpenSocket", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH"]);
+
 /** One call on its way upstream. */
 export interface Outbound {
   providerId: string;
@@ -43,10 +63,10 @@ export async function sendOnce(gw: Gateway, o: Outbound): Promise<Response> {
   } catch (err) {
     // A revocation drops the token, then its grant: a call that read the token just before its revocation reached
     // this instance finds the grant gone. Ask about the token again, so the answer names what happened.
-    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, o.presented);
-    throw err;
+    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, o.presented).catch((e: unknown) => Promise.reject(unsent(e)));
+    throw unsent(err);
   }
-  let res = await send(gw, o.providerId, o.method, o.target, o.headers, o.body, access);
+  let res = await send(gw, o.providerId, o.method, o.target, o.headers, o.body, access, true);
   if (res.status === 401 && access.canRefresh) {
     if (!o.once && o.body.replayable) {
       await res.body?.cancel();
@@ -120,10 +140,16 @@ export async function send(
   headers: HeaderFields,
   body: PreparedBody,
   access: LiveAccess,
+  first = false,
 ): Promise<Response> {
-  const release = acquire(gw, providerId);
+  let release: () => void;
   try {
-    return await fetchUpstream(gw, providerId, method, target, headers, body, access);
+    release = acquire(gw, providerId);
+  } catch (err) {
+    throw first ? unsent(err) : err;
+  }
+  try {
+    return await fetchUpstream(gw, providerId, method, target, headers, body, access, first);
   } finally {
     release();
   }
@@ -158,7 +184,7 @@ function acquire(gw: Gateway, providerId: string): () => void {
   };
 }
 
-async function fetchUpstream(gw: Gateway, providerId: string, method: string, target: URL, headers: HeaderFields, body: PreparedBody, access: LiveAccess): Promise<Response> {
+async function fetchUpstream(gw: Gateway, providerId: string, method: string, target: URL, headers: HeaderFields, body: PreparedBody, access: LiveAccess, first: boolean): Promise<Response> {
   // `headers` are the relay's own (upstreamRequestHeaders made them): set in place, no copy per request.
   headers.authorization = `Bearer ${access.accessToken}`;
   // A deadline dropped once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
@@ -185,7 +211,8 @@ async function fetchUpstream(gw: Gateway, providerId: string, method: string, ta
     if (controller.signal.aborted) {
       throw new AthError("UPSTREAM_TIMEOUT", `The provider API did not answer within ${gw.opts.upstreamTimeoutMs} ms`, { url_origin: target.origin });
     }
-    throw new AthError("UPSTREAM_UNAVAILABLE", `The provider API at ${target.origin} could not be reached`, { url_origin: target.origin }, { cause });
+    const err = new AthError("UPSTREAM_UNAVAILABLE", `The provider API at ${target.origin} could not be reached`, { url_origin: target.origin }, { cause });
+    throw first && NOT_CONNECTED.has(String((cause as { code?: unknown } | null)?.code)) ? unsent(err) : err;
   } finally {
     deadlinesOf(gw).delete(deadline);
   }

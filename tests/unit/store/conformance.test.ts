@@ -500,6 +500,24 @@ function storeConformance(name: string, makeHarness: () => Harness) {
         user_id: null, rule: "provider:0 GET /v1/echo · 5/1h per agent", expires_at: 7_200_000, ...o,
       });
 
+      test("a call's count is given back once, from any instance, and only if it was taken (DESIGN §24)", async () => {
+        const other = await h.open();
+        try {
+          const u = usage({ bkey: "k-call", limit: 2 });
+          expect(await store.countBudget(u, false, "call-1")).toBe(1);
+          expect(await store.countBudget(u, false, "call-2")).toBe(2);
+          expect(await store.countBudget(u, false, "call-3")).toBeNull(); // spent: nothing taken, nothing kept
+          // one after another: two SQLite connections of one process cannot both hold a transaction (PostgreSQL's is one statement)
+          const back = [await store.uncountCall("call-1", u), await other.uncountCall("call-1", u), await store.uncountCall("call-1", u)];
+          expect(back.filter(Boolean)).toHaveLength(1);
+          expect(await store.uncountCall("call-3", u)).toBe(false);
+          expect(await store.uncountCall("never", u)).toBe(false);
+          expect((await store.listBudgetUsage({ now: 5_000_000 })).find((r) => r.bkey === "k-call")?.used).toBe(1);
+        } finally {
+          await other.close();
+        }
+      });
+
       test("counts exactly to the limit under concurrency from two instances; force counts past it; windows are separate", async () => {
         const other = await h.open();
         try {

@@ -59,10 +59,25 @@ describe("counting", () => {
     expect((await g.gw.store.listAudit({ type: "budget.exhausted" })).length).toBe(2);
   });
 
+  test("a call the relay did not send gives its counts back, once however often `unsent` is called (DESIGN §24)", async () => {
+    const hits = budgetsMatching(config([{ match: ["POST /send"], per: "agent", limit: 2, window: "1h", then: "deny" }]), noAgent, always, token(), g.gw.now());
+    const approve = async () => undefined;
+    const first = await applyBudgets(g.gw, hits, token(), null, approve);
+    const second = await applyBudgets(g.gw, hits, token(), null, approve);
+    expect([first.remaining, second.remaining]).toEqual([1, 0]);
+    first.unsent();
+    first.unsent();
+    for (let i = 0; i < 50 && (await usedOf(hits[0]!)) !== 1; i++) await Bun.sleep(10);
+    expect(await usedOf(hits[0]!)).toBe(1);
+    // the count given back is the other call's to take; the call that was sent keeps its own
+    expect((await applyBudgets(g.gw, hits, token(), null, approve)).remaining).toBe(0);
+    expect(await g.gw.store.uncountCall("never-counted", hits[0]!.usage)).toBe(false);
+  });
+
   test("`deny` past the limit: 429 BUDGET_EXHAUSTED with Retry-After to the window's end, and nothing counted", async () => {
     const hits = budgetsMatching(config([{ match: ["POST /send"], per: "agent", limit: 1, window: "1h", then: "deny" }]), noAgent, always, token(), g.gw.now());
     const approve = async () => undefined;
-    expect(await applyBudgets(g.gw, hits, token(), null, approve)).toEqual({ remaining: 0, approval: null });
+    expect(await applyBudgets(g.gw, hits, token(), null, approve)).toMatchObject({ remaining: 0, approval: null });
     const err = await applyBudgets(g.gw, hits, token(), null, approve).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "BUDGET_EXHAUSTED", status: 429, details: { limit: 1, window: "1h" } });
     const retryAfter = Number((err as { headers: Record<string, string> }).headers["retry-after"]);
@@ -89,3 +104,8 @@ describe("counting", () => {
     expect(await countCall(g.gw, hits[0]!, token(), false)).toBe(4);
   });
 });
+
+async function usedOf(hit: { usage: { bkey: string; client_id: string } }): Promise<number | undefined> {
+  const rows = await g.gw.store.listBudgetUsage({ now: g.gw.now(), client_id: hit.usage.client_id });
+  return rows.find((r) => r.bkey === hit.usage.bkey)?.used;
+}
