@@ -16,7 +16,7 @@ import { boundSession, declaresUrlElicitation, forgetSession, rememberSession, u
 import { readBounded } from "../http/body.ts";
 import { giveInput } from "../domain/mcp-session-inputs.ts";
 import { JSON_RPC, JsonRpcError } from "../http/errors.ts";
-import { requireTokenFor, type ResourceDoor } from "./access.ts";
+import { requireTokenFor, resourcePath, type ResourceDoor } from "./access.ts";
 import { CONNECT_INPUT, connectStream, federatedConnect } from "./federated-connect.ts";
 import { federatedListen } from "./federated-listen.ts";
 import { askMember, federatedList, gather, LISTS, UNAVAILABLE } from "./federated-lists.ts";
@@ -61,7 +61,7 @@ export function resourceDoor(gw: Gateway, f: Federation): ResourceDoor {
     resource,
     metadata: federationMetadataUrl(gw, f.group),
     scope: advertisedScopes(f.members[0]!.record).join(" "),
-    opens: (t) => t.resource === resource,
+    opens: (t) => t.resource != null && resourcePath(t.resource) === federationPath(f.group),
   };
 }
 
