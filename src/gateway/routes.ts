@@ -8,6 +8,7 @@ import * as adminAgents from "./admin/agents.ts";
 import * as adminApprovals from "./admin/approvals.ts";
 import * as adminAudit from "./admin/audit.ts";
 import * as adminBudgets from "./admin/budgets.ts";
+import * as adminMcp from "./admin/mcp.ts";
 import * as adminProviders from "./admin/providers.ts";
 import * as adminTokens from "./admin/tokens.ts";
 import * as adminIssuers from "./admin/trusted-issuers.ts";
@@ -123,6 +124,7 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("admin.approvals.list", "GET", PATHS.adminApprovals, "api", adminApprovals.list, { auth: "admin" }),
     row("admin.approvals.decide", "POST", `${PATHS.adminApprovals}/{approval_id}`, "api", adminApprovals.decideOne, { auth: "admin" }),
     row("admin.budgets.list", "GET", PATHS.adminBudgets, "api", adminBudgets.list, { auth: "admin" }),
+    row("admin.mcp.federation", "GET", PATHS.adminMcp, "api", adminMcp.federation, { auth: "admin" }),
     // Enterprise and workload identity (DESIGN §23)
     row("admin.trusted-issuers.list", "GET", PATHS.adminTrustedIssuers, "api", adminIssuers.list, { auth: "admin" }),
     row("admin.trusted-issuers.create", "POST", PATHS.adminTrustedIssuers, "api", adminIssuers.create, { auth: "admin" }),
@@ -143,6 +145,7 @@ export function routeTable(features: RouteFeatures): Route[] {
     row("console.providers", "GET", `${PATHS.adminConsole}/providers`, "page", adminConsole.providers),
     row("console.providers.remove", "POST", `${PATHS.adminConsole}/providers/{provider_id}/remove`, "page", adminConsole.providerRemove, { maxBody: 4096 }),
     row("console.audit", "GET", `${PATHS.adminConsole}/audit`, "page", adminConsole.auditLog),
+    row("console.mcp", "GET", `${PATHS.adminConsole}/mcp`, "page", adminConsole.mcp),
     row("console.webhooks", "GET", `${PATHS.adminConsole}/webhooks`, "page", adminConsole.webhooks),
     row("console.webhooks.remove", "POST", `${PATHS.adminConsole}/webhooks/{webhook_id}/remove`, "page", adminConsole.webhookRemove, { maxBody: 4096 }),
     // one agent's page: its approval rules, policy and budgets edited as JSON (DESIGN §15, §16)

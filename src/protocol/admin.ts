@@ -152,5 +152,18 @@ export const AdminBudgetUsage = z.object({
 });
 export const AdminBudgetList = z.object({ budgets: z.array(AdminBudgetUsage) });
 
+/**
+ * One MCP URL for many servers (DESIGN §22): each federated URL — `/mcp` (`group: null`) and each group's — its
+ * members in order with their prefixes, and each person holding a token for it with the members they connected.
+ */
+export const AdminMcpUrl = z.object({
+  group: z.string().nullable(),
+  url: z.string(),
+  members: z.array(z.object({ provider_id: z.string(), display_name: z.string(), prefix: z.string() })),
+  people: z.array(z.object({ client_id: z.string(), user_id: z.string(), connected: z.array(z.string()), missing: z.array(z.string()) })),
+});
+export type AdminMcpUrl = z.infer<typeof AdminMcpUrl>;
+export const AdminMcpFederation = z.object({ urls: z.array(AdminMcpUrl) });
+
 /** The gateway's public audit key (DESIGN §20): an Ed25519 JWK `{kty: "OKP", crv: "Ed25519", x, kid}`. */
 export const AdminAuditKey = z.looseObject({ kty: z.literal("OKP"), crv: z.literal("Ed25519"), x: z.string(), kid: z.string() });

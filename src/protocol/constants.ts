@@ -29,6 +29,8 @@ export const PATHS = {
   approvals: "/ath/approvals",
   adminApprovals: "/ath/admin/approvals",
   adminBudgets: "/ath/admin/budgets",
+  /** DESIGN §22: the federated MCP URLs, their members, and which members each person connected. */
+  adminMcp: "/ath/admin/mcp",
   /** DESIGN §23: trusted issuers (ID-JAGs, workload JWTs). + /{issuer} (URL-encoded) */
   adminTrustedIssuers: "/ath/admin/trusted-issuers",
   adminConsole: "/admin",

@@ -190,7 +190,7 @@ const NEUTRAL = new Set([
   // enterprise and workload identity, delegation (DESIGN §23): never cached — issuers, workload agents and connections
   // are read at registration and token grants; shares count in the database like every budget
   "upsertTrustedIssuer", "getTrustedIssuer", "listTrustedIssuers", "deleteTrustedIssuer", "createWorkloadAgent", "getWorkloadAgent",
-  "recordConnection", "getConnection", "findLiveGrant", "recordAncestors", "openBudget", "carveBudget",
+  "recordConnection", "getConnection", "findLiveGrant", "listResourceHolders", "recordAncestors", "openBudget", "carveBudget",
   // MCP's two wires (DESIGN §21): sessions ath holds and the answers relayed to them — never cached
   "updateMcpSessionHeld", "deleteMcpSession", "getMcpUpstreamSession", "putMcpUpstreamSession", "dropMcpUpstreamSession", "openMcpSessionInput",
   "answerMcpSessionInput", "takeMcpSessionInput",

@@ -397,6 +397,11 @@ export interface Store extends McpStore, IdentityStore {
   spendRefreshToken(refreshHash: string, now: number): Promise<RefreshTokenRecord | null>;
   /** Revokes every refresh token of the family and every live access token in it; returns those access tokens. */
   revokeRefreshFamily(familyId: string, now: number): Promise<TokenRecord[]>;
+  /**
+   * DESIGN §22: who holds a live MCP refresh family for one of `resources` (the federated URLs) — each (client, person,
+   * resource) once, at most 1,000.
+   */
+  listResourceHolders(resources: readonly string[], now: number): Promise<{ client_id: string; agent_id: string; user_id: string; resource: string }[]>;
 
   /** How many tokens are active, revoked and expired at `now` (the admin console's overview). */
   countTokens(now: number): Promise<{ active: number; revoked: number; expired: number }>;

@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { closeContexts, freshPage, sharedChromium } from "../helpers/chromium.ts";
+import { ensureBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
 import { codeGrant, registerClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
 import { freePort } from "../helpers/net.ts";
@@ -336,6 +337,45 @@ describe("connecting a member", () => {
     expect((await call2026(people.bob.token, "/mcp", "tools/call", { name: "calendar_whoami", arguments: {} })).result?.content[0].text).toBe("bob");
     expect(upstreams.calendar.calls.filter((c) => c.sub === "bob")).toEqual([{ tool: "whoami", sub: "bob", args: {} }]);
   }, 60_000);
+});
+
+describe("operators see it", () => {
+  test("the admin API and `ath admin mcp` show /mcp and each group, their members and prefixes, and which members each person connected", async () => {
+    const res = await fetch(`${base}/ath/admin/mcp`, { headers: { "x-ath-user-token": gw.adminToken } });
+    expect(res.status).toBe(200);
+    const view = (await res.json()) as { urls: { group: string | null; url: string; members: { provider_id: string; prefix: string }[]; people: { user_id: string; connected: string[]; missing: string[] }[] }[] };
+    expect(view.urls.map((u) => [u.group, u.url, u.members.map((m) => `${m.provider_id}:${m.prefix}`)])).toEqual([
+      [null, `${base}/mcp`, ["mail:mail_", "calendar:calendar_", "files:files_"]],
+      ["work", `${base}/mcp/g/work`, ["mail:mail_", "calendar:calendar_"]],
+      ["solo", `${base}/mcp/g/solo`, ["files:"]],
+    ]);
+    const plain = view.urls[0]!.people.map((p) => [p.user_id, p.connected, p.missing]).sort();
+    // Bob connected the calendar in the test above
+    expect(plain).toEqual([["alice", ["mail", "calendar", "files"], []], ["bob", ["mail", "calendar", "files"], []]]);
+    expect(view.urls[1]!.people.map((p) => p.user_id).sort()).toEqual(["alice", "bob"]);
+    expect((await fetch(`${base}/ath/admin/mcp`)).status).toBe(401);
+
+    const cli = Bun.spawn([ensureBinary(), "admin", "mcp", "-g", base, "--format", "json"], { env: { ...process.env, ATH_ADMIN_TOKEN: gw.adminToken, ATH_HOME: "/nonexistent-ath-home" }, stdout: "pipe", stderr: "pipe" });
+    const [out, , code] = await Promise.all([new Response(cli.stdout).text(), new Response(cli.stderr).text(), cli.exited]);
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toEqual(view);
+    const text = Bun.spawn([ensureBinary(), "admin", "mcp", "-g", base], { env: { ...process.env, ATH_ADMIN_TOKEN: gw.adminToken, ATH_HOME: "/nonexistent-ath-home" }, stdout: "pipe", stderr: "pipe" });
+    const printed = await new Response(text.stdout).text();
+    expect(await text.exited).toBe(0);
+    expect(printed).toContain(`${base}/mcp/g/solo`);
+    expect(printed).toContain("mail,calendar,files");
+
+    // the console's page, signed in with the admin token in Chromium
+    const { page } = await freshPage(browser);
+    await page.goto(`${base}/admin/mcp`);
+    await page.fill("#token", gw.adminToken);
+    await clickAndWait(page, "Sign in");
+    if (new URL(page.url()).pathname !== "/admin/mcp") await page.goto(`${base}/admin/mcp`);
+    const main = (await page.locator("main").textContent()) ?? "";
+    for (const url of ["/mcp", "/mcp/g/work", "/mcp/g/solo"]) expect(main).toContain(`${base}${url}`);
+    expect(await page.locator("td[data-label=User]").allTextContents()).toContain("bob");
+    expect(await page.locator("td[data-label=Connected]").first().innerText()).toBe("mail, calendar, files");
+  });
 });
 
 describe("a member down, a member slow", () => {

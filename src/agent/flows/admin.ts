@@ -25,6 +25,7 @@ import {
   AdminApprovalList,
   AdminAuditPage,
   AdminBudgetList,
+  AdminMcpFederation,
   AdminProvider,
   AdminProviderList,
   AdminProviderRemoved,
@@ -175,6 +176,11 @@ export const removeWebhook = (t: AdminTarget, id: string) => adminCall(t, "DELET
 
 export const listBudgets = (t: AdminTarget, q: { client_id?: string; provider_id?: string }) =>
   adminCall(t, "GET", `${PATHS.adminBudgets}${query(q)}`, AdminBudgetList);
+
+// one MCP URL for many servers (DESIGN §22)
+
+/** The federated MCP URLs, their members, and which members each person connected. */
+export const mcpFederation = (t: AdminTarget) => adminCall(t, "GET", PATHS.adminMcp, AdminMcpFederation);
 
 // the audit chain (DESIGN §20): the export streamed as it comes, the public key
 

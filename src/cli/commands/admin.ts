@@ -37,6 +37,7 @@ const NOUNS = {
   audit: () => import("./admin/audit.ts"),
   webhooks: () => import("./admin/webhooks.ts"),
   budgets: () => import("./admin/budgets.ts"),
+  mcp: () => import("./admin/mcp.ts"),
   issuers: () => import("./admin/issuers.ts"),
 };
 type Nouns = typeof NOUNS;
@@ -72,7 +73,7 @@ const approvalVerb = (verb: "approve" | "deny") =>
   );
 
 export default defineCommand({
-  meta: { name: "admin", description: "Operate a gateway: providers, agents, approvals, tokens, audit, webhooks, budgets, trusted issuers (needs the admin token)" },
+  meta: { name: "admin", description: "Operate a gateway: providers, agents, approvals, tokens, audit, webhooks, budgets, MCP URLs, trusted issuers (needs the admin token)" },
   subCommands: {
     login: leaf("session", "login", "Save the admin token for this gateway (from --token, else stdin); checked first", {
       token: { type: "string", description: "The admin token (else read from stdin)", valueHint: "token" },
@@ -146,6 +147,7 @@ export default defineCommand({
       "client-id": filterArgs["client-id"],
       provider: filterArgs.provider,
     }, (m) => m.budgets),
+    mcp: leaf("mcp", "mcp", "The federated MCP URLs (/mcp and each group): their members, and which members each person connected", {}, (m) => m.mcp),
     audit: leaf("audit", "audit", "Audit events, newest first; --follow streams new ones until Ctrl-C. `audit export [--since T]`: the hash chain as JSONL; `audit verify FILE [--key FILE]`: check an export offline; `audit key`: the public audit key", {
       action: { type: "positional", required: false, description: "export | verify | key (none: list events)" },
       file: { type: "positional", required: false, description: "verify: the export file (- for stdin)" },

@@ -11,6 +11,7 @@ import { listAudit } from "../admin/audit.ts";
 import { removeProvider } from "../admin/providers.ts";
 import { listTokens } from "../admin/tokens.ts";
 import { webhookView } from "../domain/webhooks.ts";
+import { federationView } from "../admin/mcp.ts";
 import type { Call } from "../context.ts";
 import { requestView } from "../domain/approvals.ts";
 import { audit } from "../domain/audit.ts";
@@ -195,6 +196,11 @@ export async function providerRemove(call: Call): Promise<Response> {
   await action(call);
   await removeProvider(call.gw, call.params.provider_id!);
   return done("providers", "Provider removed.");
+}
+
+/** The federated MCP URLs (DESIGN §22): members, and who connected which. */
+export async function mcp(call: Call): Promise<Response> {
+  return page(call, async (user) => pages.mcpPage(shell(call, user, "mcp"), (await federationView(call.gw)).urls));
 }
 
 export async function webhooks(call: Call): Promise<Response> {

@@ -4,13 +4,13 @@
  * the store or the request is escaped here; every POST form carries the session's CSRF token; tables turn into one
  * card per row on a phone.
  */
-import type { AdminAgent, AdminApproval, AdminToken } from "../../protocol/admin.ts";
+import type { AdminAgent, AdminApproval, AdminMcpUrl, AdminToken } from "../../protocol/admin.ts";
 import { PATHS } from "../../protocol/index.ts";
 import { escapeHtml as e, renderPage } from "../pages/layout.ts";
 import { renderRequestView, type RequestView } from "../pages/request-view.ts";
 
 const ROOT = PATHS.adminConsole;
-type Section = "overview" | "agents" | "approvals" | "tokens" | "providers" | "webhooks" | "audit";
+type Section = "overview" | "agents" | "approvals" | "tokens" | "providers" | "mcp" | "webhooks" | "audit";
 
 export interface Shell {
   csrf: string;
@@ -260,6 +260,28 @@ ${pager(`${ROOT}/audit`, f, v.next)}`;
   return page(s, "Audit", body);
 }
 
+/** One MCP URL for many servers (DESIGN §22): each federated URL, its members, and who connected which. */
+export function mcpPage(s: Shell, urls: AdminMcpUrl[]): string {
+  const sections = urls.map((u) => {
+    const members = u.members.map((m) => `<li>${e(m.display_name)} <span class="mono">${e(m.provider_id)}</span> — prefix <span class="mono">${e(m.prefix === "" ? '""' : m.prefix)}</span></li>`).join("");
+    const rows = u.people.map(
+      (p) => `<tr>
+<td data-label="User"><span class="mono">${e(p.user_id)}</span></td>
+<td data-label="Client"><span class="mono">${e(p.client_id)}</span></td>
+<td data-label="Connected">${e(p.connected.join(", ") || "—")}</td>
+<td data-label="Not connected">${e(p.missing.join(", ") || "—")}</td>
+</tr>`,
+    );
+    return `<h2><span class="mono">${e(u.url)}</span>${u.group === null ? " (every MCP server)" : ` (group ${e(u.group)})`}</h2>
+<ul>${members}</ul>
+${table(["User", "Client", "Connected", "Not connected"], rows, "Nobody holds a token for this URL.")}`;
+  });
+  const body = `<h1>MCP URLs</h1>
+<p class="hint">One URL in an MCP host for many servers: each person connects each member with their own sign-in. Groups are the providers file's <code>mcp_groups</code>.</p>
+${sections.join("\n") || "<p>No MCP server is fronted here.</p>"}`;
+  return page(s, "MCP URLs", body);
+}
+
 // shared by the console's pages (agent-page.ts)
 
 export function page(s: Shell, title: string, body: string): string {
@@ -269,6 +291,7 @@ export function page(s: Shell, title: string, body: string): string {
     ["approvals", "Approvals", `${ROOT}/approvals`],
     ["tokens", "Tokens", `${ROOT}/tokens`],
     ["providers", "Providers", `${ROOT}/providers`],
+    ["mcp", "MCP URLs", `${ROOT}/mcp`],
     ["webhooks", "Webhooks", `${ROOT}/webhooks`],
     ["audit", "Audit", `${ROOT}/audit`],
   ];

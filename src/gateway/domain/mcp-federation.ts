@@ -39,3 +39,20 @@ export async function connectMember(gw: Gateway, agent: AgentRecord, token: Toke
   await audit(gw, "mcp.connect_requested", { client_id: agent.client_id, agent_id: agent.agent_id, provider_id: id, user_id: token.user_id });
   return url;
 }
+
+/** Who holds a live token family for each federated URL (`resources`), and which of `providers` each of them connected. */
+export async function federatedPeople(
+  gw: Gateway,
+  resources: readonly string[],
+  providers: (resource: string) => readonly string[],
+): Promise<{ resource: string; client_id: string; user_id: string; connected: string[]; missing: string[] }[]> {
+  const holders = await gw.store.listResourceHolders(resources, gw.now());
+  return Promise.all(
+    holders.map(async (h) => {
+      const ids = providers(h.resource);
+      const live = await Promise.all(ids.map(async (id) => ((await gw.store.findLiveGrant(h.agent_id, h.user_id, id)) ? id : null)));
+      const connected = live.filter((id): id is string => id !== null);
+      return { resource: h.resource, client_id: h.client_id, user_id: h.user_id, connected, missing: ids.filter((id) => !connected.includes(id)) };
+    }),
+  );
+}

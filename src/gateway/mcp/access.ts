@@ -10,18 +10,31 @@ import type { Gateway } from "../context.ts";
 import { opensDoor, requireUsableToken } from "../domain/tokens.ts";
 import { BearerChallenge } from "../http/errors.ts";
 import { bearerToken } from "../http/request.ts";
-import { advertisedScopes, resourceMetadataUrl, resourceOf, sameResource } from "./providers.ts";
+import { advertisedScopes, resourceMetadataUrl, resourceOf } from "./providers.ts";
 
 /** The token of a request to `record`'s MCP endpoint and its client's agent record — else a BearerChallenge (thrown). */
 export function requireMcpToken(gw: Gateway, req: Request, record: ProviderRecord): Promise<{ token: TokenRecord; agent: AgentRecord }> {
   const resource = resourceOf(gw, record.provider_id);
+  const path = resourcePath(resource);
   return requireTokenFor(gw, req, {
     resource,
     metadata: resourceMetadataUrl(gw, record.provider_id),
     scope: advertisedScopes(record).join(" "),
     // tokens minted before the resource was kept on them open their provider's URL
-    opens: (t) => sameResource(t.resource ?? resource, resource) && t.provider_id === record.provider_id,
+    opens: (t) => t.provider_id === record.provider_id && (t.resource == null || resourcePath(t.resource) === path),
   });
+}
+
+/**
+ * The path of a resource URL (`/mcp/mail`, `/mcp`, `/mcp/g/work`), or null: tokens are compared by it, so instances of
+ * one store behind different base URLs (a front and its instances) agree on which URL a token opens.
+ */
+export function resourcePath(resource: string): string | null {
+  try {
+    return new URL(resource).pathname.replace(/\/$/, "");
+  } catch {
+    return null;
+  }
 }
 
 /** What a resource server of the MCP door says in its challenges, and which tokens it takes. */

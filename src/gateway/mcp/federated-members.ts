@@ -12,6 +12,7 @@ import type { Gateway } from "../context.ts";
 import { memberToken } from "../domain/mcp-federation.ts";
 import { BearerChallenge, jsonRpcErrorBody } from "../http/errors.ts";
 import type { HeldSession } from "../domain/mcp-sessions.ts";
+import { awaitInput, takeInput } from "../domain/mcp-session-inputs.ts";
 import type { Federation, Member } from "./federation.ts";
 import type { Door } from "./forward.ts";
 import { checkParamHeaders, standardHeaders } from "./headers.ts";
@@ -35,6 +36,8 @@ export interface Fed {
   held: HeldSession | null;
   /** The 2025 session declared URL-mode elicitation. */
   urlElicitation: boolean;
+  /** The 2025 session: its id and the token it is kept under (the client's answers to ath's requests arrive there). */
+  session?: { id: string; keyed: TokenRecord };
 }
 
 /** The member's door for this person, or null when they have not connected it. */
@@ -85,15 +88,19 @@ export async function sendToMember(
   for (const [k, v] of fed.req.headers) if (!DROPPED.test(k)) headers.set(k, v);
   for (const [k, v] of Object.entries(standardHeaders(method, sentParams, MCP_WIRE.stateless, declared))) headers.set(k, v);
   const req = new Request(fed.req.url, { method: "POST", headers, signal: fed.req.signal });
-  let res: Response;
-  try {
-    res = await stateless({ ...door, req }, posted, { resend: fed.held !== null });
-  } catch (err) {
-    if (err instanceof BearerChallenge) return Response.json(memberChallenge(m, door, err));
-    throw err;
+  const send = async (body: string): Promise<Response> => {
+    try {
+      return await stateless({ ...door, req }, readMessages(new TextEncoder().encode(body)), { resend: fed.held !== null });
+    } catch (err) {
+      if (err instanceof BearerChallenge) return Response.json(memberChallenge(m, door, err));
+      throw err;
+    }
+  };
+  if (!fed.held) {
+    const res = await send(out);
+    return shape === IDENTITY ? res : relay(fed, m, res, shape);
   }
-  if (!fed.held && shape === IDENTITY) return res;
-  return relay(fed, m, res, shape);
+  return rounds(fed, m, out, sent, send, shape);
 }
 
 /** The identity shape: the member's result as it is. */
@@ -127,6 +134,75 @@ function memberChallenge(m: Message, door: Door, err: BearerChallenge): Record<s
     reason: scope ? "insufficient_scope" : "upstream_grant_revoked",
     provider_id: id,
   });
+}
+
+/** How long ath waits for a 2025 client's answer to one request it made of it (as held-calls.ts). */
+const INPUT_WAIT_MS = 240_000;
+
+/** Rounds of input one call may take at most. */
+const MAX_ROUNDS = 10;
+
+/**
+ * A 2025 client's call: the member's `input_required` rounds (its upstream asking for elicitation, sampling, roots)
+ * become 2025's own requests on the answer's stream; the client posts its answers on the session (any instance), and
+ * the call is sent again with `inputResponses` and the member's `requestState` until it completes.
+ */
+async function rounds(fed: Fed, m: Message, out: string, sent: Message, send: (body: string) => Promise<Response>, shape: (r: Record<string, unknown>) => Record<string, unknown>): Promise<Response> {
+  const stop = new AbortController();
+  const answer = new LazyAnswer({}, () => stop.abort());
+  void (async () => {
+    let body = out;
+    try {
+      for (let round = 0; round <= MAX_ROUNDS; round++) {
+        const res = await send(body);
+        let retry: { inputResponses: Record<string, unknown>; requestState: unknown } | null = null;
+        for await (const msg of messagesOf(res, stop.signal)) {
+          if (msg.id === undefined || typeof msg.method === "string") {
+            answer.emit(msg);
+            continue;
+          }
+          if (JSON.stringify(msg.id) !== JSON.stringify(m.id)) continue;
+          const result = isObject(msg.result) ? msg.result : null;
+          if (result?.resultType === "input_required" && fed.session) {
+            retry = { inputResponses: await ask(fed, result, answer, stop.signal), requestState: result.requestState };
+            break;
+          }
+          return answer.finish(finalAnswer(fed, m, msg, shape), res.status);
+        }
+        if (retry === null) return answer.finish(jsonRpcErrorBody(m.id, -32603, "The MCP server ended its answer without a result"));
+        const set: Record<string, string> = { inputResponses: JSON.stringify(retry.inputResponses) };
+        if (typeof retry.requestState === "string") set.requestState = JSON.stringify(retry.requestState);
+        body = rewriteParams(out, sent, { set, drop: ["requestState"] });
+      }
+      answer.finish(jsonRpcErrorBody(m.id, -32603, `The MCP server asked for input more than ${MAX_ROUNDS} times`));
+    } catch (err) {
+      answer.fail(err);
+    }
+  })();
+  return answer.response;
+}
+
+/** Sends the client each input request of the round and waits for every answer; the answers by key. */
+async function ask(fed: Fed, result: Record<string, unknown>, out: LazyAnswer, signal: AbortSignal): Promise<Record<string, unknown>> {
+  const { gw } = fed;
+  const { id: sessionId, keyed } = fed.session!;
+  const requests = isObject(result.inputRequests) ? result.inputRequests : {};
+  const asked: [string, string][] = [];
+  for (const [key, r] of Object.entries(requests)) {
+    if (!isObject(r) || typeof r.method !== "string") continue;
+    const id = `ath-in-${crypto.randomUUID()}`;
+    await awaitInput(gw, keyed, sessionId, id);
+    out.emit({ jsonrpc: "2.0", id, method: r.method, params: isObject(r.params) ? r.params : {} });
+    asked.push([key, id]);
+  }
+  const wait = AbortSignal.any([signal, AbortSignal.timeout(INPUT_WAIT_MS)]);
+  const answers: Record<string, unknown> = {};
+  for (const [key, id] of asked) {
+    const given = await takeInput(gw, keyed, sessionId, id, wait);
+    if (given === null) throw new Error("The client did not answer the MCP server's request in time");
+    answers[key] = isObject(given.result) ? given.result : { action: "decline" };
+  }
+  return answers;
 }
 
 /** The member's answer re-read: notifications passed on, the final answer shaped for the client's wire. */
@@ -164,9 +240,7 @@ function finalAnswer(fed: Fed, m: Message, msg: Record<string, unknown>, shape: 
   }
   const result = shape(msg.result);
   if (!fed.held) return { jsonrpc: "2.0", id: m.id, result };
-  if (result.resultType === "input_required") {
-    return jsonRpcErrorBody(m.id, -32603, "The MCP server asks for input mid-call; the federated URL relays such rounds on the 2026-07-28 wire only");
-  }
+  if (result.resultType === "input_required") return jsonRpcErrorBody(m.id, -32603, "The MCP server asks for input mid-call, outside a session");
   // 2026's own result members and envelope, as held-calls.ts strips them for a 2025 client
   const { resultType: _t, ttlMs: _l, cacheScope: _s, _meta, ...rest } = result;
   const meta = isObject(_meta) ? Object.fromEntries(Object.entries(_meta).filter(([k]) => !k.startsWith("io.modelcontextprotocol/"))) : {};

@@ -14,9 +14,11 @@ import type { Call, Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
 import { boundSession, declaresUrlElicitation, forgetSession, rememberSession, updateHeld, type HeldSession } from "../domain/mcp-sessions.ts";
 import { readBounded } from "../http/body.ts";
+import { giveInput } from "../domain/mcp-session-inputs.ts";
 import { JSON_RPC, JsonRpcError } from "../http/errors.ts";
-import { requireTokenFor, type ResourceDoor } from "./access.ts";
+import { requireTokenFor, resourcePath, type ResourceDoor } from "./access.ts";
 import { CONNECT_INPUT, connectStream, federatedConnect } from "./federated-connect.ts";
+import { federatedListen } from "./federated-listen.ts";
 import { askMember, federatedList, gather, LISTS, UNAVAILABLE } from "./federated-lists.ts";
 import { memberDoor, notConnected, sendToMember, type Fed } from "./federated-members.ts";
 import { federationMetadataUrl, federationPath, federationResource, findFederation, routeName, routeUri, type Federation, type Member } from "./federation.ts";
@@ -24,7 +26,7 @@ import { STATEFUL_VERSIONS, MAX_HELD_BYTES } from "./held.ts";
 import { checkStandardHeaders } from "./headers.ts";
 import { readMessages, type Message, type Posted } from "./jsonrpc.ts";
 import { requireOwnOrigin } from "./origin.ts";
-import { advertisedScopes, sameResource } from "./providers.ts";
+import { advertisedScopes } from "./providers.ts";
 import { isObject } from "./sse.ts";
 import { isStateless } from "./wire.ts";
 
@@ -59,7 +61,7 @@ export function resourceDoor(gw: Gateway, f: Federation): ResourceDoor {
     resource,
     metadata: federationMetadataUrl(gw, f.group),
     scope: advertisedScopes(f.members[0]!.record).join(" "),
-    opens: (t) => t.resource != null && sameResource(t.resource, resource),
+    opens: (t) => t.resource != null && resourcePath(t.resource) === federationPath(f.group),
   };
 }
 
@@ -71,15 +73,27 @@ async function stateless(fed: Fed, posted: Posted): Promise<Response> {
   const m = posted.messages[0]!;
   if (m.call === null) throw new JsonRpcError(400, null, JSON_RPC.invalidRequest, "Invalid Request: the 2026-07-28 wire takes no JSON-RPC responses from the client");
   checkStandardHeaders(fed.req.headers, m);
-  const meta = isObject(m.raw.params) && isObject(m.raw.params._meta) ? m.raw.params._meta : {};
-  const version = meta[MCP_META.protocolVersion];
-  if (typeof version === "string" && version !== MCP_WIRE.stateless) {
+  if (m.id === undefined) return new Response(null, { status: 202 });
+  // the 2026 envelope, checked as a 2026 server checks it (-32602 without it, -32022 for another version)
+  const meta = isObject(m.raw.params) && isObject(m.raw.params._meta) ? m.raw.params._meta : null;
+  const version = meta?.[MCP_META.protocolVersion];
+  if (meta === null || typeof version !== "string" || !isObject(meta[MCP_META.clientCapabilities])) {
+    throw new JsonRpcError(400, m.id ?? null, MCP_ERROR.invalidParams, `Invalid params: _meta must carry ${MCP_META.protocolVersion} and ${MCP_META.clientCapabilities}`);
+  }
+  if (version !== MCP_WIRE.stateless) {
     throw new JsonRpcError(400, m.id ?? null, MCP_ERROR.unsupportedVersion, `Unsupported protocol version: ${version}`, { supported: [MCP_WIRE.stateless], requested: version });
   }
-  if (m.id === undefined) return new Response(null, { status: 202 });
-  if (m.call.method === "server/discover") return Response.json({ jsonrpc: "2.0", id: m.id, result: { supportedVersions: [MCP_WIRE.stateless], ...(await discovered(fed, m)), resultType: "complete", ttlMs: 0, cacheScope: "private" } });
+  const method = m.call.method;
+  if (method === "server/discover") return Response.json({ jsonrpc: "2.0", id: m.id, result: { supportedVersions: [MCP_WIRE.stateless], ...(await discovered(fed, m)), resultType: "complete", ttlMs: 0, cacheScope: "private" } });
+  if (method === "subscriptions/listen") return federatedListen(fed, m, posted.text);
+  // 2026 has no initialize, ping, logging/setLevel or resources/(un)subscribe: 404 -32601, as for any unknown method
+  if (REMOVED_2026.has(method) || !SERVED.has(method)) throw new JsonRpcError(404, m.id, MCP_ERROR.methodNotFound, `Method not found: ${method}`);
   return serve(fed, m, posted.text);
 }
+
+/** What a 2026 request may ask of the federated URL besides server/discover and subscriptions/listen. */
+const SERVED = new Set(["tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read", "completion/complete"]);
+const REMOVED_2026 = new Set(["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"]);
 
 /** The 2025-11-25 wire: a session ath holds (`initialize` opens it), GET its stream, DELETE its end. */
 async function stateful(fed: Fed, posted: Posted | null): Promise<Response> {
@@ -101,13 +115,26 @@ async function stateful(fed: Fed, posted: Posted | null): Promise<Response> {
   if (req.method === "GET") return connectStream({ ...fed, held: session.held, urlElicitation: session.urlElicitation });
   if (posted!.batch || posted!.messages.length !== 1) throw new JsonRpcError(400, null, JSON_RPC.invalidRequest, "Invalid Request: one JSON-RPC message per POST");
   const m = posted!.messages[0]!;
-  if (m.call === null || m.id === undefined) return new Response(null, { status: 202 });
+  // the client's answer to a request ath made of it mid-call (federated-members.ts), on any instance
+  if (m.call === null) {
+    if (m.raw.id !== undefined) await giveInput(gw, keyed, session.id, String(m.raw.id), m.raw);
+    return new Response(null, { status: 202 });
+  }
+  if (m.id === undefined) return new Response(null, { status: 202 });
   const held = session.held!;
-  const onSession: Fed = { ...fed, held, urlElicitation: session.urlElicitation };
+  const onSession: Fed = { ...fed, held, urlElicitation: session.urlElicitation, session: { id: session.id, keyed } };
   const ok = (result: Record<string, unknown> = {}) => Response.json({ jsonrpc: "2.0", id: m.id, result });
+  const params = isObject(m.raw.params) ? m.raw.params : {};
   if (m.call.method === "logging/setLevel") {
-    const params = isObject(m.raw.params) ? m.raw.params : {};
     await updateHeld(gw, keyed, session.id, { ...held, logLevel: typeof params.level === "string" ? params.level : null });
+    return ok();
+  }
+  // 2026 has no subscribe: kept on the session, as held.ts keeps them (the URI as the client named it)
+  if (m.call.method === "resources/subscribe" || m.call.method === "resources/unsubscribe") {
+    const uri = typeof params.uri === "string" ? params.uri : null;
+    if (uri === null || !routeUri(fed.f, uri)) throw new JsonRpcError(200, m.id, MCP_ERROR.invalidParams, `Unknown resource: ${uri}`);
+    const rest = held.subscriptions.filter((u) => u !== uri);
+    await updateHeld(gw, keyed, session.id, { ...held, subscriptions: m.call.method === "resources/subscribe" ? [...rest, uri] : rest });
     return ok();
   }
   return serve(onSession, m, posted!.text);
@@ -119,7 +146,7 @@ async function serve(fed: Fed, m: Message, text: string): Promise<Response> {
   const params = isObject(m.raw.params) ? m.raw.params : {};
   const answer = (result: Record<string, unknown>) => Response.json({ jsonrpc: "2.0", id: m.id, result });
   if (method === "ping") return answer({});
-  if (method in LISTS) return answer(await federatedList(fed, m, method));
+  if (method in LISTS) return answer({ ...(await federatedList(fed, m, method)), ...(fed.held ? {} : { resultType: "complete" }) });
   if (method === "tools/call" || method === "prompts/get") {
     const name = typeof params.name === "string" ? params.name : "";
     const routed = routeName(fed.f, name);
@@ -131,9 +158,9 @@ async function serve(fed: Fed, m: Message, text: string): Promise<Response> {
     if (!door) return Response.json(notConnected(m, routed.member));
     return sendToMember(fed, door, m, text, { name: JSON.stringify(routed.name) });
   }
-  if (method === "resources/read" || method === "resources/subscribe" || method === "resources/unsubscribe") {
+  if (method === "resources/read") {
     const uri = typeof params.uri === "string" ? params.uri : "";
-    return toMemberByUri(fed, m, text, uri, (member, upstream) => ({ uri: JSON.stringify(upstream) }), method === "resources/read");
+    return toMemberByUri(fed, m, text, uri, (_member, upstream) => ({ uri: JSON.stringify(upstream) }), true);
   }
   if (method === "completion/complete" && isObject(params.ref)) {
     const ref = params.ref;
@@ -144,7 +171,7 @@ async function serve(fed: Fed, m: Message, text: string): Promise<Response> {
     if (!door) return Response.json(notConnected(m, routed.member));
     return sendToMember(fed, door, m, text, { ref: JSON.stringify({ ...ref, name: routed.name }) });
   }
-  throw new JsonRpcError(200, m.id, MCP_ERROR.methodNotFound, `Method not found: ${method}`);
+  throw new JsonRpcError(fed.held ? 200 : 404, m.id, MCP_ERROR.methodNotFound, `Method not found: ${method}`);
 }
 
 /** A request naming a resource URI, sent to the member the URI routes to; a read answers with the URI as asked. */

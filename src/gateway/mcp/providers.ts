@@ -18,22 +18,6 @@ export function resourceOf(gw: Gateway, providerId: string): string {
   return `${gw.opts.baseUrl}${MCP_PATHS.mcp}/${providerId}`;
 }
 
-/**
- * Whether a token's RFC 8707 resource names the same door as `door`: the same path, whichever instance's base URL it
- * was issued under. Instances of one deployment share the store but each may be reached at its own base URL (each on
- * its own port, or a name per instance behind a load balancer); a token's resource was checked against the issuing
- * instance's own resources when it was issued, so the path is what tells the doors apart — `/mcp/{id}`, `/mcp`,
- * `/mcp/g/{group}` — and a token for one never opens another.
- */
-export function sameResource(resource: string, door: string): boolean {
-  const path = pathOf(resource);
-  return path !== null && path === pathOf(door);
-}
-
-function pathOf(resource: string): string | null {
-  return URL.canParse(resource) ? new URL(resource).pathname.replace(/\/+$/, "") : null;
-}
-
 /** `{base_url}/.well-known/oauth-protected-resource/mcp/{provider_id}` (RFC 9728 §3.1: the well-known name before the path). */
 export function resourceMetadataUrl(gw: Gateway, providerId: string): string {
   return `${gw.opts.baseUrl}${MCP_PATHS.protectedResource}${MCP_PATHS.mcp}/${providerId}`;

@@ -8,8 +8,18 @@ import { REFRESH_COLUMNS, toRefreshToken, toToken, values } from "../rows.ts";
 import type { Store } from "../types.ts";
 import { type Driver, insert, one } from "./driver.ts";
 
-export function refreshQueries(db: Driver): Pick<Store, "createRefreshToken" | "getRefreshToken" | "spendRefreshToken" | "revokeRefreshFamily"> {
+export function refreshQueries(db: Driver): Pick<Store, "createRefreshToken" | "getRefreshToken" | "spendRefreshToken" | "revokeRefreshFamily" | "listResourceHolders"> {
   return {
+    async listResourceHolders(resources, now) {
+      if (resources.length === 0) return [];
+      const rows = await db.all(
+        `SELECT DISTINCT client_id, agent_id, user_id, resource FROM refresh_tokens
+          WHERE resource IN (${resources.map(() => "?").join(", ")}) AND revoked_at IS NULL AND family_expires_at > ?
+          ORDER BY resource, client_id, user_id LIMIT 1000`,
+        [...resources, now],
+      );
+      return rows.map((r) => ({ client_id: String(r.client_id), agent_id: String(r.agent_id), user_id: String(r.user_id), resource: String(r.resource) }));
+    },
     async createRefreshToken(r) {
       await db.run(insert("refresh_tokens", REFRESH_COLUMNS), values(r, REFRESH_COLUMNS));
     },
