@@ -290,6 +290,21 @@ describe("the front-door token", () => {
     const own = await fetch(`${base}/mcp/mail`, { method: "POST", headers: { authorization: `Bearer ${direct.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }) });
     expect(own.status).toBe(200);
     await own.body?.cancel();
+    // what routing through /mcp costs over calling /mcp/mail straight (same person, same upstream, 2026 wire), p50 of 40
+    const p50 = async (token: string, path: string, name: string) => {
+      const ms: number[] = [];
+      for (let i = 0; i < 40; i++) {
+        const a = await call2026(token, path, "tools/call", { name, arguments: {} });
+        expect(a.result?.content[0].text).toBe("alice");
+        ms.push(a.ms);
+      }
+      return ms.sort((x, y) => x - y)[20]!;
+    };
+    const straight = await p50(direct.access_token, "/mcp/mail", "whoami");
+    const routed = await p50(people.alice.token, "/mcp", "mail_whoami");
+    const other = await p50(people.alice.token, "/mcp", "files_whoami");
+    console.log(`tools/call p50: /mcp/mail ${straight.toFixed(2)} ms, /mcp → mail (signed in there) ${routed.toFixed(2)} ms, /mcp → files (connected) ${other.toFixed(2)} ms`);
+    expect(routed).toBeLessThan(straight + 15);
     const prm = await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp/g/work`)).json();
     expect(prm).toMatchObject({ resource: `${base}/mcp/g/work`, authorization_servers: [base] });
   });
