@@ -133,7 +133,12 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     url,
     async stop() {
       stopSweeper();
-      await server.stop(false);
+      // New connections are refused at once; requests in flight get STOP_GRACE_MS to finish (a stream — an MCP GET
+      // stream, an SSE answer — would never), then their connections are closed; the audit is written either way.
+      const grace = timeout(STOP_GRACE_MS);
+      await Promise.race([server.stop(false), grace.done]);
+      grace.cancel();
+      await server.stop(true);
       await running.close();
     },
   };
@@ -170,6 +175,18 @@ export async function runServer(o: ServeOptions, meta: { version: string; log: L
 // internal
 
 const IDLE_TIMEOUT_S = 10;
+
+/** How long SIGTERM lets requests in flight finish before their connections are closed. */
+export const STOP_GRACE_MS = 10_000;
+
+/** A timer that can be cancelled, so a stop that finished early leaves nothing keeping the process alive. */
+function timeout(ms: number): { done: Promise<void>; cancel(): void } {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const done = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return { done, cancel: () => clearTimeout(timer) };
+}
 
 /** The URLs a person opens next (issue 40): the admin console, and the front door of every MCP server served now. */
 async function whereToGo(running: RunningServer): Promise<string[]> {

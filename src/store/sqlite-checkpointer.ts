@@ -188,13 +188,18 @@ export function startCheckpointer(
       if (timer !== undefined) clearTimeout(timer);
       if (running) await new Promise<CheckpointResult>((resolve) => running!.push(resolve));
       // Its connection closed before the gateway's: the last one to close checkpoints and removes the WAL.
+      // at most 2 s; the timer is cleared once the worker answers, or it would keep the process alive those 2 s
+      let closing: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         new Promise<void>((resolve) => {
           waiting = resolve;
           worker.postMessage({ op: "close" });
         }),
-        Bun.sleep(2000),
+        new Promise<void>((resolve) => {
+          closing = setTimeout(resolve, 2000);
+        }),
       ]);
+      clearTimeout(closing);
       worker.terminate();
     },
   };
