@@ -170,6 +170,9 @@ export async function runServer(o: ServeOptions, meta: { version: string; log: L
   meta.log.announce(`listening on ${running.url}`);
   for (const line of await whereToGo(running)) meta.log.announce(line);
   await stopped;
+  // The audit is written and the store closed: what is still pending — a call to an upstream that never answers, its
+  // deadline timer — ends with the process now, not when the last of it gives up (up to --upstream-timeout).
+  process.exit(0);
 }
 
 // internal

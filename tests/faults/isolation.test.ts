@@ -131,6 +131,14 @@ describe("one hanging provider", () => {
     ]);
     expect({ status: reg.status, agent_status: reg.json.agent_status }).toEqual({ status: 201, agent_status: "approved" });
   }, 60_000);
+
+  test(`SIGTERM with ${HANGING} requests waiting on it: the gateway exits 0 within its 10 s grace (bound asserted: 15 s), not when the upstream answers`, async () => {
+    expect(hang.seen()).toBeGreaterThanOrEqual(HANGING); // still waiting: the API never answers
+    const t0 = performance.now();
+    const exited = await Promise.race([w.gw.stop(), Bun.sleep(15_000).then(() => "still running" as const)]);
+    if (exited === "still running") await w.gw.kill();
+    expect({ exited, withinBound: performance.now() - t0 < 15_000 }).toEqual({ exited: 0, withinBound: true });
+  }, 30_000);
 });
 
 describe("connections", () => {
