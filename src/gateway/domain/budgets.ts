@@ -119,7 +119,10 @@ export async function applyBudgets(
       remaining = Math.min(remaining, left ?? 0);
     }
   } catch (err) {
-    giveBack(gw, callId, counted);
+    // held or refused (an approval asked, a budget spent): the store answers, so the answer reads the budget as it is
+    // now; the store failing: the give-back is retried in the background and the 503 goes out at once
+    const back = giveBack(gw, callId, counted);
+    if (!(err instanceof StoreUnavailableError)) await back;
     throw err;
   }
   let given = false;
@@ -127,7 +130,7 @@ export async function applyBudgets(
     remaining: remaining === Infinity ? 0 : remaining,
     approval,
     // the call was not sent after all (the relay failed before sending it): its counts go back, once
-    unsent: () => void (!given && ((given = true), giveBack(gw, callId, counted))),
+    unsent: () => (given ? Promise.resolve() : ((given = true), giveBack(gw, callId, counted))),
   };
 }
 
@@ -136,22 +139,22 @@ export async function applyBudgets(
  * (in the background, backing off to GIVE_BACK_MAX_MS) until it does or the budget's window is over: the row kept with
  * each count makes every attempt, from any instance, give it back at most once (DESIGN §24).
  */
-export function giveBack(gw: Gateway, callId: string, hits: readonly BudgetHit[]): void {
-  for (const hit of hits) {
-    void (async () => {
-      for (let wait = 50; ; wait = Math.min(wait * 2, GIVE_BACK_MAX_MS)) {
-        try {
-          await gw.store.uncountCall(callId, hit.usage);
-          return;
-        } catch (err) {
-          if (!(err instanceof StoreUnavailableError) || gw.now() + wait >= hit.usage.expires_at) {
-            gw.log.error(`a budget count of a call that was not sent could not be given back (${hit.usage.rule})`, err);
-            return;
-          }
-          await Bun.sleep(wait);
-        }
-      }
-    })();
+export async function giveBack(gw: Gateway, callId: string, hits: readonly BudgetHit[]): Promise<void> {
+  // resolves after the first attempt (a caller may wait for it); a store that does not answer leaves the rest to the
+  // background
+  await Promise.all(hits.map((hit) => giveBackOne(gw, callId, hit)));
+}
+
+async function giveBackOne(gw: Gateway, callId: string, hit: BudgetHit, wait = 0): Promise<void> {
+  try {
+    await gw.store.uncountCall(callId, hit.usage);
+  } catch (err) {
+    const next = Math.min(Math.max(wait * 2, 50), GIVE_BACK_MAX_MS);
+    if (!(err instanceof StoreUnavailableError) || gw.now() + next >= hit.usage.expires_at) {
+      gw.log.error(`a budget count of a call that was not sent could not be given back (${hit.usage.rule})`, err);
+      return;
+    }
+    void Bun.sleep(next).then(() => giveBackOne(gw, callId, hit, next));
   }
 }
 
