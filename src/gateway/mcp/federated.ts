@@ -12,7 +12,7 @@ import { MCP_ERROR, MCP_META, MCP_WIRE } from "../../protocol/mcp-front-door.ts"
 import type { TokenRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
-import { boundSession, declaresUrlElicitation, forgetSession, rememberSession, updateHeld, type HeldSession } from "../domain/mcp-sessions.ts";
+import { boundSession, declaresUrlElicitation, forgetSession, rememberSession, updateHeld } from "../domain/mcp-sessions.ts";
 import { readBounded } from "../http/body.ts";
 import { giveInput } from "../domain/mcp-session-inputs.ts";
 import { JSON_RPC, JsonRpcError } from "../http/errors.ts";
@@ -22,7 +22,7 @@ import { federatedListen } from "./federated-listen.ts";
 import { askMember, federatedList, gather, LISTS, UNAVAILABLE } from "./federated-lists.ts";
 import { memberDoor, notConnected, sendToMember, type Fed } from "./federated-members.ts";
 import { federationMetadataUrl, federationPath, federationResource, findFederation, routeName, routeUri, type Federation, type Member } from "./federation.ts";
-import { STATEFUL_VERSIONS, MAX_HELD_BYTES } from "./held.ts";
+import { heldSessionOf } from "./held.ts";
 import { checkStandardHeaders } from "./headers.ts";
 import { readMessages, type Message, type Posted } from "./jsonrpc.ts";
 import { requireOwnOrigin } from "./origin.ts";
@@ -188,19 +188,11 @@ async function toMemberByUri(fed: Fed, m: Message, text: string, uri: string, se
 /** `initialize` at the federated URL: a session of ath's, answered from the members' own. */
 async function openSession(fed: Fed, keyed: TokenRecord, init: Message): Promise<Response> {
   const params = isObject(init.raw.params) ? init.raw.params : {};
-  const version = typeof params.protocolVersion === "string" && STATEFUL_VERSIONS.includes(params.protocolVersion) ? params.protocolVersion : MCP_WIRE.stateful;
-  const held: HeldSession = {
-    protocolVersion: version,
-    capabilities: isObject(params.capabilities) ? params.capabilities : {},
-    clientInfo: isObject(params.clientInfo) ? params.clientInfo : {},
-    logLevel: null,
-    subscriptions: [],
-  };
-  if (JSON.stringify(held).length > MAX_HELD_BYTES) throw new JsonRpcError(400, init.id ?? null, MCP_ERROR.invalidParams, `Invalid params: the declared capabilities and client info exceed ${MAX_HELD_BYTES} bytes`);
+  const held = heldSessionOf(init);
   const sid = mintSecret("ath-mcpf-", 18);
   await rememberSession(fed.gw, keyed, sid, declaresUrlElicitation(params), held);
   const found = await discovered({ ...fed, held }, init);
-  return Response.json({ jsonrpc: "2.0", id: init.id, result: { protocolVersion: version, ...found } }, { headers: { "mcp-session-id": sid } });
+  return Response.json({ jsonrpc: "2.0", id: init.id, result: { protocolVersion: held.protocolVersion, ...found } }, { headers: { "mcp-session-id": sid } });
 }
 
 /**

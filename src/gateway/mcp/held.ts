@@ -28,11 +28,11 @@ export const MAX_HELD_BYTES = 64 * 1024;
 /** The 2025-era protocol versions ath speaks with a client on a session it holds. */
 export const STATEFUL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
-/** Answers `initialize` for a 2026-only upstream: a session of ath's. */
-export async function openHeld(door: Door, init: Message): Promise<Response> {
-  const { answer } = await call2026(door, "server/discover");
-  if (answer === null || !("result" in answer)) throw new AthError("UPSTREAM_UNAVAILABLE", "The MCP server did not answer server/discover", { reason: "upstream_discover_failed" });
-  const discovered = answer.result;
+/**
+ * What a session ath holds keeps of the client's `initialize`: the version it speaks (a stateful one, else the default),
+ * its capabilities and client info — kept in the store for the session's life, so bounded as a protocol body is.
+ */
+export function heldSessionOf(init: Message): HeldSession {
   const params = isObject(init.raw.params) ? init.raw.params : {};
   const version = typeof params.protocolVersion === "string" && STATEFUL_VERSIONS.includes(params.protocolVersion) ? params.protocolVersion : MCP_WIRE.stateful;
   const held: HeldSession = {
@@ -42,13 +42,22 @@ export async function openHeld(door: Door, init: Message): Promise<Response> {
     logLevel: null,
     subscriptions: [],
   };
-  // kept in the store for the session's life: bounded as a protocol body is
   if (JSON.stringify(held).length > MAX_HELD_BYTES) throw new JsonRpcError(400, init.id ?? null, MCP_ERROR.invalidParams, `Invalid params: the declared capabilities and client info exceed ${MAX_HELD_BYTES} bytes`);
+  return held;
+}
+
+/** Answers `initialize` for a 2026-only upstream: a session of ath's. */
+export async function openHeld(door: Door, init: Message): Promise<Response> {
+  const { answer } = await call2026(door, "server/discover");
+  if (answer === null || !("result" in answer)) throw new AthError("UPSTREAM_UNAVAILABLE", "The MCP server did not answer server/discover", { reason: "upstream_discover_failed" });
+  const discovered = answer.result;
+  const params = isObject(init.raw.params) ? init.raw.params : {};
+  const held = heldSessionOf(init);
   const sid = mintSecret("ath-mcps-", 18);
   await rememberSession(door.gw, door.token, sid, declaresUrlElicitation(params), held);
   const meta = isObject(discovered._meta) ? discovered._meta : {};
   const result = {
-    protocolVersion: version,
+    protocolVersion: held.protocolVersion,
     capabilities: isObject(discovered.capabilities) ? discovered.capabilities : {},
     serverInfo: isObject(meta[MCP_META.serverInfo]) ? meta[MCP_META.serverInfo] : { name: door.record.provider_id, version: "unknown" },
     ...(typeof discovered.instructions === "string" ? { instructions: discovered.instructions } : {}),
