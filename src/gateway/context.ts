@@ -74,6 +74,23 @@ export interface Logger {
   error(msg: string, err?: unknown, fields?: LogFields): void;
   /** The start-up line: `msg` alone in text, a record in JSON. */
   announce(msg: string): void;
+  /**
+   * The access record of one answered request (msg "request", level info; ops/log.ts): its fields are the gateway's
+   * own — no secret-named field, every string but the request id a route template, a method or an identifier — so it
+   * is written without the general redaction's copy and scans.
+   */
+  access(r: AccessRecord): void;
+}
+
+/** One answered request, as the access log records it (in this order). */
+export interface AccessRecord {
+  request_id: string;
+  method: string;
+  route: string;
+  status: number;
+  duration_ms: number;
+  client_id?: string | undefined;
+  provider_id?: string | undefined;
 }
 
 /** Outbound HTTP: providers' OAuth and API endpoints, agent identity documents. Injected so tests can serve them. */

@@ -47,6 +47,15 @@ export interface RouteFeatures {
 }
 
 /** The gateway's routes; optional features add their rows. */
+/**
+ * The path prefixes Bun.serve matches natively (its `routes`, serve.ts) and hands to a router of their rows alone
+ * (http/router.ts createPrefixRouter): the doors every call goes through — the proxy, the native API, MCP. Each ends in
+ * "/"; Bun's pattern is the prefix and "*".
+ */
+export function fastPrefixes(features: Pick<RouteFeatures, "native">): string[] {
+  return [`${PATHS.proxy}/`, `${MCP_PATHS.mcp}/`, ...(features.native ? [`${PATHS.nativeApi}/`] : [])];
+}
+
 export function routeTable(features: RouteFeatures): Route[] {
   const maxBody = features.maxBody ?? LIMITS.maxBodyBytes;
   const row = (name: string, method: string, path: string, kind: RouteKind, handler: Handler, o: RowOptions = {}) =>

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { AthError, PATHS } from "../protocol/index.ts";
 import { openStore } from "../store/index.ts";
 import { createGateway, type App } from "./app.ts";
+import { fastPrefixes } from "./routes.ts";
 import type { Logger } from "./context.ts";
 import { loadOrCreateMasterKey } from "./crypto/sealing.ts";
 import { errorResponse } from "./http/response.ts";
@@ -52,7 +53,21 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
   let app: App | undefined;
   let configured: (a: App) => void = () => undefined;
   const ready = new Promise<App>((resolve) => (configured = resolve));
-  const perIp = inFlightPerIp(o.maxConnectionsPerIp);
+  // The peer is read once per request, and only when something asks: the in-flight count near its limit, a
+  // registration's or the console's per-address budget (see inFlightPerIp).
+  const peers = new WeakMap<Request, string | undefined>();
+  const peerOf = (req: Request): string | undefined => {
+    if (peers.has(req)) return peers.get(req);
+    let address: string | undefined;
+    try {
+      address = server.requestIP(req)?.address;
+    } catch {
+      address = undefined; // a request the pipeline rebuilt, or one whose connection is gone
+    }
+    peers.set(req, address);
+    return address;
+  };
+  const perIp = inFlightPerIp(o.maxConnectionsPerIp, peerOf);
   const server = listen({
     hostname: o.host,
     port: o.port,
@@ -62,9 +77,19 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     idleTimeout: IDLE_TIMEOUT_S,
     ...(o.tls ? { tls: { cert: Bun.file(o.tls.cert), key: Bun.file(o.tls.key) } } : {}),
     // The peer's address rides along for what is limited per client (the admin console's sign-in, requests in flight).
-    fetch: (req, srv) => {
-      const peer = srv.requestIP(req)?.address;
-      return perIp(peer ?? "", () => (app ? app.fetch(req, peer) : ready.then((a) => a.fetch(req, peer))));
+    // The doors every call goes through are matched by Bun itself (issue 41): no JS router walk for them.
+    routes: Object.fromEntries(
+      fastPrefixes({ native: o.mode === "native" }).map((prefix) => [
+        `${prefix}*`,
+        (req: Request) => {
+          const peer = () => peerOf(req);
+          return perIp(req, () => (app ? app.under[prefix]!(req, peer) : ready.then((a) => a.under[prefix]!(req, peer))));
+        },
+      ]),
+    ),
+    fetch: (req) => {
+      const peer = () => peerOf(req);
+      return perIp(req, () => (app ? app.fetch(req, peer) : ready.then((a) => a.fetch(req, peer))));
     },
     // Only reached if the pipeline's own boundary failed; same exposure rule.
     error: (err) => errorResponse(err, (msg, e) => meta.log.error(msg, e)),
@@ -204,35 +229,58 @@ async function whereToGo(running: RunningServer): Promise<string[]> {
  * At most `max` requests in flight per peer address (DESIGN §14): Bun exposes no per-connection hook, so requests are
  * counted from arrival until their handler answered; one more is 429 RATE_LIMITED at once. The address is the
  * socket's peer — X-Forwarded-For is not known to be trustworthy here.
+ *
+ * Reading the peer (Bun's `server.requestIP`) costs about a tenth of a bare hop's throughput (scripts/bench, issue 41),
+ * so it is read only when it can matter: while fewer than `max` requests are in flight in all, no address can have
+ * `max`, and a request is admitted unattributed. The moment the total reaches `max`, every request still in flight is
+ * attributed (its peer read then) and counting is exact per address until the total falls back below `max`.
  */
-function inFlightPerIp(max: number) {
+export function inFlightPerIp(max: number, peerOf: (req: Request) => string | undefined) {
   const counts = new Map<string, number>();
-  const release = (ip: string) => {
+  /** Requests in flight admitted without reading their peer. */
+  const unattributed = new Set<Request>();
+  /** Each attributed request's address, until it is answered. */
+  const attributed = new Map<Request, string>();
+  const release = (req: Request) => {
+    if (unattributed.delete(req)) return;
+    const ip = attributed.get(req);
+    if (ip === undefined) return;
+    attributed.delete(req);
     const left = (counts.get(ip) ?? 1) - 1;
     if (left <= 0) counts.delete(ip);
     else counts.set(ip, left);
   };
+  const count = (req: Request, ip: string) => {
+    attributed.set(req, ip);
+    counts.set(ip, (counts.get(ip) ?? 0) + 1);
+  };
   // Not an async function: the handler's own promise, released when it settles (one promise and await fewer per request).
-  return (ip: string, handle: () => Promise<Response>): Response | Promise<Response> => {
-    const n = counts.get(ip) ?? 0;
-    if (n >= max) {
-      const refused = new AthError("RATE_LIMITED", `Too many requests in flight from this address (at most ${max})`, { reason: "max_connections_per_ip" }, {
-        headers: { "retry-after": "1", connection: "close" },
-      });
-      return errorResponse(refused, () => undefined);
+  return (req: Request, handle: () => Promise<Response>): Response | Promise<Response> => {
+    if (unattributed.size + attributed.size < max) unattributed.add(req);
+    else {
+      for (const r of unattributed) count(r, peerOf(r) ?? "");
+      unattributed.clear();
+      const ip = peerOf(req) ?? "";
+      const n = counts.get(ip) ?? 0;
+      if (n >= max) {
+        const refused = new AthError("RATE_LIMITED", `Too many requests in flight from this address (at most ${max})`, { reason: "max_connections_per_ip" }, {
+          headers: { "retry-after": "1", connection: "close" },
+        });
+        return errorResponse(refused, () => undefined);
+      }
+      count(req, ip);
     }
-    counts.set(ip, n + 1);
     let answer: Promise<Response>;
     try {
       answer = handle();
     } catch (err) {
-      release(ip);
+      release(req);
       throw err;
     }
     return answer.then(
-      (res) => (release(ip), res),
+      (res) => (release(req), res),
       (err: unknown) => {
-        release(ip);
+        release(req);
         throw err;
       },
     );

@@ -5,23 +5,26 @@
  * handlers; a handler only says who the request is for (`call.identify`) once it knows.
  */
 import { AthError } from "../../protocol/index.ts";
-import type { Call, Gateway, LogFields, Route, RouteAuth, RouteKind } from "../context.ts";
+import type { Call, Gateway, Route, RouteAuth, RouteKind } from "../context.ts";
 import { errorPage } from "../pages/errors.ts";
 import { BearerChallenge, challengeResponse, JsonRpcError, jsonRpcErrorResponse, OAuthError, oauthErrorResponse } from "./errors.ts";
 import { isLimitError } from "./request.ts";
 import { errorResponse, exposed } from "./response.ts";
-import { createRouter, splitTarget } from "./router.ts";
+import { createRouter, splitTarget, type Router } from "./router.ts";
 
 /** The caller checks named by the table's `auth` column; they throw an AthError to refuse. */
 export type Guards = Record<RouteAuth, (call: Call) => void>;
 
-/** Who sent the request, as the listener saw it (Bun's `server.requestIP`); absent in process. */
-export type Peer = string | undefined;
+/**
+ * Who sent the request, as the listener saw it (Bun's `server.requestIP`); absent in process. A function when reading it
+ * costs (serve.ts): it is called only when a handler or a per-address budget asks.
+ */
+export type Peer = string | (() => string | undefined) | undefined;
 
 export const REQUEST_ID_HEADER = "x-request-id";
 
-export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards): (req: Request, peer?: Peer) => Promise<Response> {
-  const router = createRouter(table);
+/** `router`: the table's, or one narrowed to a prefix (createPrefixRouter) for the requests Bun's `routes` hand over. */
+export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards, router: Router = createRouter(table)): (req: Request, peer?: Peer) => Promise<Response> {
   return async (incoming, peer) => {
     let req = incoming;
     const started = performance.now();
@@ -59,8 +62,10 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
       route = m.route;
       kind = route.kind;
       gw.tracer.annotate({ "http.route": route.path });
-      const ip = clientIp(gw, req, peer);
       const budget = route.limit;
+      let address: string | null | undefined;
+      const peerAddress = () => (address === undefined ? (address = (typeof peer === "function" ? peer() : peer) ?? null) : address);
+      let ip: string | undefined;
       const call: Call = {
         gw,
         req,
@@ -68,15 +73,19 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
         params: m.params,
         search,
         id,
-        ip,
-        peer: peer ?? null,
+        get ip() {
+          return (ip ??= clientIp(gw, req, peerAddress()));
+        },
+        get peer() {
+          return peerAddress();
+        },
         identify: async (w) => {
           const first = w.client_id !== undefined && who.client_id === undefined;
           Object.assign(who, w);
           if (first && (budget === "auth" || budget === "proxy")) await gw.limiter.take(budget, w.client_id!);
         },
       };
-      if (budget === "register") await gw.limiter.take("register", ip);
+      if (budget === "register") await gw.limiter.take("register", call.ip);
       guards[route.auth](call);
       res = await route.handler(call);
     } catch (err) {
@@ -139,15 +148,19 @@ function record(gw: Gateway, method: string, route: Route | undefined, status: n
   m.httpDuration.observe([template], ms / 1000);
   // A provider is named once the token matched it (a configured provider), never from the raw path.
   if (route?.kind === "proxy" || route?.kind === "mcp") m.proxy.inc([who.provider_id ?? "none", String(status)]);
-  if (!gw.log.enabled("info")) return;
-  const fields: LogFields = { request_id: id, method: METHODS.has(method) ? method : "OTHER", route: template, status, duration_ms: Math.round(ms * 1000) / 1000 };
-  if (who.client_id !== undefined) fields.client_id = who.client_id;
-  if (who.provider_id !== undefined) fields.provider_id = who.provider_id;
-  gw.log.info("request", fields);
+  gw.log.access({
+    request_id: id,
+    method: METHODS.has(method) ? method : "OTHER",
+    route: template,
+    status,
+    duration_ms: Math.round(ms * 1000) / 1000,
+    client_id: who.client_id,
+    provider_id: who.provider_id,
+  });
 }
 
 /** The client IP: the listener's peer, or under --trust-proxy the last X-Forwarded-For hop (what our proxy saw). */
-function clientIp(gw: Gateway, req: Request, peer: Peer): string {
+function clientIp(gw: Gateway, req: Request, peer: string | null): string {
   if (gw.opts.trustProxy) {
     const xff = req.headers.get("x-forwarded-for");
     if (xff) {

@@ -108,11 +108,17 @@ export function callerCredentials(req: Request, baseUrl: string) {
 /** The credential of an Authorization header in `scheme` (lower case; compared case-insensitively), or null. */
 function credentialOf(header: string | null, scheme: "bearer" | "dpop"): string | null {
   const n = scheme.length;
-  if (header === null || header.length <= n + 1 || header.slice(0, n).toLowerCase() !== scheme || !WHITESPACE.test(header.charAt(n))) return null;
+  if (header === null || header.length <= n + 1 || !startsWithFolded(header, scheme) || !WHITESPACE.test(header.charAt(n))) return null;
   const token = header.slice(n + 1).trim();
   return token === "" || HAS_WHITESPACE.test(token) ? null : token;
 }
 const WHITESPACE = /^\s$/;
+
+/** Whether `s` starts with `lower` (ASCII letters, lower case) in any case — no slice or case-folded copy per request. */
+function startsWithFolded(s: string, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) if ((s.charCodeAt(i) | 0x20) !== lower.charCodeAt(i)) return false;
+  return true;
+}
 const HAS_WHITESPACE = /\s/;
 
 /** DESIGN §10: objects and arrays nest at most 32 deep in a protocol body. */

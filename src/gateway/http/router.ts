@@ -49,6 +49,29 @@ export function createRouter(table: readonly Route[]): Router {
   };
 }
 
+/**
+ * A router for the paths under `prefix` only (the prefixes Bun.serve's native `routes` hand over, serve.ts): the rows
+ * that can match such a path and no other, so it answers exactly as `createRouter(table)` would — for a path under
+ * the prefix. Anything else (Bun normalises `..` before its match; a miss, whose 404 or 405 names every row) goes to the
+ * whole table's router.
+ */
+export function createPrefixRouter(table: readonly Route[], prefix: string): Router {
+  const whole = createRouter(table);
+  const narrowed = createRouter(
+    table.filter((r) => {
+      const literal = literalPrefixOf(r.path);
+      return literal === r.path ? r.path.startsWith(prefix) : literal.startsWith(prefix) || prefix.startsWith(literal);
+    }),
+  );
+  return {
+    match(method, path) {
+      if (!path.startsWith(prefix)) return whole.match(method, path);
+      const m = narrowed.match(method, path);
+      return m.ok ? m : whole.match(method, path);
+    },
+  };
+}
+
 /** The path and the query string (with its `?`) of a request URL, exactly as sent: no normalising, no decoding. */
 export function splitTarget(requestUrl: string): { path: string; search: string } {
   const afterScheme = requestUrl.indexOf("//");
@@ -76,7 +99,7 @@ interface Compiled {
 function compile(route: Route): Compiled {
   const rest = route.path.endsWith("/*");
   const segments = (rest ? route.path.slice(0, -2) : route.path).split("/");
-  const literalPrefix = route.path.slice(0, route.path.indexOf("{") < 0 ? route.path.length - 1 : route.path.indexOf("{"));
+  const literalPrefix = literalPrefixOf(route.path);
   return {
     route,
     literalPrefix,
@@ -100,6 +123,13 @@ function compile(route: Route): Compiled {
       return params;
     },
   };
+}
+
+/** What every path a row matches starts with: the row's path up to its first `{param}` or final `*` (an exact row: itself). */
+function literalPrefixOf(path: string): string {
+  const brace = path.indexOf("{");
+  if (brace >= 0) return path.slice(0, brace);
+  return path.endsWith("*") ? path.slice(0, -1) : path;
 }
 
 function pick<T extends { route: Route }>(candidates: T[], method: string): T | undefined {

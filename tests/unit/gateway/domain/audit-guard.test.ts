@@ -21,7 +21,7 @@ let pin: AuditPin;
 const masterKey = crypto.getRandomValues(new Uint8Array(32));
 const errors: string[] = [];
 const log = {
-  enabled: () => true, debug() {}, info() {}, warn() {}, announce() {},
+  enabled: () => true, debug() {}, info() {}, warn() {}, announce() {}, access() {},
   error: (msg: string) => void errors.push(msg),
 };
 

@@ -4,7 +4,8 @@ import { call } from "../../../helpers/agent.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
 import { BASE, inProcessGateway, type InProcess } from "../../../helpers/in-process.ts";
 import type { Route } from "../../../../src/gateway/context.ts";
-import { createRouter } from "../../../../src/gateway/http/router.ts";
+import { createPrefixRouter, createRouter, type Router } from "../../../../src/gateway/http/router.ts";
+import { fastPrefixes, routeTable } from "../../../../src/gateway/routes.ts";
 
 let g: InProcess;
 beforeEach(async () => {
@@ -65,4 +66,45 @@ describe("templates, matched part by part", () => {
     expect(params("/c/v/")).toBe("NOT_FOUND");
     expect(params("/c/v")).toBe("NOT_FOUND");
   });
+});
+
+describe("the routers of Bun's native prefixes (serve.ts routes, issue 41)", () => {
+  const answerOf = (router: Router, method: string, path: string) => {
+    try {
+      const m = router.match(method, path);
+      return m.ok ? { route: m.route.name, params: m.params } : { kind: m.kind, code: m.error.code, message: m.error.message, headers: m.error.headers };
+    } catch (e) {
+      return { thrown: String(e) };
+    }
+  };
+  const table = routeTable({ demo: true, native: true });
+  const whole = createRouter(table);
+  const PATHS_TRIED = [
+    "/ath/proxy/gmail/v1/users/me",
+    "/ath/proxy/gmail/",
+    "/ath/proxy/gmail",
+    "/ath/proxy/",
+    "/ath/proxy/g%6Dail/x",
+    "/ath/proxy/%00/x",
+    "/ath/proxy/gmail/a%2Fb/../c?x",
+    "/ath/proxy//x",
+    "/api/v1/things",
+    "/api/",
+    "/mcp/notion",
+    "/mcp/g/work",
+    "/mcp/",
+    "/mcp/notion/extra",
+    "/ath/agents/register",
+    "/",
+  ];
+  for (const prefix of fastPrefixes({ native: true })) {
+    test(`${prefix}: every path answers as the whole table's router answers`, () => {
+      const narrowed = createPrefixRouter(table, prefix);
+      for (const path of PATHS_TRIED) {
+        for (const method of ["GET", "POST", "DELETE", "PROPFIND", "HEAD"]) {
+          expect({ path, method, answer: answerOf(narrowed, method, path) }).toEqual({ path, method, answer: answerOf(whole, method, path) });
+        }
+      }
+    });
+  }
 });

@@ -36,6 +36,36 @@ describe("log lines", () => {
   });
 });
 
+describe("the access record (the line of every request)", () => {
+  const records = [
+    { request_id: "r1", method: "GET", route: "/ath/proxy/{provider_id}/*", status: 200, duration_ms: 0.412, client_id: "ath_c1", provider_id: "gmail" },
+    { request_id: "7c0e9a3e-5b1f-4f7e-9a55-0d8f3f0b6a11", method: "OTHER", route: "unmatched", status: 404, duration_ms: 0.05 },
+    // a client may choose its request id: one that spells our token prefix is scrubbed like every string
+    { request_id: "ath_tk_AAAAsecretlooking", method: "POST", route: "/ath/token", status: 400, duration_ms: 1, client_id: "ath_c1" },
+  ];
+  for (const format of ["json", "text"] as const) {
+    test(`${format}: access() writes the line info("request", fields) writes`, () => {
+      const fast = capture(format, "info");
+      const general = capture(format, "info");
+      for (const r of records) {
+        fast.log.access(r);
+        const fields: Record<string, unknown> = { ...r };
+        for (const k of ["client_id", "provider_id"]) if (fields[k] === undefined) delete fields[k];
+        general.log.info("request", fields as never);
+      }
+      expect(fast.lines).toEqual(general.lines);
+      expect(fast.lines.join("")).not.toContain("secretlooking");
+      expect(fast.lines).toHaveLength(3);
+    });
+  }
+
+  test("below the level, no access line", () => {
+    const { log, lines } = capture("json", "warn");
+    log.access(records[0]!);
+    expect(lines).toEqual([]);
+  });
+});
+
 describe("secrets never reach a line (DESIGN §10)", () => {
   const SECRET = "s3cr3t-value-0123456789";
 
