@@ -13,7 +13,7 @@ import { requireCallerToken, requireDoor } from "../domain/tokens.ts";
 import { readBounded } from "../http/body.ts";
 import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
-import { filterResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
+import { fieldsOf, filterResponseHeaders, proxyRequestHeaders, type HeaderFields } from "./headers.ts";
 import { notSent, prepareBody, sendOnce, type PreparedBody } from "./relay.ts";
 import { requestLine } from "./request-line.ts";
 
@@ -53,8 +53,18 @@ export async function proxy(call: Call): Promise<Response> {
   }
   // The one canonical request every rule reads: an ambiguous path is refused here, nothing forwarded.
   const line = requestLine(config as typeof config & { api_base_url: string }, req.method, call.params["*"]!, call.search);
-  const headers = upstreamRequestHeaders(req.headers, apiHeaders(config));
-  const subject: HttpSubject = { kind: "http", canonical: line.canonical, allows: line.allows, headers, body: bodyOf(req) };
+  const headers = proxyRequestHeaders(req.headers, apiHeaders(config));
+  let fields: HeaderFields | undefined;
+  const subject: HttpSubject = {
+    kind: "http",
+    canonical: line.canonical,
+    allows: line.allows,
+    // read only by a rule with conditions or an approval: no plain copy per call otherwise
+    get headers() {
+      return (fields ??= fieldsOf(headers));
+    },
+    body: bodyOf(req),
+  };
   const decision = await decideCall(gw, { config, agent, token }, subject);
   if (decision.kind === "scope") {
     throw new AthError("SCOPE_NOT_APPROVED", decision.message, { scopes: token.scopes, needed_scopes: decision.needed });

@@ -40,8 +40,8 @@ export interface Outbound {
   grantId: string;
   method: string;
   target: URL;
-  /** The relay's own copy (upstreamRequestHeaders made it): the upstream token is set in it. */
-  headers: HeaderFields;
+  /** The relay's own copy (proxyRequestHeaders or upstreamRequestHeaders made it): the upstream token is set in it. */
+  headers: Headers | HeaderFields;
   body: PreparedBody;
   /** Sent under a person's approval: at most once, whatever the upstream answers. */
   once: boolean;
@@ -137,7 +137,7 @@ export async function send(
   providerId: string,
   method: string,
   target: URL,
-  headers: HeaderFields,
+  headers: Headers | HeaderFields,
   body: PreparedBody,
   access: LiveAccess,
   first = false,
@@ -184,9 +184,10 @@ function acquire(gw: Gateway, providerId: string): () => void {
   };
 }
 
-async function fetchUpstream(gw: Gateway, providerId: string, method: string, target: URL, headers: HeaderFields, body: PreparedBody, access: LiveAccess, first: boolean): Promise<Response> {
-  // `headers` are the relay's own (upstreamRequestHeaders made them): set in place, no copy per request.
-  headers.authorization = `Bearer ${access.accessToken}`;
+async function fetchUpstream(gw: Gateway, providerId: string, method: string, target: URL, headers: Headers | HeaderFields, body: PreparedBody, access: LiveAccess, first: boolean): Promise<Response> {
+  // `headers` are the relay's own (proxyRequestHeaders, upstreamRequestHeaders made them): set in place, no copy per request.
+  if (headers instanceof Headers) headers.set("authorization", `Bearer ${access.accessToken}`);
+  else headers.authorization = `Bearer ${access.accessToken}`;
   // A deadline dropped once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
   // long streamed body must not be cut when it passes.
   const controller = new AbortController();
