@@ -27,16 +27,18 @@ export function createRouter(table: readonly Route[]): Router {
   return {
     match(method, path) {
       const exactRoutes = exact.get(path);
-      const candidates: { route: Route; params: Record<string, string> }[] = exactRoutes === undefined ? [] : exactRoutes.map((route) => ({ route, params: {} }));
-      if (candidates.length === 0) {
+      let candidates: { route: Route; params: Record<string, string> }[] | undefined = exactRoutes?.map((route) => ({ route, params: {} }));
+      if (candidates === undefined) {
         for (const c of templated) {
           if (!path.startsWith(c.literalPrefix)) continue;
           const params = c.match(path);
-          if (params) candidates.push({ route: c.route, params });
+          if (params) (candidates ??= []).push({ route: c.route, params });
         }
       }
-      if (candidates.length === 0) return { ok: false, kind: "api", error: new AthError("NOT_FOUND", `No route for ${method} ${printable(path)}`) };
-      const found = pick(candidates, method) ?? (method === "HEAD" ? pick(candidates, "GET") : undefined);
+      if (candidates === undefined) return { ok: false, kind: "api", error: new AthError("NOT_FOUND", `No route for ${method} ${printable(path)}`) };
+      // one candidate answering this method (every proxied call): no search
+      const only = candidates.length === 1 ? candidates[0]! : undefined;
+      const found = only !== undefined && (only.route.method === method || only.route.method === "*") ? only : pick(candidates, method) ?? (method === "HEAD" ? pick(candidates, "GET") : undefined);
       if (found) return { ok: true, route: found.route, params: decodeParams(found.params) };
       const allow = [...new Set(candidates.map((c) => c.route.method))].join(", ");
       // JSON on every path, pages included (DESIGN §14 "Requests the HTTP grammar forbids"): no browser sends it
@@ -136,14 +138,12 @@ function pick<T extends { route: Route }>(candidates: T[], method: string): T | 
   return candidates.find((c) => c.route.method === method) ?? candidates.find((c) => c.route.method === "*");
 }
 
+/** Decodes in place: each match builds its own params. */
 function decodeParams(params: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out = params;
   for (const k in params) {
     const v = params[k]!;
-    if (k === "*") {
-      out[k] = v;
-      continue;
-    }
+    if (k === "*") continue;
     try {
       out[k] = v.includes("%") ? decodeURIComponent(v) : v; // nothing to decode in most values: no call
     } catch {

@@ -120,10 +120,17 @@ export async function proxy(call: Call): Promise<Response> {
 /** The request's body as the decision reads it: whole, once, and only when a rule needs it; else it streams. */
 function bodyOf(req: Request): HttpSubject["body"] {
   let whole: Uint8Array | null = null;
+  // read when a rule reads them: a call no rule reads the body of asks no header for it
   return {
-    contentLength: req.headers.get("content-length"),
-    contentType: req.headers.get("content-type"),
-    contentEncoding: req.headers.get("content-encoding"),
+    get contentLength() {
+      return req.headers.get("content-length");
+    },
+    get contentType() {
+      return req.headers.get("content-type");
+    },
+    get contentEncoding() {
+      return req.headers.get("content-encoding");
+    },
     async read(limit, tooLarge) {
       if (whole === null) whole = await readBounded(req.body, req.headers.get("content-length"), limit, tooLarge);
       else if (whole.byteLength > limit) throw tooLarge();
