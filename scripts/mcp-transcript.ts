@@ -23,7 +23,7 @@ import { ATH_BIN, ensureBinary } from "../tests/helpers/cli-binary.ts";
 import { tempDir } from "../tests/helpers/net.ts";
 import { startWorld } from "../tests/helpers/world.ts";
 import { startUpstreamAuth } from "../tests/helpers/upstream-auth.ts";
-import { startUpstreamMcp } from "../tests/helpers/upstream-mcp.ts";
+import { mailMcpProvider, startUpstreamMcp } from "../tests/helpers/upstream-mcp.ts";
 
 let base = "";
 const show = (s: string) => console.log(s.replaceAll(base, "https://ath.example.com"));
@@ -42,13 +42,7 @@ async function frontDoor(): Promise<void> {
     port,
     providers: {
       mail: {
-        display_name: "Mail (MCP)",
-        available_scopes: SCOPES,
-        authorize_endpoint: auth.authorizeEndpoint,
-        token_endpoint: auth.tokenEndpoint,
-        client_id: auth.postClient.client_id,
-        client_secret: auth.postClient.client_secret,
-        mcp: { url: upstream.url },
+        ...mailMcpProvider(auth, upstream, SCOPES),
         scope_rules: { "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail"], "mail:send": ["MCP tools/call send_email"] },
         approval_rules: [{ match: ["MCP tools/call send_email"], approver: "user" }],
       },

@@ -68,6 +68,11 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     return address;
   };
   const perIp = inFlightPerIp(o.maxConnectionsPerIp, peerOf);
+  /** A request through the app's entry `entryOf` picks, counted per address; before the app is configured, once it is. */
+  const serveWith = (req: Request, entryOf: (a: App) => App["fetch"]) => {
+    const peer = () => peerOf(req);
+    return perIp(req, () => (app ? entryOf(app)(req, peer) : ready.then((a) => entryOf(a)(req, peer))));
+  };
   const server = listen({
     hostname: o.host,
     port: o.port,
@@ -78,19 +83,8 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     ...(o.tls ? { tls: { cert: Bun.file(o.tls.cert), key: Bun.file(o.tls.key) } } : {}),
     // The peer's address rides along for what is limited per client (the admin console's sign-in, requests in flight).
     // The doors every call goes through are matched by Bun itself (issue 41): no JS router walk for them.
-    routes: Object.fromEntries(
-      fastPrefixes({ native: o.mode === "native" }).map((prefix) => [
-        `${prefix}*`,
-        (req: Request) => {
-          const peer = () => peerOf(req);
-          return perIp(req, () => (app ? app.under[prefix]!(req, peer) : ready.then((a) => a.under[prefix]!(req, peer))));
-        },
-      ]),
-    ),
-    fetch: (req) => {
-      const peer = () => peerOf(req);
-      return perIp(req, () => (app ? app.fetch(req, peer) : ready.then((a) => a.fetch(req, peer))));
-    },
+    routes: Object.fromEntries(fastPrefixes({ native: o.mode === "native" }).map((prefix) => [`${prefix}*`, (req: Request) => serveWith(req, (a) => a.under[prefix]!)])),
+    fetch: (req) => serveWith(req, (a) => a.fetch),
     // Only reached if the pipeline's own boundary failed; same exposure rule.
     error: (err) => errorResponse(err, (msg, e) => meta.log.error(msg, e)),
   });

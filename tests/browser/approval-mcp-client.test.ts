@@ -14,7 +14,7 @@ import { codeGrant, MemoryOAuthProvider, mcpClient, startClientHost } from "../h
 import { freePort } from "../helpers/net.ts";
 import { clickAndWait } from "../helpers/person.ts";
 import { startUpstreamAuth, type UpstreamAuth } from "../helpers/upstream-auth.ts";
-import { startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
+import { mailMcpProvider, startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
 
 const SCOPES = ["openid", "mail:read", "mail:send"];
 
@@ -31,13 +31,7 @@ beforeAll(async () => {
   upstream = await startUpstreamMcp(auth);
   host = await startClientHost();
   const mail = {
-    display_name: "Mail (MCP)",
-    available_scopes: SCOPES,
-    authorize_endpoint: auth.authorizeEndpoint,
-    token_endpoint: auth.tokenEndpoint,
-    client_id: auth.postClient.client_id,
-    client_secret: auth.postClient.client_secret,
-    mcp: { url: upstream.url },
+    ...mailMcpProvider(auth, upstream, SCOPES),
     approval_rules: [{ match: ["MCP tools/call send_email"], approver: "user" as const }],
   };
   gw = await startGateway({ binary: true, port, providers: { mail } });

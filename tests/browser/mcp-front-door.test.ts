@@ -18,7 +18,7 @@ import { MemoryOAuthProvider, mcpClient, startClientHost } from "../helpers/mcp-
 import { freePort } from "../helpers/net.ts";
 import { clickAndWait } from "../helpers/person.ts";
 import { startUpstreamAuth, type UpstreamAuth } from "../helpers/upstream-auth.ts";
-import { startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
+import { mailMcpProvider, startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
 
 const SCOPES = ["openid", "offline_access", "mail:read", "mail:send"];
 
@@ -42,13 +42,7 @@ beforeAll(async () => {
   upstream = await startUpstreamMcp(auth);
   host = await startClientHost();
   const mailServer = {
-    display_name: "Mail (MCP)",
-    available_scopes: SCOPES,
-    authorize_endpoint: auth.authorizeEndpoint,
-    token_endpoint: auth.tokenEndpoint,
-    client_id: auth.postClient.client_id,
-    client_secret: auth.postClient.client_secret,
-    mcp: { url: upstream.url },
+    ...mailMcpProvider(auth, upstream, SCOPES),
     scope_rules: {
       "mail:read": ["MCP tools/call whoami", "MCP tools/call read_mail", "MCP tools/call delete_all", "MCP tools/call count_mail"],
       "mail:send": ["MCP tools/call send_email", "MCP tools/call forward_mail"],

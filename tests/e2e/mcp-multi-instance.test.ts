@@ -10,7 +10,7 @@ import { closeContexts, freshPage, sharedChromium } from "../helpers/chromium.ts
 import { codeGrant, registerClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
 import { startPostgresPair, type PostgresPair } from "../helpers/postgres-pair.ts";
 import { raceAtStore } from "../helpers/store-race.ts";
-import { startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
+import { mailMcpProvider, startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
 import { MAIL_SCOPES } from "../helpers/world.ts";
 
 let pair: PostgresPair;
@@ -22,15 +22,7 @@ beforeAll(async () => {
     providers: async (auth) => {
       upstream = await startUpstreamMcp(auth);
       return {
-        mailmcp: {
-          display_name: "Mail (MCP)",
-          available_scopes: MAIL_SCOPES,
-          authorize_endpoint: auth.authorizeEndpoint,
-          token_endpoint: auth.tokenEndpoint,
-          client_id: auth.postClient.client_id,
-          client_secret: auth.postClient.client_secret,
-          mcp: { url: upstream.url },
-        },
+        mailmcp: mailMcpProvider(auth, upstream, MAIL_SCOPES),
       };
     },
   });

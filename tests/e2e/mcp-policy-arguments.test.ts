@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { closeContexts, freshPage, sharedChromium } from "../helpers/chromium.ts";
 import { codeGrant, registerClient, startClientHost } from "../helpers/mcp-oauth-client.ts";
-import { startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
+import { mailMcpProvider, startUpstreamMcp, type UpstreamMcp } from "../helpers/upstream-mcp.ts";
 import { MAIL_SCOPES, startWorld, type World } from "../helpers/world.ts";
 
 const BOSS = "boss@example.com";
@@ -28,13 +28,7 @@ beforeAll(async () => {
       upstream = await startUpstreamMcp(auth);
       return {
         mailmcp: {
-          display_name: "Mail (MCP)",
-          available_scopes: MAIL_SCOPES,
-          authorize_endpoint: auth.authorizeEndpoint,
-          token_endpoint: auth.tokenEndpoint,
-          client_id: auth.postClient.client_id,
-          client_secret: auth.postClient.client_secret,
-          mcp: { url: upstream.url },
+          ...mailMcpProvider(auth, upstream, MAIL_SCOPES),
           policy: [{ match: ["MCP tools/call send_email"], when: `has(mcp.arguments.to) && mcp.arguments.to == "${BOSS}"`, action: "deny", reason: "Nobody mails the boss through ath" }],
         },
       };

@@ -26,6 +26,22 @@ export interface UpstreamMcp {
   stop(): Promise<void>;
 }
 
+/**
+ * The providers-file entry of the mail MCP server above, signed in at `auth` with its `post` client: what every
+ * front-door test and transcript configures; `scopes` are the ones `auth` offers. Rules are the caller's to add.
+ */
+export function mailMcpProvider(auth: UpstreamAuth, upstream: Pick<UpstreamMcp, "url">, scopes: string[]) {
+  return {
+    display_name: "Mail (MCP)",
+    available_scopes: scopes,
+    authorize_endpoint: auth.authorizeEndpoint,
+    token_endpoint: auth.tokenEndpoint,
+    client_id: auth.postClient.client_id,
+    client_secret: auth.postClient.client_secret,
+    mcp: { url: upstream.url },
+  };
+}
+
 export async function startUpstreamMcp(auth: UpstreamAuth): Promise<UpstreamMcp> {
   const calls: UpstreamToolCall[] = [];
   const requests: UpstreamMcp["requests"] = [];

@@ -36,14 +36,11 @@ export type HeaderFields = Record<string, string>;
  * static `api_headers` (Notion-Version) replacing the agent's own: scope_rules were written for that API version.
  */
 export function upstreamRequestHeaders(incoming: Headers, apiHeaders: Readonly<Record<string, string>> = {}): HeaderFields {
-  const out = filter(incoming, TO_UPSTREAM);
-  for (const name in out) if (name.includes("_")) refuseTwoSpellings(out, name);
-  for (const [name, value] of Object.entries(apiHeaders)) out[name.toLowerCase()] = value;
-  return out;
+  return fieldsOf(proxyRequestHeaders(incoming, apiHeaders));
 }
 
 /**
- * The same rules, for the proxy's own call: a `Headers` the upstream call takes as it is. Bun's fetch converts a plain
+ * The same, as a `Headers` the upstream call takes as it is (the proxy's own call; the rules live here only). Bun's fetch converts a plain
  * object into its native headers on every call, at a cost on both of the proxy's threads (scripts/bench hop variants,
  * issue 41: ≈ 5 µs per request, a tenth of a bare hop); a copy of the agent's native headers costs under 1 µs.
  * Set-Cookie, which the plain copy drops as the one field never joined, is dropped by name.
@@ -107,7 +104,7 @@ export function filterResponseHeaders(headers: Headers): Headers {
 /**
  * Drops the listed names, every forwarding field, every name the Connection header lists (RFC 9110 §7.6.1) and every `X-ATH-*` (only the
  * gateway speaks as the gateway: an upstream cannot forge a refusal, an agent cannot pass one on). Works on a plain
- * copy (Headers.toJSON): a quarter of the cost of appending to a new Headers, on every proxied request and answer.
+ * copy (Headers.toJSON), for the answers relayed as new Responses (agentResponseHeaders).
  */
 function filter(incoming: Headers, drop: ReadonlySet<string>): HeaderFields {
   const out = incoming.toJSON() as Record<string, string | string[]>;
