@@ -94,7 +94,8 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   const log = deps.log ?? SILENT;
   const tracer = createTracer({ ...(otlpEndpoint ? { endpoint: otlpEndpoint } : {}), version: opts.version, log, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
   // Reads of tokens, providers, grants and agents come from memory, invalidated exactly (store/cached.ts).
-  const store = tracer.wrapStore(await cachedStore(deps.store));
+  const cached = await cachedStore(deps.store);
+  const store = tracer.wrapStore(cached);
   const now = deps.clock ?? Date.now;
   const fetch = tracer.wrapFetch(deps.fetch ?? ((input, init) => globalThis.fetch(input, init)));
   const ids = [...Object.keys(providers), ...(withDemo ? ["demo"] : [])];
@@ -127,6 +128,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
       appId: opts.mode === "native" ? ids[0]! : null,
     },
     store,
+    cache: cached.cacheStats,
     sealer,
     keys: createKeyResolver({ dev: opts.dev, fetch, now }),
     now,

@@ -99,6 +99,11 @@ export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promi
 export interface Gateway {
   opts: GatewayOptions;
   store: Store;
+  /**
+   * The store's read cache (store/cached.ts): whether it is in use, and its generation, which changes with every
+   * invalidation — what was worked out from cached reads holds while both stand (proxy/plan.ts). Absent: no cache.
+   */
+  cache?: { readonly live: boolean; readonly generation: number };
   sealer: Sealer;
   keys: KeyResolver;
   /** The clock: epoch milliseconds. Every expiry decision reads it. */
@@ -173,7 +178,7 @@ export interface Call {
    * Tells the pipeline who the request is for, once the handler knows: the access record names them, and the first
    * time a `client_id` is given the route's rate budget (`limit`: auth, proxy) is charged to it — 429 when spent.
    */
-  identify(who: { client_id?: string; provider_id?: string }): Promise<void>;
+  identify(who: { client_id?: string; provider_id?: string }): void | Promise<void>;
 }
 
 // Ports: what handlers and domain functions use of the gateway's services. The implementations (crypto/sealing.ts,
@@ -306,6 +311,9 @@ export interface Metrics {
 
 /** The rate limits of DESIGN §10 (ops/rate-limit.ts). */
 export interface Limiter {
-  /** Charges one request to `key`'s `budget`; throws 429 RATE_LIMITED (with its headers) when it is spent. */
-  take(budget: RouteLimit, key: string): Promise<void>;
+  /**
+   * Charges one request to `key`'s `budget`; throws 429 RATE_LIMITED (with its headers) when it is spent. A promise only
+   * when capacity must first be leased from the store.
+   */
+  take(budget: RouteLimit, key: string): void | Promise<void>;
 }

@@ -18,8 +18,12 @@ export interface CacheOptions {
 }
 
 export interface CachedStore extends Store {
-  /** Hit/miss counters, and whether the cache is in use (the change feed is live), for tests and metrics. */
-  readonly cacheStats: { hits: number; misses: number; bypassed: number; live: boolean };
+  /**
+   * Hit/miss counters, and whether the cache is in use (the change feed is live), for tests and metrics; `generation`
+   * changes with every invalidation (here or announced on the feed): what was computed from cached reads at one
+   * generation holds while it is unchanged and `live` (proxy/plan.ts keeps a warm caller's checks so).
+   */
+  readonly cacheStats: { hits: number; misses: number; bypassed: number; live: boolean; readonly generation: number };
 }
 
 /** Wraps `inner`; resolves once the change feed is subscribed (reads bypass the cache until it is live). */
@@ -34,12 +38,11 @@ export async function cachedStore(inner: Store, o: CacheOptions = {}): Promise<C
   const grants = new Bounded<GrantRecord>(max);
   const agents = new Bounded<AgentRecord>(max);
   const providers = new Bounded<ProviderRecord>(max);
-  const stats = { hits: 0, misses: 0, bypassed: 0, live: false };
-  /** Bumped by every invalidation: a read that started before one must not fill the cache with what it fetched. */
-  let generation = 0;
+  /** `generation` is bumped by every invalidation: a read that started before one must not fill the cache with what it fetched. */
+  const stats = { hits: 0, misses: 0, bypassed: 0, live: false, generation: 0 };
 
   const flush = () => {
-    generation++;
+    stats.generation++;
     tokens.clear();
     tokensOfClient.clear();
     grants.clear();
@@ -47,7 +50,7 @@ export async function cachedStore(inner: Store, o: CacheOptions = {}): Promise<C
     providers.clear();
   };
   const invalidate = (key: ChangeKey) => {
-    generation++;
+    stats.generation++;
     const colon = key.indexOf(":");
     const kind = key.slice(0, colon);
     const id = key.slice(colon + 1);
@@ -91,9 +94,9 @@ export async function cachedStore(inner: Store, o: CacheOptions = {}): Promise<C
 
   /** The store's answer; kept (`keep`) if nothing was invalidated meanwhile and the cache is trusted. */
   async function fill<T>(cache: Bounded<T>, id: string, load: () => Promise<T | null>, onFill?: (v: T) => void, keep = true): Promise<T | null> {
-    const before = generation;
+    const before = stats.generation;
     const value = await load();
-    if (keep && value !== null && before === generation && stats.live) {
+    if (keep && value !== null && before === stats.generation && stats.live) {
       cache.set(id, value);
       onFill?.(value);
     }

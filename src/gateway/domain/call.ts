@@ -55,23 +55,22 @@ export type Decision =
   /** It may be sent — once a person approved it when `approval` is set; `budgets` count it when it is. */
   | { kind: "send"; approval: ApprovalRule | null; budgets: BudgetHit[] };
 
-/** The decision on one call, in DESIGN §16's order. */
-export async function decideCall(gw: Gateway, c: Caller, subject: CallSubject): Promise<Decision> {
+/**
+ * The decision on one call, in DESIGN §16's order. A promise only when a policy is consulted (a condition may read the
+ * body); a call no policy judges — most — is decided without one.
+ */
+export function decideCall(gw: Gateway, c: Caller, subject: CallSubject): Decision | Promise<Decision> {
   const scope = subject.kind === "http" ? httpScope(gw, c, subject) : mcpScope(gw, c, subject.call);
   if (scope) return scope;
-  const matches = matcher(subject);
   const free = subject.kind === "mcp" && isFreeMethod(subject.call.method);
-  let approval = free ? null : approvalRuleFor(c.config, c.agent, (m) => matches(m, "either"));
-  if (!free && approval === null && (c.config.policy || c.agent.policy)) {
-    const input = subject.kind === "http" ? httpConditionInput({ token: c.token, ...subject.canonical, headers: subject.headers, body: subject.body }, { now: gw.now(), maxPolicyBody: maxPolicyBody(gw) }) : mcpConditionInput(c.token, subject.call, gw.now());
-    const hit = await decidePolicy(c.config, c.agent, matches, input);
-    if (hit?.rule.action === "deny") return { kind: "deny", hit };
-    if (hit?.rule.action === "approve") approval = hit.rule;
+  // a provider and agent without approval rules, policy or budgets ask nothing of the request's line
+  if (!free && !c.config.approval_rules && !c.agent.approval_rules && !c.config.policy && !c.agent.policy && !c.config.budgets && !c.agent.budgets) {
+    return { kind: "send", approval: null, budgets: c.token.delegation?.budget != null ? shareHit(c.token) : [] };
   }
-  const budgets = c.config.budgets || c.agent.budgets ? budgetsMatching(c.config, c.agent, (m) => matches(m, "either"), c.token, gw.now()) : [];
-  // a delegated token's share (DESIGN §23) counts every call it sends, whatever it is
-  if (c.token.delegation?.budget != null && !free) budgets.push(...shareHit(c.token));
-  return { kind: "send", approval, budgets };
+  const matches = matcher(subject);
+  const approval = free ? null : approvalRuleFor(c.config, c.agent, (m) => matches(m, "either"));
+  if (!free && approval === null && (c.config.policy || c.agent.policy)) return withPolicy(gw, c, subject, matches);
+  return sendDecision(gw, c, matches, approval, free);
 }
 
 /**
@@ -104,32 +103,10 @@ export interface Passed {
  * a `send` has its budgets counted and its approval asked for or spent (429 BUDGET_EXHAUSTED, 403 APPROVAL_REQUIRED /
  * APPROVAL_DENIED are thrown; counts are given back when it is not sent). `scope` decisions are the door's to answer.
  */
-export async function passCall(gw: Gateway, c: Caller, subject: CallSubject, decision: Exclude<Decision, { kind: "scope" }>, claim: ApprovalClaim): Promise<Passed> {
-  const { token } = c;
-  if (decision.kind === "deny") {
-    await audit(gw, "policy.denied", {
-      client_id: token.client_id,
-      agent_id: token.agent_id,
-      provider_id: token.provider_id,
-      user_id: token.user_id,
-      data: { ...describe(subject), rule: { from: decision.hit.from, index: decision.hit.index } },
-    });
-    throw policyDenied(decision.hit);
-  }
-  let digest: string | null = null;
-  const approve = async (rule: ApprovalRule): Promise<void> => {
-    const request = await approvalRequest(gw, subject);
-    digest = requestDigest(request);
-    if (claim === "resend") await passResend(gw, rule, token, request);
-    else if ("state" in claim) await passRetry(gw, rule, token, request, claim.state);
-    else await passApproval(gw, rule, { token, request, approvalId: claim.id });
-  };
-  let { approval } = decision;
-  let remaining: number | null = null;
-  let unsent = NOTHING_COUNTED;
-  if (decision.budgets.length) ({ remaining, approval, unsent } = await applyBudgets(gw, decision.budgets, token, approval, approve));
-  else if (approval) await approve(approval);
-  return { approval, digest, remaining, unsent };
+export function passCall(gw: Gateway, c: Caller, subject: CallSubject, decision: Exclude<Decision, { kind: "scope" }>, claim: ApprovalClaim): Passed | Promise<Passed> {
+  // nothing to count or ask for: no promise
+  if (decision.kind === "send" && decision.approval === null && decision.budgets.length === 0) return PLAIN;
+  return passWith(gw, c, subject, decision, claim);
 }
 
 /**
@@ -169,6 +146,51 @@ export function describe(subject: CallSubject): { method: string; path: string }
 // internal
 
 const NOTHING_COUNTED = (): void => undefined;
+
+/** What a call no budget counts and no person approves is sent under. */
+const PLAIN: Passed = Object.freeze({ approval: null, digest: null, remaining: null, unsent: NOTHING_COUNTED });
+
+async function withPolicy(gw: Gateway, c: Caller, subject: CallSubject, matches: Matches): Promise<Decision> {
+  const input = subject.kind === "http" ? httpConditionInput({ token: c.token, ...subject.canonical, headers: subject.headers, body: subject.body }, { now: gw.now(), maxPolicyBody: maxPolicyBody(gw) }) : mcpConditionInput(c.token, subject.call, gw.now());
+  const hit = await decidePolicy(c.config, c.agent, matches, input);
+  if (hit?.rule.action === "deny") return { kind: "deny", hit };
+  return sendDecision(gw, c, matches, hit?.rule.action === "approve" ? hit.rule : null, false);
+}
+
+function sendDecision(gw: Gateway, c: Caller, matches: Matches, approval: ApprovalRule | null, free: boolean): Decision {
+  const budgets = c.config.budgets || c.agent.budgets ? budgetsMatching(c.config, c.agent, (m) => matches(m, "either"), c.token, gw.now()) : [];
+  // a delegated token's share (DESIGN §23) counts every call it sends, whatever it is
+  if (c.token.delegation?.budget != null && !free) budgets.push(...shareHit(c.token));
+  return { kind: "send", approval, budgets };
+}
+
+async function passWith(gw: Gateway, c: Caller, subject: CallSubject, decision: Exclude<Decision, { kind: "scope" }>, claim: ApprovalClaim): Promise<Passed> {
+  const { token } = c;
+  if (decision.kind === "deny") {
+    await audit(gw, "policy.denied", {
+      client_id: token.client_id,
+      agent_id: token.agent_id,
+      provider_id: token.provider_id,
+      user_id: token.user_id,
+      data: { ...describe(subject), rule: { from: decision.hit.from, index: decision.hit.index } },
+    });
+    throw policyDenied(decision.hit);
+  }
+  let digest: string | null = null;
+  const approve = async (rule: ApprovalRule): Promise<void> => {
+    const request = await approvalRequest(gw, subject);
+    digest = requestDigest(request);
+    if (claim === "resend") await passResend(gw, rule, token, request);
+    else if ("state" in claim) await passRetry(gw, rule, token, request, claim.state);
+    else await passApproval(gw, rule, { token, request, approvalId: claim.id });
+  };
+  let { approval } = decision;
+  let remaining: number | null = null;
+  let unsent = NOTHING_COUNTED;
+  if (decision.budgets.length) ({ remaining, approval, unsent } = await applyBudgets(gw, decision.budgets, token, approval, approve));
+  else if (approval) await approve(approval);
+  return { approval, digest, remaining, unsent };
+}
 
 type ScopeDecision = Extract<Decision, { kind: "scope" }>;
 

@@ -54,6 +54,21 @@ export async function currentAccess(gw: Gateway, grantId: string): Promise<LiveA
   return singleFlight(gw, grantId, (g) => isStale(gw, g), null);
 }
 
+/**
+ * The grant's access as a warm call may keep it (proxy/plan.ts): when the grant is live and fresh, its opened access
+ * token and until when it stays fresh (null: it does not expire); else — stale, dead, gone, or the store failing —
+ * null, and the call reads it with `currentAccess`, which refreshes or says why not.
+ */
+export async function warmAccess(gw: Gateway, grantId: string): Promise<{ access: LiveAccess; freshUntil: number | null } | null> {
+  try {
+    const g = await gw.store.getGrant(grantId);
+    if (g === null || g.status !== "live" || isStale(gw, g)) return null;
+    return { access: await open(gw, g), freshUntil: g.expires_at === null ? null : g.expires_at - LIMITS.refreshMarginSeconds * 1000 };
+  } catch {
+    return null;
+  }
+}
+
 /** After the provider answered 401 to `version`'s token: refresh once (unless another request already did). */
 export async function refreshAfterRejection(gw: Gateway, grantId: string, version: number): Promise<LiveAccess> {
   return singleFlight(gw, grantId, (g) => g.version === version, version);

@@ -76,7 +76,7 @@ async function refresh(call: Call, agent: AgentRecord, body: RefreshTokenRequest
 }
 
 async function exchangeCode(call: Call, agent: AgentRecord, body: TokenExchangeRequest, jkt: string | null): Promise<Response> {
-  const res = await exchangeAgentCode(call.gw, agent, { sessionId: body.ath_session_id, code: body.code, jkt }, (providerId) => call.identify({ provider_id: providerId }));
+  const res = await exchangeAgentCode(call.gw, agent, { sessionId: body.ath_session_id, code: body.code, jkt }, async (providerId) => call.identify({ provider_id: providerId }));
   return json(res);
 }
 

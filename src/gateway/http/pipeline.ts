@@ -29,7 +29,7 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
     let req = incoming;
     const started = performance.now();
     const id = requestId(req.headers.get(REQUEST_ID_HEADER));
-    const who: { client_id?: string; provider_id?: string } = {};
+    const who: Who = {};
     let route: Route | undefined;
     let kind: RouteKind = "api";
     let res: Response;
@@ -61,31 +61,9 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
       }
       route = m.route;
       kind = route.kind;
-      gw.tracer.annotate({ "http.route": route.path });
-      const budget = route.limit;
-      let address: string | null | undefined;
-      const peerAddress = () => (address === undefined ? (address = (typeof peer === "function" ? peer() : peer) ?? null) : address);
-      let ip: string | undefined;
-      const call: Call = {
-        gw,
-        req,
-        route,
-        params: m.params,
-        search,
-        id,
-        get ip() {
-          return (ip ??= clientIp(gw, req, peerAddress()));
-        },
-        get peer() {
-          return peerAddress();
-        },
-        identify: async (w) => {
-          const first = w.client_id !== undefined && who.client_id === undefined;
-          Object.assign(who, w);
-          if (first && (budget === "auth" || budget === "proxy")) await gw.limiter.take(budget, w.client_id!);
-        },
-      };
-      if (budget === "register") await gw.limiter.take("register", call.ip);
+      if (gw.tracer.exporting) gw.tracer.annotate({ "http.route": route.path });
+      const call = new PipelineCall(gw, req, route, m.params, search, id, peer, who);
+      if (route.limit === "register") await gw.limiter.take("register", call.ip);
       guards[route.auth](call);
       res = await route.handler(call);
     } catch (err) {
@@ -131,6 +109,49 @@ export function requestId(given: string | null): string {
 }
 
 // internal
+
+/** Who a request is for, once its handler said (`call.identify`): the access record and the proxy metric name them. */
+interface Who {
+  client_id?: string;
+  provider_id?: string;
+}
+
+/**
+ * The `Call` a handler gets. A class, not an object literal: its getters and `identify` are shared, not closures made
+ * per request. The peer address and the client IP are read when first asked for (Bun's requestIP costs, serve.ts).
+ */
+class PipelineCall implements Call {
+  private address: string | null | undefined;
+  private clientIp: string | undefined;
+  constructor(
+    readonly gw: Gateway,
+    readonly req: Request,
+    readonly route: Route,
+    readonly params: Record<string, string>,
+    readonly search: string,
+    readonly id: string,
+    private readonly peerOf: Peer,
+    private readonly who: Who,
+  ) {}
+
+  get peer(): string | null {
+    if (this.address === undefined) this.address = (typeof this.peerOf === "function" ? this.peerOf() : this.peerOf) ?? null;
+    return this.address;
+  }
+
+  get ip(): string {
+    return (this.clientIp ??= clientIp(this.gw, this.req, this.peer));
+  }
+
+  // a promise only when the budget must lease capacity from the store (ops/rate-limit.ts)
+  identify(w: Who): void | Promise<void> {
+    const first = w.client_id !== undefined && this.who.client_id === undefined;
+    if (w.client_id !== undefined) this.who.client_id = w.client_id;
+    if (w.provider_id !== undefined) this.who.provider_id = w.provider_id;
+    const budget = this.route.limit;
+    if (first && (budget === "auth" || budget === "proxy")) return this.gw.limiter.take(budget, w.client_id!);
+  }
+}
 
 const SANE_ID = /^[A-Za-z0-9._-]{1,128}$/;
 

@@ -89,21 +89,36 @@ export function dpopHeader(req: Request): string | null {
  * request the proof must be of — the public URL (`baseUrl` + path, no query; worked out only when read, which only a
  * DPoP proof's check does) and the method.
  */
-export function callerCredentials(req: Request, baseUrl: string) {
-  const header = req.headers.get("authorization");
-  const dpop = credentialOf(header, "dpop");
-  return {
-    token: dpop ?? credentialOf(header, "bearer"),
-    scheme: dpop !== null ? ("dpop" as const) : ("bearer" as const),
-    proof: dpopHeader(req),
-    method: req.method,
-    get url(): string {
-      return baseUrl + new URL(req.url).pathname;
-    },
-  };
+export function callerCredentials(req: Request, baseUrl: string): PresentedCredentials {
+  return new PresentedCredentials(req, baseUrl);
 }
 
 // internal
+
+/** A class, not an object literal with a getter: nothing made per request beyond the object itself. */
+class PresentedCredentials {
+  readonly token: string | null;
+  readonly scheme: "bearer" | "dpop";
+  readonly method: string;
+  constructor(
+    private readonly req: Request,
+    private readonly baseUrl: string,
+  ) {
+    const header = req.headers.get("authorization");
+    const dpop = credentialOf(header, "dpop");
+    this.token = dpop ?? credentialOf(header, "bearer");
+    this.scheme = dpop !== null ? "dpop" : "bearer";
+    this.method = req.method;
+  }
+
+  get proof(): string | null {
+    return dpopHeader(this.req);
+  }
+
+  get url(): string {
+    return this.baseUrl + new URL(this.req.url).pathname;
+  }
+}
 
 /** The credential of an Authorization header in `scheme` (lower case; compared case-insensitively), or null. */
 function credentialOf(header: string | null, scheme: "bearer" | "dpop"): string | null {

@@ -52,8 +52,19 @@ export function createLimiter(limits: RateLimits, deps: { store: Store; now: () 
     if (granted === 0 || b.leased >= rate.limit) b.spent = true;
   }
 
+  /** Waits for capacity leased from the store (refusing once the window's limit is spent), then takes one. */
+  async function leaseThenTake(budget: RouteLimit, k: string, b: Bucket, rate: Rate, now: number): Promise<void> {
+    while (b.left <= 0) {
+      if (b.spent) refuse(budget, rate, b.start, now, deps.metrics);
+      const bucket = b;
+      await (bucket.leasing ??= lease(k, bucket, rate).finally(() => (bucket.leasing = null)));
+    }
+    b.left--;
+  }
+
   return {
-    async take(budget, key) {
+    // Not an async function: a request its bucket has capacity for — nearly all — takes it with no promise.
+    take(budget, key) {
       const rate = limits[budget];
       if (!rate) return;
       const now = deps.now();
@@ -68,12 +79,11 @@ export function createLimiter(limits: RateLimits, deps: { store: Store; now: () 
         b = { start, end: start + rate.windowMs, left: 0, leased: 0, spent: false, leasing: null };
         buckets.set(k, b);
       }
-      while (b.left <= 0) {
-        if (b.spent) refuse(budget, rate, start, now, deps.metrics);
-        const bucket = b;
-        await (bucket.leasing ??= lease(k, bucket, rate).finally(() => (bucket.leasing = null)));
+      if (b.left > 0) {
+        b.left--;
+        return;
       }
-      b.left--;
+      return leaseThenTake(budget, k, b, rate, now);
     },
   };
 }

@@ -8,14 +8,14 @@ import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
 import { audit, auditProxyCall } from "../domain/audit.ts";
 import { decideCall, passCall, type HttpSubject } from "../domain/call.ts";
-import { requireProvider } from "../domain/providers.ts";
-import { requireCallerToken, requireDoor } from "../domain/tokens.ts";
+import type { RequestBody } from "../domain/policy.ts";
 import { readBounded } from "../http/body.ts";
 import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { fieldsOf, filterResponseHeaders, proxyRequestHeaders, type HeaderFields } from "./headers.ts";
 import { notSent, prepareBody, sendOnce, type PreparedBody } from "./relay.ts";
-import { requestLine } from "./request-line.ts";
+import { callerPlan } from "./plan.ts";
+import { requestLine, type RequestLine } from "./request-line.ts";
 
 /** Methods the proxy forwards (the rule and its reason: PROXY_METHODS). */
 const FORWARDED_METHODS = PROXY_METHODS;
@@ -33,44 +33,31 @@ export async function proxy(call: Call): Promise<Response> {
   // /api/{path} in native mode is /ath/proxy/{app_id}/{path}.
   const providerId = call.params.provider_id ?? gw.opts.appId!;
   const caller = callerCredentials(req, gw.opts.baseUrl);
-  const { token, agent } = await requireCallerToken(gw, caller, providerId);
-  // An MCP client's token opens its MCP endpoint only, never the provider's API beside it (RFC 8707 audience).
-  requireDoor(token, "proxy");
-  if (token.provider_id !== providerId) {
-    throw new AthError("PROVIDER_MISMATCH", `This token is for '${token.provider_id}', not '${providerId}'`, { token_provider_id: token.provider_id });
-  }
-  await call.identify({ client_id: token.client_id, provider_id: providerId });
+  // The caller's checks (token, agent, door, provider): kept per token while nothing they read changed (plan.ts).
+  const plan = callerPlan(gw, caller, providerId);
+  const { token, agent, record, access } = plan instanceof Promise ? await plan : plan;
+  const identified = call.identify({ client_id: token.client_id, provider_id: providerId });
+  if (identified !== undefined) await identified;
   // An authenticated request may wait on its upstream (and stream long bodies) past the listener's 10 s idle timeout,
   // which is for everyone else (DESIGN §14); Bun's longest.
   gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
   const claimedAgent = req.headers.get(HEADERS.agentId);
   if (claimedAgent !== null && claimedAgent !== token.agent_id) throw new AthError("AGENT_IDENTITY_MISMATCH");
 
-  const record = await requireProvider(gw, providerId);
   const config = record.config;
-  if (!config.api_base_url) {
-    throw new AthError("UPSTREAM_UNAVAILABLE", `Provider '${providerId}' has no api_base_url configured`, { provider_id: providerId });
-  }
   // The one canonical request every rule reads: an ambiguous path is refused here, nothing forwarded.
-  const line = requestLine(config as typeof config & { api_base_url: string }, req.method, call.params["*"]!, call.search);
+  const line = requestLine(config, req.method, call.params["*"]!, call.search);
   const headers = proxyRequestHeaders(req.headers, apiHeaders(config));
-  let fields: HeaderFields | undefined;
-  const subject: HttpSubject = {
-    kind: "http",
-    canonical: line.canonical,
-    allows: line.allows,
-    // read only by a rule with conditions or an approval: no plain copy per call otherwise
-    get headers() {
-      return (fields ??= fieldsOf(headers));
-    },
-    body: bodyOf(req),
-  };
-  const decision = await decideCall(gw, { config, agent, token }, subject);
+  const subject = new ProxiedSubject(line, headers, req);
+  // (decideCall and passCall answer without a promise when no policy, approval or budget is involved: most calls)
+  const decided = decideCall(gw, { config, agent, token }, subject);
+  const decision = decided instanceof Promise ? await decided : decided;
   if (decision.kind === "scope") {
     throw new AthError("SCOPE_NOT_APPROVED", decision.message, { scopes: token.scopes, needed_scopes: decision.needed });
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
-  const passed = await passCall(gw, { config, agent, token }, subject, decision, { id: req.headers.get(HEADERS.approval) });
+  const passing = passCall(gw, { config, agent, token }, subject, decision, { id: req.headers.get(HEADERS.approval) });
+  const passed = passing instanceof Promise ? await passing : passing;
   // A call counted but never sent — its body refused while read, a store or upstream fault before it left — gives its
   // budget counts back (DESIGN §24).
   let body: PreparedBody;
@@ -89,6 +76,7 @@ export async function proxy(call: Call): Promise<Response> {
     res = await sendOnce(gw, {
       providerId,
       grantId: token.grant_id,
+      access,
       method: req.method,
       target: line.target,
       headers,
@@ -117,27 +105,56 @@ export async function proxy(call: Call): Promise<Response> {
 
 // internal
 
+/**
+ * The call as the decision reads it (a class: its getters are shared, not made per request). The headers' plain view
+ * is made only when a rule with conditions or an approval reads them: no copy per call otherwise.
+ */
+class ProxiedSubject implements HttpSubject {
+  readonly kind = "http";
+  readonly canonical: HttpSubject["canonical"];
+  readonly allows: HttpSubject["allows"];
+  readonly body: RequestBody;
+  private fields: HeaderFields | undefined;
+  constructor(
+    line: RequestLine,
+    private readonly forwarded: Headers,
+    req: Request,
+  ) {
+    this.canonical = line.canonical;
+    this.allows = line.allows;
+    this.body = new ProxiedBody(req);
+  }
+
+  get headers(): HeaderFields {
+    return (this.fields ??= fieldsOf(this.forwarded));
+  }
+}
+
 /** The request's body as the decision reads it: whole, once, and only when a rule needs it; else it streams. */
-function bodyOf(req: Request): HttpSubject["body"] {
-  let whole: Uint8Array | null = null;
+class ProxiedBody implements RequestBody {
+  private read_: Uint8Array | null = null;
+  constructor(private readonly req: Request) {}
+
   // read when a rule reads them: a call no rule reads the body of asks no header for it
-  return {
-    get contentLength() {
-      return req.headers.get("content-length");
-    },
-    get contentType() {
-      return req.headers.get("content-type");
-    },
-    get contentEncoding() {
-      return req.headers.get("content-encoding");
-    },
-    async read(limit, tooLarge) {
-      if (whole === null) whole = await readBounded(req.body, req.headers.get("content-length"), limit, tooLarge);
-      else if (whole.byteLength > limit) throw tooLarge();
-      return whole;
-    },
-    whole: () => whole,
-  };
+  get contentLength(): string | null {
+    return this.req.headers.get("content-length");
+  }
+  get contentType(): string | null {
+    return this.req.headers.get("content-type");
+  }
+  get contentEncoding(): string | null {
+    return this.req.headers.get("content-encoding");
+  }
+
+  async read(limit: number, tooLarge: () => AthError): Promise<Uint8Array> {
+    if (this.read_ === null) this.read_ = await readBounded(this.req.body, this.req.headers.get("content-length"), limit, tooLarge);
+    else if (this.read_.byteLength > limit) throw tooLarge();
+    return this.read_;
+  }
+
+  whole(): Uint8Array | null {
+    return this.read_;
+  }
 }
 
 /**

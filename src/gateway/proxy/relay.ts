@@ -38,6 +38,8 @@ const NOT_CONNECTED = new Set(["ConnectionRefused", "ECONNREFUSED", "FailedToOpe
 export interface Outbound {
   providerId: string;
   grantId: string;
+  /** The grant's access when the caller's plan holds it fresh (proxy/plan.ts); null: read it (refreshing when stale). */
+  access?: LiveAccess | null;
   method: string;
   target: URL;
   /** The relay's own copy (proxyRequestHeaders or upstreamRequestHeaders made it): the upstream token is set in it. */
@@ -59,7 +61,7 @@ export interface Outbound {
 export async function sendOnce(gw: Gateway, o: Outbound): Promise<Response> {
   let access: LiveAccess;
   try {
-    access = await currentAccess(gw, o.grantId);
+    access = o.access ?? (await currentAccess(gw, o.grantId));
   } catch (err) {
     // A revocation drops the token, then its grant: a call that read the token just before its revocation reached
     // this instance finds the grant gone. Ask about the token again, so the answer names what happened.
@@ -102,8 +104,73 @@ export interface PreparedBody {
  * (`--max-proxy-body`): a larger Content-Length is refused before anything is sent, and a chunked body is cut at the
  * first chunk that crosses it (413 PAYLOAD_TOO_LARGE).
  */
-export async function prepareBody(req: Request, max: number): Promise<PreparedBody> {
-  if (!req.body || req.method === "GET" || req.method === "HEAD") return { data: null, replayable: true };
+export function prepareBody(req: Request, max: number): PreparedBody | Promise<PreparedBody> {
+  if (!req.body || req.method === "GET" || req.method === "HEAD") return NO_BODY;
+  return readBody(req as Request & { body: ReadableStream<Uint8Array> }, max);
+}
+
+/**
+ * One upstream call with the upstream token; 504 UPSTREAM_TIMEOUT / 502 UPSTREAM_UNAVAILABLE when it cannot be had —
+ * at once when `--upstream-concurrency` calls to this provider are already waiting for their answer (DESIGN §14).
+ */
+export async function send(
+  gw: Gateway,
+  providerId: string,
+  method: string,
+  target: URL,
+  headers: Headers | HeaderFields,
+  body: PreparedBody,
+  access: LiveAccess,
+  first = false,
+): Promise<Response> {
+  const waiting = waitingOf(gw);
+  try {
+    enter(gw, waiting, providerId);
+  } catch (err) {
+    throw first ? unsent(err) : err;
+  }
+  // `headers` are the relay's own (proxyRequestHeaders, upstreamRequestHeaders made them): set in place, no copy per request.
+  if (headers instanceof Headers) headers.set("authorization", `Bearer ${access.accessToken}`);
+  else headers.authorization = `Bearer ${access.accessToken}`;
+  // A deadline dropped once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
+  // long streamed body must not be cut when it passes.
+  const controller = new AbortController();
+  const started = performance.now();
+  const deadlines = deadlinesOf(gw);
+  const deadline = deadlines.add(started + gw.opts.upstreamTimeoutMs, controller);
+  try {
+    // decompress: false — Bun's fetch would otherwise inflate the body yet keep Content-Encoding (DESIGN §3).
+    const init: RequestInit & { decompress: boolean; duplex?: "half" } = {
+      method,
+      headers,
+      body: body.data,
+      redirect: "manual",
+      signal: controller.signal,
+      decompress: false,
+    };
+    if (body.data instanceof ReadableStream) init.duplex = "half";
+    const res = await gw.fetch(target, init);
+    gw.metrics.upstreamDuration.observe([providerId], (performance.now() - started) / 1000);
+    return res;
+  } catch (cause) {
+    if (body.cut?.()) throw tooLarge(gw.opts.maxProxyBody);
+    if (controller.signal.aborted) {
+      throw new AthError("UPSTREAM_TIMEOUT", `The provider API did not answer within ${gw.opts.upstreamTimeoutMs} ms`, { url_origin: target.origin });
+    }
+    const err = new AthError("UPSTREAM_UNAVAILABLE", `The provider API at ${target.origin} could not be reached`, { url_origin: target.origin }, { cause });
+    throw first && NOT_CONNECTED.has(String((cause as { code?: unknown } | null)?.code)) ? unsent(err) : err;
+  } finally {
+    deadlines.delete(deadline);
+    leave(waiting, providerId);
+  }
+}
+
+// internal
+
+/** A request without a body: nothing to send, nothing to replay. */
+const NO_BODY: PreparedBody = Object.freeze({ data: null, replayable: true });
+
+async function readBody(req: Request & { body: ReadableStream<Uint8Array> }, max: number): Promise<PreparedBody> {
   const length = req.headers.get("content-length");
   if (length !== null && Number(length) > max) {
     await req.body.cancel();
@@ -129,44 +196,20 @@ export async function prepareBody(req: Request, max: number): Promise<PreparedBo
 }
 
 /**
- * One upstream call with the upstream token; 504 UPSTREAM_TIMEOUT / 502 UPSTREAM_UNAVAILABLE when it cannot be had —
- * at once when `--upstream-concurrency` calls to this provider are already waiting for their answer (DESIGN §14).
- */
-export async function send(
-  gw: Gateway,
-  providerId: string,
-  method: string,
-  target: URL,
-  headers: Headers | HeaderFields,
-  body: PreparedBody,
-  access: LiveAccess,
-  first = false,
-): Promise<Response> {
-  let release: () => void;
-  try {
-    release = acquire(gw, providerId);
-  } catch (err) {
-    throw first ? unsent(err) : err;
-  }
-  try {
-    return await fetchUpstream(gw, providerId, method, target, headers, body, access, first);
-  } finally {
-    release();
-  }
-}
-
-// internal
-
-/**
  * Calls waiting on each provider's answer, per gateway. A call counts until its response headers arrive (or it
  * fails): what a provider that never answers piles up. A body then streaming slowly is bounded by the listener's
  * timeouts instead.
  */
-const waiting = new WeakMap<Gateway, Map<string, number>>();
+const waitingCalls = new WeakMap<Gateway, Map<string, number>>();
 
-function acquire(gw: Gateway, providerId: string): () => void {
-  let counts = waiting.get(gw);
-  if (!counts) waiting.set(gw, (counts = new Map()));
+function waitingOf(gw: Gateway): Map<string, number> {
+  let counts = waitingCalls.get(gw);
+  if (!counts) waitingCalls.set(gw, (counts = new Map()));
+  return counts;
+}
+
+/** One more call waiting on `providerId` — 502 at once when `--upstream-concurrency` already are. */
+function enter(gw: Gateway, counts: Map<string, number>, providerId: string): void {
   const n = counts.get(providerId) ?? 0;
   if (n >= gw.opts.upstreamConcurrency) {
     throw new AthError(
@@ -177,46 +220,12 @@ function acquire(gw: Gateway, providerId: string): () => void {
     );
   }
   counts.set(providerId, n + 1);
-  return () => {
-    const left = (counts.get(providerId) ?? 1) - 1;
-    if (left <= 0) counts.delete(providerId);
-    else counts.set(providerId, left);
-  };
 }
 
-async function fetchUpstream(gw: Gateway, providerId: string, method: string, target: URL, headers: Headers | HeaderFields, body: PreparedBody, access: LiveAccess, first: boolean): Promise<Response> {
-  // `headers` are the relay's own (proxyRequestHeaders, upstreamRequestHeaders made them): set in place, no copy per request.
-  if (headers instanceof Headers) headers.set("authorization", `Bearer ${access.accessToken}`);
-  else headers.authorization = `Bearer ${access.accessToken}`;
-  // A deadline dropped once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
-  // long streamed body must not be cut when it passes.
-  const controller = new AbortController();
-  const started = performance.now();
-  const deadline = deadlinesOf(gw).add(started + gw.opts.upstreamTimeoutMs, controller);
-  try {
-    // decompress: false — Bun's fetch would otherwise inflate the body yet keep Content-Encoding (DESIGN §3).
-    const init: RequestInit & { decompress: boolean; duplex?: "half" } = {
-      method,
-      headers,
-      body: body.data,
-      redirect: "manual",
-      signal: controller.signal,
-      decompress: false,
-    };
-    if (body.data instanceof ReadableStream) init.duplex = "half";
-    const res = await gw.fetch(target, init);
-    gw.metrics.upstreamDuration.observe([providerId], (performance.now() - started) / 1000);
-    return res;
-  } catch (cause) {
-    if (body.cut?.()) throw tooLarge(gw.opts.maxProxyBody);
-    if (controller.signal.aborted) {
-      throw new AthError("UPSTREAM_TIMEOUT", `The provider API did not answer within ${gw.opts.upstreamTimeoutMs} ms`, { url_origin: target.origin });
-    }
-    const err = new AthError("UPSTREAM_UNAVAILABLE", `The provider API at ${target.origin} could not be reached`, { url_origin: target.origin }, { cause });
-    throw first && NOT_CONNECTED.has(String((cause as { code?: unknown } | null)?.code)) ? unsent(err) : err;
-  } finally {
-    deadlinesOf(gw).delete(deadline);
-  }
+function leave(counts: Map<string, number>, providerId: string): void {
+  const left = (counts.get(providerId) ?? 1) - 1;
+  if (left <= 0) counts.delete(providerId);
+  else counts.set(providerId, left);
 }
 
 /**
