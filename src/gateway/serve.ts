@@ -73,6 +73,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     const peer = () => peerOf(req);
     return perIp(req, () => (app ? entryOf(app)(req, peer) : ready.then((a) => entryOf(a)(req, peer))));
   };
+  const wholeTable = (a: App) => a.fetch;
   const server = listen({
     hostname: o.host,
     port: o.port,
@@ -83,8 +84,13 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     ...(o.tls ? { tls: { cert: Bun.file(o.tls.cert), key: Bun.file(o.tls.key) } } : {}),
     // The peer's address rides along for what is limited per client (the admin console's sign-in, requests in flight).
     // The doors every call goes through are matched by Bun itself (issue 41): no JS router walk for them.
-    routes: Object.fromEntries(fastPrefixes({ native: o.mode === "native" }).map((prefix) => [`${prefix}*`, (req: Request) => serveWith(req, (a) => a.under[prefix]!)])),
-    fetch: (req) => serveWith(req, (a) => a.fetch),
+    routes: Object.fromEntries(
+      fastPrefixes({ native: o.mode === "native" }).map((prefix) => {
+        const entry = (a: App) => a.under[prefix]!;
+        return [`${prefix}*`, (req: Request) => serveWith(req, entry)];
+      }),
+    ),
+    fetch: (req) => serveWith(req, wholeTable),
     // Only reached if the pipeline's own boundary failed; same exposure rule.
     error: (err) => errorResponse(err, (msg, e) => meta.log.error(msg, e)),
   });

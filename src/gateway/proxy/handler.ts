@@ -63,10 +63,11 @@ export async function proxy(call: Call): Promise<Response> {
   let body: PreparedBody;
   try {
     const read = subject.body.whole();
-    body =
+    const prepared =
       read !== null
         ? { data: read.byteLength ? (read.buffer.slice(read.byteOffset, read.byteOffset + read.byteLength) as ArrayBuffer) : null, replayable: true }
-        : await prepareBody(req, gw.opts.maxProxyBody);
+        : prepareBody(req, gw.opts.maxProxyBody);
+    body = prepared instanceof Promise ? await prepared : prepared;
   } catch (err) {
     passed.unsent();
     throw err;
