@@ -36,7 +36,7 @@ p.routes.set("/items", (_req, seen) => Response.json({ received: seen.body.lengt
 const path = post ? "/ath/proxy/mail/items" : "/ath/proxy/mail/small";
 const init = (): RequestInit => ({
   method: post ? "POST" : "GET",
-  headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json", "user-agent": "bench", accept: "*/*" },
+  headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json", "user-agent": "bench", accept: "*/*", ...(post ? { "content-length": String(POST_BODY.length) } : {}) },
   ...(post ? { body: POST_BODY } : {}),
 });
 const expected = post ? 201 : 200;
