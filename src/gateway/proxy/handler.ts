@@ -12,7 +12,7 @@ import type { RequestBody } from "../domain/policy.ts";
 import { readBounded } from "../http/body.ts";
 import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
-import { fieldsOf, filterResponseHeaders, proxyRequestHeaders, type HeaderFields } from "./headers.ts";
+import { fieldsOf, filterResponseHeaders, forwardInPlace, type HeaderFields } from "./headers.ts";
 import { notSent, prepareBody, sendOnce, type PreparedBody } from "./relay.ts";
 import { callerPlan } from "./plan.ts";
 import { requestLine, type RequestLine } from "./request-line.ts";
@@ -47,8 +47,12 @@ export async function proxy(call: Call): Promise<Response> {
   const config = record.config;
   // The one canonical request every rule reads: an ambiguous path is refused here, nothing forwarded.
   const line = requestLine(config, req.method, call.params["*"]!, call.search);
-  const headers = proxyRequestHeaders(req.headers, apiHeaders(config));
-  const subject = new ProxiedSubject(line, headers, req);
+  // What the call still needs of the fields the upstream must not see, read before they go: the agent's own headers
+  // become the upstream's, in place (headers.ts forwardInPlace), not a copy per call.
+  const approvalId = req.headers.get(HEADERS.approval);
+  const contentLength = req.headers.get("content-length");
+  const headers = forwardInPlace(req.headers, apiHeaders(config));
+  const subject = new ProxiedSubject(line, headers, req, contentLength);
   // (decideCall and passCall answer without a promise when no policy, approval or budget is involved: most calls)
   const decided = decideCall(gw, { config, agent, token }, subject);
   const decision = decided instanceof Promise ? await decided : decided;
@@ -56,7 +60,7 @@ export async function proxy(call: Call): Promise<Response> {
     throw new AthError("SCOPE_NOT_APPROVED", decision.message, { scopes: token.scopes, needed_scopes: decision.needed });
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
-  const passing = passCall(gw, { config, agent, token }, subject, decision, { id: req.headers.get(HEADERS.approval) });
+  const passing = passCall(gw, { config, agent, token }, subject, decision, { id: approvalId });
   const passed = passing instanceof Promise ? await passing : passing;
   // A call counted but never sent — its body refused while read, a store or upstream fault before it left — gives its
   // budget counts back (DESIGN §24).
@@ -66,7 +70,7 @@ export async function proxy(call: Call): Promise<Response> {
     const prepared =
       read !== null
         ? { data: read.byteLength ? (read.buffer.slice(read.byteOffset, read.byteOffset + read.byteLength) as ArrayBuffer) : null, replayable: true }
-        : prepareBody(req, gw.opts.maxProxyBody);
+        : prepareBody(req, gw.opts.maxProxyBody, contentLength);
     body = prepared instanceof Promise ? await prepared : prepared;
   } catch (err) {
     passed.unsent();
@@ -120,10 +124,11 @@ class ProxiedSubject implements HttpSubject {
     line: RequestLine,
     private readonly forwarded: Headers,
     req: Request,
+    contentLength: string | null,
   ) {
     this.canonical = line.canonical;
     this.allows = line.allows;
-    this.body = new ProxiedBody(req);
+    this.body = new ProxiedBody(req, contentLength);
   }
 
   get headers(): HeaderFields {
@@ -134,12 +139,13 @@ class ProxiedSubject implements HttpSubject {
 /** The request's body as the decision reads it: whole, once, and only when a rule needs it; else it streams. */
 class ProxiedBody implements RequestBody {
   private read_: Uint8Array | null = null;
-  constructor(private readonly req: Request) {}
+  constructor(
+    private readonly req: Request,
+    readonly contentLength: string | null,
+  ) {}
 
   // read when a rule reads them: a call no rule reads the body of asks no header for it
-  get contentLength(): string | null {
-    return this.req.headers.get("content-length");
-  }
+
   get contentType(): string | null {
     return this.req.headers.get("content-type");
   }
@@ -148,7 +154,7 @@ class ProxiedBody implements RequestBody {
   }
 
   async read(limit: number, tooLarge: () => AthError): Promise<Uint8Array> {
-    if (this.read_ === null) this.read_ = await readBounded(this.req.body, this.req.headers.get("content-length"), limit, tooLarge);
+    if (this.read_ === null) this.read_ = await readBounded(this.req.body, this.contentLength, limit, tooLarge);
     else if (this.read_.byteLength > limit) throw tooLarge();
     return this.read_;
   }

@@ -42,7 +42,7 @@ export interface Outbound {
   access?: LiveAccess | null;
   method: string;
   target: URL;
-  /** The relay's own copy (proxyRequestHeaders or upstreamRequestHeaders made it): the upstream token is set in it. */
+  /** The relay's to change (the door's forwardInPlace or upstreamRequestHeaders made them): the upstream token is set in it. */
   headers: Headers | HeaderFields;
   body: PreparedBody;
   /** Sent under a person's approval: at most once, whatever the upstream answers. */
@@ -102,11 +102,12 @@ export interface PreparedBody {
 /**
  * The body to send upstream: none, buffered when small enough to replay, else streamed — never more than `max` bytes
  * (`--max-proxy-body`): a larger Content-Length is refused before anything is sent, and a chunked body is cut at the
- * first chunk that crosses it (413 PAYLOAD_TOO_LARGE).
+ * first chunk that crosses it (413 PAYLOAD_TOO_LARGE). `length`: the request's Content-Length as sent (the proxy reads
+ * it before its headers become the upstream's).
  */
-export function prepareBody(req: Request, max: number): PreparedBody | Promise<PreparedBody> {
+export function prepareBody(req: Request, max: number, length: string | null): PreparedBody | Promise<PreparedBody> {
   if (!req.body || req.method === "GET" || req.method === "HEAD") return NO_BODY;
-  return readBody(req as Request & { body: ReadableStream<Uint8Array> }, max);
+  return readBody(req as Request & { body: ReadableStream<Uint8Array> }, max, length);
 }
 
 /**
@@ -129,7 +130,7 @@ export async function send(
   } catch (err) {
     throw first ? unsent(err) : err;
   }
-  // `headers` are the relay's own (proxyRequestHeaders, upstreamRequestHeaders made them): set in place, no copy per request.
+  // `headers` are the relay's to change (forwardInPlace, upstreamRequestHeaders made them): set in place, no copy per request.
   if (headers instanceof Headers) headers.set("authorization", `Bearer ${access.accessToken}`);
   else headers.authorization = `Bearer ${access.accessToken}`;
   // A deadline dropped once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
@@ -170,8 +171,7 @@ export async function send(
 /** A request without a body: nothing to send, nothing to replay. */
 const NO_BODY: PreparedBody = Object.freeze({ data: null, replayable: true });
 
-async function readBody(req: Request & { body: ReadableStream<Uint8Array> }, max: number): Promise<PreparedBody> {
-  const length = req.headers.get("content-length");
+async function readBody(req: Request & { body: ReadableStream<Uint8Array> }, max: number, length: string | null): Promise<PreparedBody> {
   if (length !== null && Number(length) > max) {
     await req.body.cancel();
     throw tooLarge(max);
