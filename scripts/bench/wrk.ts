@@ -18,8 +18,8 @@
  *   cent faster or slower than another of the same binary for its whole life (two copies of one build measured 1.04–1.05×
  *   apart), which one instance each would take for the builds' difference. Each round measures every process once
  *   (order alternating), and each round's ratio — the A processes' mean req/s over the B processes' — is taken within
- *   the round, so the machine's drift between rounds cancels (after one uncounted second per process and shape, its
- *   JIT's warm-up); then the median over rounds, with their spread, each process's median, and the CPU time per
+ *   the round, so the machine's drift between rounds cancels (after WARM_UP_S uncounted seconds per process and
+ *   shape); then the median over rounds, with their spread, each process's median, and the CPU time per
  *   request by thread. scripts/bench/audit-wrk.ts runs it against a build without the per-call audit record.
  * --tokens: rows to add to the SQLite gateway's token table before measuring (scale: 1,000 vs 1,000,000).
  * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there; the bare
@@ -62,6 +62,12 @@ for (const tool of ["wrk", "taskset"]) {
     process.exit(1);
   }
 }
+/**
+ * Uncounted seconds of load per process and shape before any round (both modes): JavaScriptCore compiles ath's hot
+ * paths through three tiers for its first seconds under load — its JIT thread (JITWorker) took up to 7 µs of CPU per
+ * request over the rounds of a shape measured without this — and a run measures the steady state a gateway lives in.
+ */
+const WARM_UP_S = 3;
 const LOAD_CPU = "0"; // the proxy under test
 const REST_CPU = "1"; // wrk, the upstream, this process
 Bun.spawnSync(["taskset", "-pc", REST_CPU, String(process.pid)], { stdout: "ignore" });
@@ -159,6 +165,7 @@ await withCleanup(
       const cpu = new Map<string, number[]>(all.map((t) => [t.name, []]));
       /** The last round's split of CPU per request over the proxy's threads. */
       const threads = new Map<string, string>();
+      for (const t of all) await wrk(t, shape, 64, WARM_UP_S); // not counted: each process's first seconds of a shape are its JIT's
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? all : [...all].reverse();
         for (const t of order) {
@@ -239,7 +246,7 @@ async function abRounds(groups: Target[][]): Promise<void> {
   const mean = (xs: number[]) => xs.reduce((x, y) => x + y, 0) / xs.length;
   for (const shape of SHAPES) {
     const seen = new Map<string, { rps: number; cpuUs: number; threads: Map<string, number> }[]>(all.map((t) => [t.name, []]));
-    for (const t of all) await wrk(t, shape, 64, 1); // warm-up, not counted: each process's first second of a shape is its JIT's
+    for (const t of all) await wrk(t, shape, 64, WARM_UP_S); // not counted: each process's first seconds of a shape are its JIT's
     for (let r = 0; r < rounds; r++) {
       for (const t of r % 2 === 0 ? all : [...all].reverse()) {
         const w = await wrk(t, shape, 64, duration);
