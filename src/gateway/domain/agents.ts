@@ -29,7 +29,7 @@ export async function authenticateClient(gw: Gateway, clientId: string, clientSe
 
 /** Whether the agent may act now: approved, and its approval not expired. */
 export function isApproved(gw: Gateway, agent: AgentRecord): boolean {
-  return agent.status === "approved" && agent.approval_expires > gw.now();
+  return agent.status === "approved" && !approvalLapsed(agent, gw.now());
 }
 
 /** Pending, denied, suspended or expired approval → 403 AGENT_UNAPPROVED. */
@@ -44,11 +44,16 @@ export function requireApproved(gw: Gateway, agent: AgentRecord): void {
       ...(agent.status === "pending" ? { operator_command: next } : {}),
     });
   }
-  if (agent.approval_expires <= gw.now()) {
+  if (approvalLapsed(agent, gw.now())) {
     throw new AthError("AGENT_UNAPPROVED", "The agent's approval has expired; register again", {
       approval_expires: new Date(agent.approval_expires).toISOString(),
     });
   }
+}
+
+/** Whether an agent's approval has lapsed at `now` (the clock's part of requireApproved; proxy/plan.ts asks it too). */
+export function approvalLapsed(agent: Pick<AgentRecord, "approval_expires">, now: number): boolean {
+  return agent.approval_expires <= now;
 }
 
 /** The approval for one provider, if any scope of it was approved. */

@@ -62,12 +62,8 @@ export type Decision =
 export function decideCall(gw: Gateway, c: Caller, subject: CallSubject): Decision | Promise<Decision> {
   const scope = subject.kind === "http" ? httpScope(gw, c, subject) : mcpScope(gw, c, subject.call);
   if (scope) return scope;
-  const free = subject.kind === "mcp" && isFreeMethod(subject.call.method);
-  // a provider and agent without approval rules, policy or budgets ask nothing of the request's line
-  if (!free && !c.config.approval_rules && !c.agent.approval_rules && !c.config.policy && !c.agent.policy && !c.config.budgets && !c.agent.budgets) {
-    return { kind: "send", approval: null, budgets: c.token.delegation?.budget != null ? shareHit(c.token) : [] };
-  }
   const matches = matcher(subject);
+  const free = subject.kind === "mcp" && isFreeMethod(subject.call.method);
   const approval = free ? null : approvalRuleFor(c.config, c.agent, (m) => matches(m, "either"));
   if (!free && approval === null && (c.config.policy || c.agent.policy)) return withPolicy(gw, c, subject, matches);
   return sendDecision(gw, c, matches, approval, free);

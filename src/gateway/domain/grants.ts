@@ -50,7 +50,7 @@ export async function newGrant(
 export async function currentAccess(gw: Gateway, grantId: string): Promise<LiveAccess> {
   // The warm path: a live, fresh grant (from the store's cache) needs no single-flight bookkeeping.
   const g = await gw.store.getGrant(grantId);
-  if (g !== null && g.status === "live" && !isStale(gw, g)) return open(gw, g);
+  if (fresh(gw, g)) return open(gw, g);
   return singleFlight(gw, grantId, (g) => isStale(gw, g), null);
 }
 
@@ -62,8 +62,7 @@ export async function currentAccess(gw: Gateway, grantId: string): Promise<LiveA
 export async function warmAccess(gw: Gateway, grantId: string): Promise<{ access: LiveAccess; freshUntil: number | null } | null> {
   try {
     const g = await gw.store.getGrant(grantId);
-    if (g === null || g.status !== "live" || isStale(gw, g)) return null;
-    return { access: await open(gw, g), freshUntil: g.expires_at === null ? null : g.expires_at - LIMITS.refreshMarginSeconds * 1000 };
+    return fresh(gw, g) ? { access: await open(gw, g), freshUntil: freshUntil(g) } : null;
   } catch {
     return null;
   }
@@ -117,8 +116,19 @@ function expiresAt(now: number, expiresIn: number | undefined): number | null {
   return now + Math.min(Math.max(Math.trunc(expiresIn), 0), 365 * 24 * 3600) * 1000;
 }
 
+/** Until when a grant's access token is used as it is (DESIGN §8: refreshed within 30 s of expiry); null: it does not expire. */
+function freshUntil(g: GrantRecord): number | null {
+  return g.expires_at === null ? null : g.expires_at - LIMITS.refreshMarginSeconds * 1000;
+}
+
 function isStale(gw: Gateway, g: GrantRecord): boolean {
-  return g.expires_at !== null && g.expires_at - LIMITS.refreshMarginSeconds * 1000 <= gw.now();
+  const until = freshUntil(g);
+  return until !== null && until <= gw.now();
+}
+
+/** A live grant whose access token is fresh: the warm path, no refresh bookkeeping. */
+function fresh(gw: Gateway, g: GrantRecord | null): g is GrantRecord {
+  return g !== null && g.status === "live" && !isStale(gw, g);
 }
 
 function deadGrant(): AthError {

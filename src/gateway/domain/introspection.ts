@@ -9,12 +9,12 @@ import type { IntrospectionResponse } from "../../protocol/index.ts";
 import type { Gateway } from "../context.ts";
 import { findAgent, isApproved } from "./agents.ts";
 import { actClaim, chainIsLive } from "./delegation-chain.ts";
-import { findToken } from "./tokens.ts";
+import { findToken, tokenExpired } from "./tokens.ts";
 
 export async function introspection(gw: Gateway, presented: string): Promise<IntrospectionResponse> {
   const token = await findToken(gw, presented);
   const now = gw.now();
-  const live = token !== null && token.revoked_at === null && token.expires_at > now;
+  const live = token !== null && token.revoked_at === null && !tokenExpired(token, now);
   const agent = live ? await findAgent(gw, token.client_id) : null;
   if (!token || !live || !agent || !isApproved(gw, agent) || !(await chainIsLive(gw, token))) return { active: false };
   const grant = token.grant_id === null ? null : await gw.store.getGrant(token.grant_id);

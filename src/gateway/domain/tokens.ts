@@ -58,10 +58,15 @@ export async function requireLiveToken(gw: Gateway, presented: string | null): P
   const token = await findToken(gw, presented);
   if (!token) throw new AthError("TOKEN_INVALID", undefined, undefined, { headers: CHALLENGE });
   if (token.revoked_at !== null) throw new AthError("TOKEN_REVOKED", undefined, undefined, { headers: CHALLENGE });
-  if (token.expires_at <= gw.now()) throw new AthError("TOKEN_EXPIRED", undefined, undefined, { headers: CHALLENGE });
+  if (tokenExpired(token, gw.now())) throw new AthError("TOKEN_EXPIRED", undefined, undefined, { headers: CHALLENGE });
   // DESIGN §23: a delegated token stands only while every token it descends from does
   if (token.delegation) await requireLiveChain(gw, token, CHALLENGE);
   return token;
+}
+
+/** Whether a token has expired at `now` (the clock's part of requireLiveToken; proxy/plan.ts asks it of a kept token). */
+export function tokenExpired(token: Pick<TokenRecord, "expires_at">, now: number): boolean {
+  return token.expires_at <= now;
 }
 
 /**

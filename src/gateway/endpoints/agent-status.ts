@@ -5,7 +5,7 @@
  */
 import { AthError, type AgentStatusResponse } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
-import { authenticateClient } from "../domain/agents.ts";
+import { approvalLapsed, authenticateClient } from "../domain/agents.ts";
 import { json } from "../http/response.ts";
 
 export async function agentStatus(call: Call): Promise<Response> {
@@ -19,7 +19,7 @@ export async function agentStatus(call: Call): Promise<Response> {
     agent_status: agent.status,
     approved_providers: agent.approvals,
     approval_expires: new Date(agent.approval_expires).toISOString(),
-    approval_expired: agent.approval_expires <= gw.now(),
+    approval_expired: approvalLapsed(agent, gw.now()),
   };
   return json(res);
 }

@@ -7,7 +7,7 @@
  */
 import { AthError, RegistrationUpdateRequest, type AgentStatusResponse, type RegistrationUpdateResponse } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
-import { authenticateClient } from "../domain/agents.ts";
+import { approvalLapsed, authenticateClient } from "../domain/agents.ts";
 import { growRegistration } from "../domain/registration.ts";
 import { parseWith, readObject } from "../http/request.ts";
 import { json } from "../http/response.ts";
@@ -30,7 +30,7 @@ export async function updateRegistration(call: Call): Promise<Response> {
     agent_status: outcome.status,
     approved_providers: outcome.approvals,
     approval_expires: new Date(outcome.current.approval_expires).toISOString(),
-    approval_expired: outcome.current.approval_expires <= gw.now(),
+    approval_expired: approvalLapsed(outcome.current, gw.now()),
   };
   const res: RegistrationUpdateResponse = { ...registration, pending_providers: outcome.pending, added: outcome.added };
   return json(res);

@@ -29,26 +29,16 @@ export function createRouter(table: readonly Route[]): Router {
       const exactRoutes = exact.get(path);
       let candidates: { route: Route; params: Record<string, string> }[] | undefined = exactRoutes?.map((route) => ({ route, params: {} }));
       if (candidates === undefined) {
-        // the first template that matches is kept unwrapped: one candidate (every proxied call) allocates no list
-        let first: Compiled | undefined;
-        let firstParams: Record<string, string> | undefined;
         for (const c of templated) {
           if (!path.startsWith(c.literalPrefix)) continue;
           const params = c.match(path);
-          if (params === null) continue;
-          if (first === undefined) {
-            first = c;
-            firstParams = params;
-          } else (candidates ??= [{ route: first.route, params: firstParams! }]).push({ route: c.route, params });
+          if (params) (candidates ??= []).push({ route: c.route, params });
         }
-        // one candidate answering this method: no search
-        if (candidates === undefined && first !== undefined && (first.route.method === method || first.route.method === "*")) {
-          return { ok: true, route: first.route, params: decodeParams(firstParams!) };
-        }
-        if (candidates === undefined && first !== undefined) candidates = [{ route: first.route, params: firstParams! }];
       }
       if (candidates === undefined) return { ok: false, kind: "api", error: new AthError("NOT_FOUND", `No route for ${method} ${printable(path)}`) };
-      const found = pick(candidates, method) ?? (method === "HEAD" ? pick(candidates, "GET") : undefined);
+      // one candidate answering this method (every proxied call): no search
+      const only = candidates.length === 1 ? candidates[0]! : undefined;
+      const found = only !== undefined && (only.route.method === method || only.route.method === "*") ? only : pick(candidates, method) ?? (method === "HEAD" ? pick(candidates, "GET") : undefined);
       if (found) return { ok: true, route: found.route, params: decodeParams(found.params) };
       const allow = [...new Set(candidates.map((c) => c.route.method))].join(", ");
       // JSON on every path, pages included (DESIGN §14 "Requests the HTTP grammar forbids"): no browser sends it

@@ -13,9 +13,10 @@
 import { AthError } from "../../protocol/index.ts";
 import type { AgentRecord, ProviderRecord, TokenRecord } from "../../store/types.ts";
 import type { Gateway } from "../context.ts";
+import { approvalLapsed } from "../domain/agents.ts";
 import { warmAccess, type LiveAccess } from "../domain/grants.ts";
 import { requireProvider } from "../domain/providers.ts";
-import { requireCallerToken, requireDoor, type CallerCredentials } from "../domain/tokens.ts";
+import { requireCallerToken, requireDoor, tokenExpired, type CallerCredentials } from "../domain/tokens.ts";
 
 export interface CallerPlan {
   token: TokenRecord;
@@ -58,8 +59,8 @@ function holds(gw: Gateway, p: Kept, providerId: string): boolean {
   const cache = gw.cache;
   if (cache === undefined || !cache.live || cache.generation !== p.generation || p.token.provider_id !== providerId) return false;
   const now = gw.now();
-  // what requireLiveToken, requireApproved and currentAccess ask of the clock
-  return p.token.expires_at > now && p.agent.approval_expires > now && (p.freshUntil === null || p.freshUntil > now);
+  // what requireLiveToken, requireApproved and currentAccess ask of the clock (freshUntil: grants.ts warmAccess)
+  return !tokenExpired(p.token, now) && !approvalLapsed(p.agent, now) && (p.freshUntil === null || p.freshUntil > now);
 }
 
 async function checked(gw: Gateway, caller: CallerCredentials, providerId: string): Promise<CallerPlan> {
