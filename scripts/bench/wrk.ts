@@ -21,6 +21,7 @@
  *   the round, so the machine's drift between rounds cancels (after WARM_UP_S uncounted seconds per process and
  *   shape); then the median over rounds, with their spread, each process's median, and the CPU time per
  *   request by thread. scripts/bench/audit-wrk.ts runs it against a build without the per-call audit record.
+ * --only GET|POST: measure that shape only (a profile of one shape: --cpu-prof with --only POST).
  * --tokens: rows to add to the SQLite gateway's token table before measuring (scale: 1,000 vs 1,000,000).
  * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there; the bare
  *   hop is profiled too (read both with scripts/bench/profile-top.ts).
@@ -74,11 +75,17 @@ Bun.spawnSync(["taskset", "-pc", REST_CPU, String(process.pid)], { stdout: "igno
 
 const SMALL = JSON.stringify({ id: "msg_1", subject: "Quarterly numbers", unread: true, labels: ["inbox"] });
 const POST_BODY = JSON.stringify({ data: "x".repeat(1024 - 11) });
-const SHAPES = [
+const ALL_SHAPES = [
   { name: "GET small JSON", method: "GET", path: "/small" },
   { name: "POST 1 KiB JSON", method: "POST", path: "/items" },
 ] as const;
-type Shape = (typeof SHAPES)[number];
+const only = flag("--only", "").toUpperCase();
+const SHAPES = only === "" ? ALL_SHAPES : ALL_SHAPES.filter((s) => s.method === only);
+if (SHAPES.length === 0) {
+  console.error("--only takes GET or POST");
+  process.exit(2);
+}
+type Shape = (typeof ALL_SHAPES)[number];
 
 /** The upstream API in its own process: accepts the bearer tokens posted to /__accept, answers fixed bodies. */
 const UPSTREAM_CODE = `
