@@ -31,6 +31,25 @@ export async function readBounded(
 }
 
 /**
+ * A request's body whole, bounded as `readBounded` bounds it. A body of declared length is taken as the server buffered
+ * it, without asking for `req.body`: Bun makes a server request's body a stream the moment it is asked for, and reading
+ * that stream whole costs more (≈ 10 µs per 1 KiB POST on the proxy, issue 41). The server holds the client to the
+ * length it declared. `declaredLength`: the request's Content-Length as sent (a door may have read it before its headers
+ * were changed).
+ */
+export async function readRequestBounded(req: Request, declaredLength: string | null, limit: number, tooLarge: () => Error): Promise<Uint8Array> {
+  const n = declaredLength === null ? NaN : Number(declaredLength);
+  if (n > limit) {
+    await req.body?.cancel();
+    throw tooLarge();
+  }
+  // (Bun gives a request declaring Content-Length: 0 no body)
+  if (n === 0) return new Uint8Array(0);
+  if (Number.isSafeInteger(n) && n > 0) return req.bytes().catch((err: unknown) => Promise.reject(clientGone(err)));
+  return readBounded(req.body, declaredLength, limit, tooLarge);
+}
+
+/**
  * A client that hangs up before its body is complete is not the gateway's failure (issue 35 #14): Bun rejects the read
  * with an AbortError ("The connection was closed"), which would otherwise reach the boundary as an internal error —
  * logged as a 500 that anyone can cause at will. It becomes a 400 nobody receives; the access record says what it was.

@@ -5,13 +5,13 @@
 import type { z } from "zod";
 import { AthError, FIELD_ERROR_CODES, formatIssues } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
-import { readBounded } from "./body.ts";
+import { readRequestBounded } from "./body.ts";
 
 /** Reads the body as text, refusing more than the route's `maxBody` (413) without buffering past it. */
 export async function readText(call: Call): Promise<string> {
   const { req, route } = call;
   const tooLarge = () => new AthError("PAYLOAD_TOO_LARGE", `The request body exceeds ${route.maxBody} bytes`);
-  return new TextDecoder().decode(await readBounded(req.body, req.headers.get("content-length"), route.maxBody, tooLarge));
+  return new TextDecoder().decode(await readRequestBounded(req, req.headers.get("content-length"), route.maxBody, tooLarge));
 }
 
 /**

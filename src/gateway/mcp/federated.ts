@@ -13,7 +13,7 @@ import type { TokenRecord } from "../../store/types.ts";
 import type { Call, Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
 import { boundSession, declaresUrlElicitation, forgetSession, rememberSession, updateHeld } from "../domain/mcp-sessions.ts";
-import { readBounded } from "../http/body.ts";
+import { readRequestBounded } from "../http/body.ts";
 import { giveInput } from "../domain/mcp-session-inputs.ts";
 import { JSON_RPC, JsonRpcError } from "../http/errors.ts";
 import { requireTokenFor, resourcePath, type ResourceDoor } from "./access.ts";
@@ -47,7 +47,7 @@ export async function federatedMcp(call: Call): Promise<Response> {
   gw.extendTimeout?.(req, MCP_IDLE_TIMEOUT_S);
   const fed: Fed = { gw, req, f, token, agent, held: null, urlElicitation: false };
   if (req.method !== "POST") return stateful(fed, null);
-  const bytes = await readBounded(req.body, req.headers.get("content-length"), gw.opts.maxProxyBody, () =>
+  const bytes = await readRequestBounded(req, req.headers.get("content-length"), gw.opts.maxProxyBody, () =>
     new AthError("PAYLOAD_TOO_LARGE", `The request body exceeds ${gw.opts.maxProxyBody} bytes (--max-proxy-body)`, { limit: gw.opts.maxProxyBody }),
   );
   const posted = readMessages(bytes);

@@ -8,7 +8,7 @@
  */
 import { AthError } from "../../protocol/index.ts";
 import type { Call } from "../context.ts";
-import { readBounded } from "../http/body.ts";
+import { readRequestBounded } from "../http/body.ts";
 import type { PreparedBody } from "../proxy/relay.ts";
 import { reauthorize, requireMcpToken } from "./access.ts";
 import type { Door } from "./forward.ts";
@@ -40,7 +40,7 @@ export async function mcp(call: Call): Promise<Response> {
   let posted: Posted = { batch: false, messages: [], text: "" };
   let body: PreparedBody = { data: null, replayable: true };
   if (req.method === "POST") {
-    const bytes = await readBounded(req.body, req.headers.get("content-length"), gw.opts.maxProxyBody, () =>
+    const bytes = await readRequestBounded(req, req.headers.get("content-length"), gw.opts.maxProxyBody, () =>
       new AthError("PAYLOAD_TOO_LARGE", `The request body exceeds ${gw.opts.maxProxyBody} bytes (--max-proxy-body)`, { limit: gw.opts.maxProxyBody }),
     );
     posted = readMessages(bytes);

@@ -9,7 +9,7 @@ import type { Call } from "../context.ts";
 import { audit, auditProxyCall } from "../domain/audit.ts";
 import { decideCall, passCall, type HttpSubject } from "../domain/call.ts";
 import type { RequestBody } from "../domain/policy.ts";
-import { readBounded } from "../http/body.ts";
+import { readRequestBounded } from "../http/body.ts";
 import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { fieldsOf, filterResponseHeaders, forwardInPlace, type HeaderFields } from "./headers.ts";
@@ -154,7 +154,7 @@ class ProxiedBody implements RequestBody {
   }
 
   async read(limit: number, tooLarge: () => AthError): Promise<Uint8Array> {
-    if (this.read_ === null) this.read_ = await readBounded(this.req.body, this.contentLength, limit, tooLarge);
+    if (this.read_ === null) this.read_ = await readRequestBounded(this.req, this.contentLength, limit, tooLarge);
     else if (this.read_.byteLength > limit) throw tooLarge();
     return this.read_;
   }
