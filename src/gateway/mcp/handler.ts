@@ -45,7 +45,7 @@ export async function mcp(call: Call): Promise<Response> {
     );
     posted = readMessages(bytes);
     if (isStateless(req, posted)) return stateless(door, posted);
-    body = { data: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer, replayable: true };
+    body = { data: bytes, replayable: true };
   }
   return stateful(door, posted, body);
 }

@@ -69,7 +69,7 @@ export async function proxy(call: Call): Promise<Response> {
     const read = subject.body.whole();
     const prepared =
       read !== null
-        ? { data: read.byteLength ? (read.buffer.slice(read.byteOffset, read.byteOffset + read.byteLength) as ArrayBuffer) : null, replayable: true }
+        ? { data: read.byteLength ? read : null, replayable: true }
         : prepareBody(req, gw.opts.maxProxyBody, contentLength);
     body = prepared instanceof Promise ? await prepared : prepared;
   } catch (err) {

@@ -8,7 +8,7 @@ import { AthError } from "../../protocol/index.ts";
 import type { Gateway } from "../context.ts";
 import { currentAccess, refreshAfterRejection, type LiveAccess } from "../domain/grants.ts";
 import { requireNotRevoked } from "../domain/tokens.ts";
-import { clientGone } from "../http/body.ts";
+import { readRequestBounded } from "../http/body.ts";
 import type { HeaderFields } from "./headers.ts";
 
 /** On answers to calls a budget counted: the calls left in the tightest matching budget's window (DESIGN §16). */
@@ -93,7 +93,7 @@ export async function sendOnce(gw: Gateway, o: Outbound): Promise<Response> {
 const REPLAYABLE_BODY_BYTES = 1024 * 1024;
 
 export interface PreparedBody {
-  data: ArrayBuffer | ReadableStream<Uint8Array> | null;
+  data: ArrayBuffer | Uint8Array | ReadableStream<Uint8Array> | null;
   replayable: boolean;
   /** Set when a streamed body crossed `--max-proxy-body` on its way upstream. */
   cut?: () => boolean;
@@ -107,11 +107,12 @@ export interface PreparedBody {
  */
 export function prepareBody(req: Request, max: number, length: string | null): PreparedBody | Promise<PreparedBody> {
   if (req.method === "GET" || req.method === "HEAD") return NO_BODY;
-  // A declared length decides without asking for `req.body`: Bun makes a server request's body a stream the moment it
-  // is asked for, and reading a stream whole costs more than the buffered body it was (the hop's profile, issue 41).
-  // Bun gives a request declaring Content-Length: 0 no body at all.
-  if (length !== null ? Number(length) === 0 : !req.body) return NO_BODY;
-  return readBody(req as Request & { body: ReadableStream<Uint8Array> }, max, length);
+  const declared = length === null ? NaN : Number(length);
+  // Small enough to replay, or over the limit (refused there): read whole by the one request-body reader, which takes a
+  // declared length as the server buffered it (http/body.ts).
+  if (declared <= REPLAYABLE_BODY_BYTES || declared > max) return wholeBody(req, length, max);
+  if (length === null && !req.body) return NO_BODY;
+  return streamedBody(req as Request & { body: ReadableStream<Uint8Array> }, max, length);
 }
 
 /**
@@ -148,7 +149,7 @@ export async function send(
     const init: RequestInit & { decompress: boolean; duplex?: "half" } = {
       method,
       headers,
-      body: body.data,
+      body: body.data as BodyInit | null, // (a Uint8Array is a body: its buffer's type is all TypeScript doubts)
       redirect: "manual",
       signal: controller.signal,
       decompress: false,
@@ -175,13 +176,13 @@ export async function send(
 /** A request without a body: nothing to send, nothing to replay. */
 const NO_BODY: PreparedBody = Object.freeze({ data: null, replayable: true });
 
-async function readBody(req: Request & { body: ReadableStream<Uint8Array> }, max: number, length: string | null): Promise<PreparedBody> {
-  if (length !== null && Number(length) > max) {
-    await req.body?.cancel();
-    throw tooLarge(max);
-  }
-  if (length !== null && Number(length) <= REPLAYABLE_BODY_BYTES) return { data: await req.arrayBuffer().catch((err: unknown) => Promise.reject(clientGone(err))), replayable: true };
-  // A declared length is held to by the server; only a chunked body needs counting.
+async function wholeBody(req: Request, length: string | null, max: number): Promise<PreparedBody> {
+  const bytes = await readRequestBounded(req, length, max, () => tooLarge(max));
+  return bytes.byteLength === 0 ? NO_BODY : { data: bytes, replayable: true };
+}
+
+/** A body too large to replay: passed on as it streams (a declared length is held to by the server; a chunked one counted). */
+function streamedBody(req: Request & { body: ReadableStream<Uint8Array> }, max: number, length: string | null): PreparedBody {
   if (length !== null) return { data: req.body, replayable: false };
   let seen = 0;
   let cut = false;
