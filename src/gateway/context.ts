@@ -269,6 +269,8 @@ export interface GaugeMetric {
 
 export interface CounterMetric {
   inc(labels: readonly string[], by?: number): void;
+  /** The series of `labels`, kept by a caller that increments it often (the pipeline's per route and status). */
+  series(labels: readonly string[]): { inc(by?: number): void };
   /** The current value (0 when never incremented). */
   get(labels: readonly string[]): number;
   render(): string;
@@ -277,6 +279,8 @@ export interface CounterMetric {
 /** A Prometheus histogram (ops/metrics.ts). */
 export interface HistogramMetric {
   observe(labels: readonly string[], value: number): void;
+  /** The series of `labels`, kept by a caller that observes into it often. */
+  series(labels: readonly string[]): { observe(value: number): void };
   render(): string;
 }
 

@@ -5,7 +5,7 @@
  * handlers; a handler only says who the request is for (`call.identify`) once it knows.
  */
 import { AthError } from "../../protocol/index.ts";
-import type { Call, Gateway, Route, RouteAuth, RouteKind } from "../context.ts";
+import type { Call, Gateway, Metrics, Route, RouteAuth, RouteKind } from "../context.ts";
 import { errorPage } from "../pages/errors.ts";
 import { BearerChallenge, challengeResponse, JsonRpcError, jsonRpcErrorResponse, OAuthError, oauthErrorResponse } from "./errors.ts";
 import { isLimitError } from "./request.ts";
@@ -164,20 +164,64 @@ const UNMATCHED = "unmatched";
 /** The metrics and the access record of one answered request. */
 function record(gw: Gateway, method: string, route: Route | undefined, status: number, ms: number, id: string, who: { client_id?: string; provider_id?: string }) {
   const template = route?.path ?? UNMATCHED;
-  const m = gw.metrics;
-  m.http.inc([template, METHODS.has(method) ? method : "OTHER", String(status)]);
-  m.httpDuration.observe([template], ms / 1000);
+  const label = METHODS.has(method) ? method : "OTHER";
+  const series = seriesOf(gw.metrics, template);
+  series.requests(label, status).inc();
+  series.duration.observe(ms / 1000);
   // A provider is named once the token matched it (a configured provider), never from the raw path.
-  if (route?.kind === "proxy" || route?.kind === "mcp") m.proxy.inc([who.provider_id ?? "none", String(status)]);
+  if (route?.kind === "proxy" || route?.kind === "mcp") series.proxied(who.provider_id ?? "none", status).inc();
   gw.log.access({
     request_id: id,
-    method: METHODS.has(method) ? method : "OTHER",
+    method: label,
     route: template,
     status,
     duration_ms: Math.round(ms * 1000) / 1000,
     client_id: who.client_id,
     provider_id: who.provider_id,
   });
+}
+
+/**
+ * A route's metric series, found once and kept (issue 41): a request's counts are Map lookups by status and method,
+ * no label string joined per request. Every key is from a bounded set — route templates, the METHODS, statuses a
+ * Response can carry, configured providers (as `ath_proxy_requests_total` names them: the pipeline's proxy rows only).
+ */
+class RouteSeries {
+  readonly duration: { observe(value: number): void };
+  private readonly byStatus = new Map<number, Map<string, { inc(): void }>>();
+  private readonly byProvider = new Map<string, Map<number, { inc(): void }>>();
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly template: string,
+  ) {
+    this.duration = metrics.httpDuration.series([template]);
+  }
+
+  requests(method: string, status: number): { inc(): void } {
+    let byMethod = this.byStatus.get(status);
+    if (byMethod === undefined) this.byStatus.set(status, (byMethod = new Map()));
+    let s = byMethod.get(method);
+    if (s === undefined) byMethod.set(method, (s = this.metrics.http.series([this.template, method, String(status)])));
+    return s;
+  }
+
+  proxied(provider: string, status: number): { inc(): void } {
+    let byStatus = this.byProvider.get(provider);
+    if (byStatus === undefined) this.byProvider.set(provider, (byStatus = new Map()));
+    let s = byStatus.get(status);
+    if (s === undefined) byStatus.set(status, (s = this.metrics.proxy.series([provider, String(status)])));
+    return s;
+  }
+}
+
+const routeSeries = new WeakMap<Metrics, Map<string, RouteSeries>>();
+
+function seriesOf(metrics: Metrics, template: string): RouteSeries {
+  let byTemplate = routeSeries.get(metrics);
+  if (byTemplate === undefined) routeSeries.set(metrics, (byTemplate = new Map()));
+  let s = byTemplate.get(template);
+  if (s === undefined) byTemplate.set(template, (s = new RouteSeries(metrics, template)));
+  return s;
 }
 
 /** The client IP: the listener's peer, or under --trust-proxy the last X-Forwarded-For hop (what our proxy saw). */

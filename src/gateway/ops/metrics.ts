@@ -7,7 +7,7 @@
 import type { LogFields, Metrics } from "../context.ts";
 
 export class Counter {
-  private readonly values = new Map<string, { labels: readonly string[]; value: number }>();
+  private readonly values = new Map<string, CounterSeries>();
   constructor(
     readonly name: string,
     readonly help: string,
@@ -15,10 +15,15 @@ export class Counter {
   ) {}
 
   inc(labels: readonly string[], by = 1): void {
+    this.series(labels).inc(by);
+  }
+
+  /** The series of `labels`, to keep and increment without looking it up again (the pipeline's per route and status). */
+  series(labels: readonly string[]): CounterSeries {
     const key = labels.join("\u0000");
-    const v = this.values.get(key);
-    if (v) v.value += by;
-    else this.values.set(key, { labels, value: by });
+    let v = this.values.get(key);
+    if (v === undefined) this.values.set(key, (v = new CounterSeries(labels)));
+    return v;
   }
 
   /** The current value (0 when never incremented), for tests. */
@@ -37,7 +42,7 @@ export class Counter {
 export const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export class Histogram {
-  private readonly series = new Map<string, { labels: readonly string[]; counts: number[]; sum: number; count: number }>();
+  private readonly all = new Map<string, HistogramSeries>();
   constructor(
     readonly name: string,
     readonly help: string,
@@ -46,20 +51,20 @@ export class Histogram {
   ) {}
 
   observe(labels: readonly string[], value: number): void {
+    this.series(labels).observe(value);
+  }
+
+  /** The series of `labels`, to keep and observe into without looking it up again. */
+  series(labels: readonly string[]): HistogramSeries {
     const key = labels.join("\u0000");
-    let s = this.series.get(key);
-    if (!s) this.series.set(key, (s = { labels, counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 }));
-    // counts[i]: observations in (buckets[i-1], buckets[i]]; cumulated when rendered
-    let i = 0;
-    while (i < this.buckets.length && value > this.buckets[i]!) i++;
-    if (i < this.buckets.length) s.counts[i]!++;
-    s.sum += value;
-    s.count++;
+    let s = this.all.get(key);
+    if (s === undefined) this.all.set(key, (s = new HistogramSeries(labels, this.buckets)));
+    return s;
   }
 
   render(): string {
     let out = header(this.name, this.help, "histogram");
-    for (const s of this.series.values()) {
+    for (const s of this.all.values()) {
       let cumulated = 0;
       for (let i = 0; i < this.buckets.length; i++) {
         cumulated += s.counts[i]!;
@@ -70,6 +75,36 @@ export class Histogram {
       out += `${this.name}_count${labelSet(this.labelNames, s.labels)} ${s.count}\n`;
     }
     return out;
+  }
+}
+
+/** One counter's series: its label values and its count. */
+export class CounterSeries {
+  value = 0;
+  constructor(readonly labels: readonly string[]) {}
+  inc(by = 1): void {
+    this.value += by;
+  }
+}
+
+/** One histogram's series: its label values, its observations per bucket, their sum and count. */
+export class HistogramSeries {
+  /** counts[i]: observations in (buckets[i-1], buckets[i]]; cumulated when rendered. */
+  readonly counts: number[];
+  sum = 0;
+  count = 0;
+  constructor(
+    readonly labels: readonly string[],
+    private readonly buckets: readonly number[],
+  ) {
+    this.counts = new Array<number>(buckets.length).fill(0);
+  }
+  observe(value: number): void {
+    let i = 0;
+    while (i < this.buckets.length && value > this.buckets[i]!) i++;
+    if (i < this.buckets.length) this.counts[i]!++;
+    this.sum += value;
+    this.count++;
   }
 }
 

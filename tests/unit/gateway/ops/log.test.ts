@@ -3,7 +3,7 @@
  * lines are written — by field name, and in every string by shape — whatever a call site hands it.
  */
 import { describe, expect, test } from "bun:test";
-import { createLogger } from "../../../../src/gateway/ops/log.ts";
+import { createLogger, LineBatch } from "../../../../src/gateway/ops/log.ts";
 
 function capture(format: "json" | "text", level: "debug" | "info" | "warn" | "error" = "debug") {
   const lines: string[] = [];
@@ -58,6 +58,40 @@ describe("the access record (the line of every request)", () => {
       expect(fast.lines).toHaveLength(3);
     });
   }
+
+  test("stdout's batch writes the access line as bytes, byte for byte the line access() writes elsewhere", () => {
+    const chunks: Uint8Array[] = [];
+    const batch = new LineBatch((c) => void chunks.push(c.slice()));
+    const expected: string[] = [];
+    const ids = ["r1", "7c0e9a3e-5b1f-4f7e-9a55-0d8f3f0b6a11", "ath_tk_AAAAsecretlooking", "has\"quote", "back\\slash", "ünï", "Bearer-x", "x".repeat(129), ""];
+    const durations = [0, 0.001, 0.05, 0.1, 0.412, 1, 1.5, 10.25, 999.999, 12345.678, 0.12345, 1e9, 2.5e9 + 0.5, -1, NaN, 7 / 3];
+    let i = 0;
+    for (const request_id of ids) {
+      for (const duration_ms of durations) {
+        i++;
+        const time = Date.UTC(2026, 10, 29, 4, 0, 0) + Math.floor(i / 3);
+        const r = {
+          request_id,
+          method: i % 4 === 0 ? "OTHER" : "GET",
+          route: i % 5 === 0 ? "unmatched" : "/ath/proxy/{provider_id}/*",
+          status: [200, 404, 502, 99, 1000, 200.5][i % 6]!,
+          duration_ms,
+          ...(i % 3 !== 0 ? { client_id: i % 2 ? "ath_c1" : 'odd"client' } : {}),
+          ...(i % 7 !== 0 ? { provider_id: "gmail" } : {}),
+        };
+        const lines: string[] = [];
+        createLogger({ format: "json", level: "info", write: (l) => void lines.push(l), now: () => time }).access(r);
+        expected.push(...lines);
+        batch.access(time, r);
+        if (i % 40 === 0) batch.flush();
+      }
+    }
+    batch.flush();
+    const written = new TextDecoder().decode(Buffer.concat(chunks));
+    expect(written).toBe(expected.join(""));
+    expect(written.split("\n")).toHaveLength(ids.length * durations.length + 1);
+    expect(written).not.toContain("secretlooking");
+  });
 
   test("below the level, no access line", () => {
     const { log, lines } = capture("json", "warn");
