@@ -59,19 +59,38 @@ export function createRouter(table: readonly Route[]): Router {
  */
 export function createPrefixRouter(table: readonly Route[], prefix: string): Router {
   const whole = createRouter(table);
-  const narrowed = createRouter(
-    table.filter((r) => {
-      const literal = literalPrefixOf(r.path);
-      return literal === r.path ? r.path.startsWith(prefix) : literal.startsWith(prefix) || prefix.startsWith(literal);
-    }),
-  );
+  const rows = table.filter((r) => {
+    const literal = literalPrefixOf(r.path);
+    return literal === r.path ? r.path.startsWith(prefix) : literal.startsWith(prefix) || prefix.startsWith(literal);
+  });
+  const narrowed = createRouter(rows);
+  const one = singleRow(rows, prefix);
   return {
     match(method, path) {
       if (!path.startsWith(prefix)) return whole.match(method, path);
+      if (one !== null) {
+        // the one row `prefix{name}/*` answering every method (the proxy's): its two params cut out where they are, when
+        // the segment needs no decoding — what the general match would give, without its walk (issue 41)
+        const slash = path.indexOf("/", prefix.length);
+        const percent = path.indexOf("%", prefix.length);
+        if (slash > prefix.length && (percent < 0 || percent > slash) && path.lastIndexOf("\0", slash) < 0) {
+          return { ok: true, route: one.route, params: { [one.name]: path.slice(prefix.length, slash), "*": path.slice(slash + 1) } };
+        }
+      }
       const m = narrowed.match(method, path);
       return m.ok ? m : whole.match(method, path);
     },
   };
+}
+
+/**
+ * The one row that can match a path under `prefix` (`rows`: those that can), when it is `prefix{name}/*` for every
+ * method (else null): the proxy's row under `/ath/proxy/`.
+ */
+function singleRow(rows: readonly Route[], prefix: string): { route: Route; name: string } | null {
+  const route = rows.length === 1 ? rows[0]! : undefined;
+  const m = route && route.method === "*" ? /^\{([a-z_]+)\}\/\*$/.exec(route.path.slice(prefix.length)) : null;
+  return route && m && route.path.startsWith(prefix) ? { route, name: m[1]! } : null;
 }
 
 /** The path and the query string (with its `?`) of a request URL, exactly as sent: no normalising, no decoding. */
