@@ -154,11 +154,16 @@ async function withPolicy(gw: Gateway, c: Caller, subject: CallSubject, matches:
 }
 
 function sendDecision(gw: Gateway, c: Caller, matches: Matches, approval: ApprovalRule | null, free: boolean): Decision {
+  const shared = c.token.delegation?.budget != null && !free;
+  // no budget and no approval (most calls): the one plain decision, nothing made per call
+  if (approval === null && !shared && !c.config.budgets && !c.agent.budgets) return SEND_PLAIN;
   const budgets = c.config.budgets || c.agent.budgets ? budgetsMatching(c.config, c.agent, (m) => matches(m, "either"), c.token, gw.now()) : [];
   // a delegated token's share (DESIGN §23) counts every call it sends, whatever it is
-  if (c.token.delegation?.budget != null && !free) budgets.push(...shareHit(c.token));
+  if (shared) budgets.push(...shareHit(c.token));
   return { kind: "send", approval, budgets };
 }
+
+const SEND_PLAIN: Decision = Object.freeze({ kind: "send", approval: null, budgets: Object.freeze([]) as unknown as BudgetHit[] });
 
 async function passWith(gw: Gateway, c: Caller, subject: CallSubject, decision: Exclude<Decision, { kind: "scope" }>, claim: ApprovalClaim): Promise<Passed> {
   const { token } = c;

@@ -105,7 +105,8 @@ class PresentedCredentials {
     private readonly baseUrl: string,
   ) {
     const header = req.headers.get("authorization");
-    const dpop = credentialOf(header, "dpop");
+    // (a `DPoP` credential starts with d: a bearer token's header is not read twice)
+    const dpop = header !== null && (header.charCodeAt(0) | 0x20) === 0x64 ? credentialOf(header, "dpop") : null;
     this.token = dpop ?? credentialOf(header, "bearer");
     this.scheme = dpop !== null ? "dpop" : "bearer";
     this.method = req.method;

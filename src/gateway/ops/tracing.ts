@@ -45,6 +45,8 @@ interface Span {
 
 export function createTracer(o: { endpoint?: string; version: string; fetch?: Fetch; log: Logger }): Tracer {
   const als = new AsyncLocalStorage<TraceContext>();
+  /** Traced requests not yet answered: while none is, no outbound call is inside one. */
+  let open = 0;
   const exporting = Boolean(o.endpoint);
   const url = o.endpoint ? `${o.endpoint.replace(/\/+$/, "")}/v1/traces` : "";
   const post = o.fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -100,10 +102,12 @@ export function createTracer(o: { endpoint?: string; version: string; fetch?: Fe
     };
     const ctx: TraceContext = { traceId: span.traceId, spanId: span.spanId, flags: valid ? valid[3]! : "01", attributes: span.attributes, open: true };
     let res: T;
+    open++;
     try {
       res = await als.run(ctx, fn);
     } finally {
       ctx.open = false;
+      open--;
     }
     span.attributes["http.response.status_code"] = res.status;
     span.name = `${req.method} ${String(span.attributes["http.route"] ?? "")}`.trim();
@@ -152,6 +156,8 @@ export function createTracer(o: { endpoint?: string; version: string; fetch?: Fe
     wrapFetch(fetch) {
       // Outside a traced request the call is `fetch` itself (no async wrapper: one promise fewer per proxied call).
       return (input, init) => {
+        // no traced request open (nearly always when not exporting): no context to look up
+        if (open === 0) return fetch(input, init);
         const ctx = als.getStore();
         return ctx?.open ? tracedFetch(fetch, ctx, input, init) : fetch(input, init);
       };

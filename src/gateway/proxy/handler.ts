@@ -99,12 +99,13 @@ export async function proxy(call: Call): Promise<Response> {
   }
   // Evidence (DESIGN §20): the call is audited once its status is known — never its bodies; queued, off the hot path.
   // An approved call carries the digest the person approved (the 403's): the record joins to the approval.
-  auditProxyCall(gw, token, {
-    method: line.canonical.method,
-    path: line.canonical.literal,
-    status: res.status,
-    ...(passed.digest !== null ? { request_digest: passed.digest } : {}),
-  });
+  auditProxyCall(
+    gw,
+    token,
+    passed.digest === null
+      ? { method: line.canonical.method, path: line.canonical.literal, status: res.status }
+      : { method: line.canonical.method, path: line.canonical.literal, status: res.status, request_digest: passed.digest },
+  );
   return answerOf(res);
 }
 

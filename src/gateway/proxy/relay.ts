@@ -156,7 +156,7 @@ export async function send(
     };
     if (body.data instanceof ReadableStream) init.duplex = "half";
     const res = await gw.fetch(target, init);
-    gw.metrics.upstreamDuration.observe([providerId], (performance.now() - started) / 1000);
+    upstreamSeries(gw, providerId).observe((performance.now() - started) / 1000);
     return res;
   } catch (cause) {
     if (body.cut?.()) throw tooLarge(gw.opts.maxProxyBody);
@@ -211,6 +211,17 @@ function waitingOf(gw: Gateway): Map<string, number> {
   let counts = waitingCalls.get(gw);
   if (!counts) waitingCalls.set(gw, (counts = new Map()));
   return counts;
+}
+
+/** Each provider's upstream-duration series, kept per gateway (no label join per call; providers are configured ones). */
+const durations = new WeakMap<Gateway, Map<string, { observe(value: number): void }>>();
+
+function upstreamSeries(gw: Gateway, providerId: string): { observe(value: number): void } {
+  let byProvider = durations.get(gw);
+  if (byProvider === undefined) durations.set(gw, (byProvider = new Map()));
+  let s = byProvider.get(providerId);
+  if (s === undefined) byProvider.set(providerId, (s = gw.metrics.upstreamDuration.series([providerId])));
+  return s;
 }
 
 /** One more call waiting on `providerId` — 502 at once when `--upstream-concurrency` already are. */
