@@ -17,7 +17,7 @@ import { enqueueWebhookEvents, isWebhookSource } from "./domain/webhooks.ts";
 import { startWebhookDeliverer } from "./ops/webhooks.ts";
 import { toRecord } from "./domain/providers.ts";
 import { putIssuer } from "./domain/trusted-issuers.ts";
-import { createPipeline, type Peer } from "./http/pipeline.ts";
+import { createPipeline, type Peer, type Settled } from "./http/pipeline.ts";
 import { createPrefixRouter } from "./http/router.ts";
 import { createKeyResolver } from "./identity/agent-keys.ts";
 import { memoryAuditPin } from "./ops/audit-pin.ts";
@@ -74,12 +74,12 @@ export interface App {
    * `peer`: the client's IP address as the listener saw it (per-IP limits: registration, the console's sign-in), or a
    * function that reads it when asked (serve.ts: reading it costs).
    */
-  fetch(req: Request, peer?: Peer): Promise<Response>;
+  fetch(req: Request, peer?: Peer, settled?: Settled): Promise<Response>;
   /**
    * The same, for requests whose path starts with one of routes.ts's `fastPrefixes` (Bun.serve's native `routes` hand
    * them over): matched against the rows under that prefix only — the same answer as `fetch`, for less work per call.
    */
-  under: Record<string, (req: Request, peer?: Peer) => Promise<Response>>;
+  under: Record<string, (req: Request, peer?: Peer, settled?: Settled) => Promise<Response>>;
   /** Set when this start generated the admin token: show it once, it is never shown again. */
   generatedAdminToken: string | null;
   /** Writes the queued audit events, then closes the store. */
@@ -174,11 +174,11 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   const under: App["under"] = {};
   for (const prefix of fastPrefixes({ native })) {
     const handleUnder = createPipeline(gateway, table, guards, createPrefixRouter(table, prefix));
-    under[prefix] = (req, peer) => tracer.request(req, () => handleUnder(req, peer));
+    under[prefix] = (req, peer, settled) => tracer.request(req, () => handleUnder(req, peer, settled));
   }
   return {
     gateway,
-    fetch: (req, peer) => tracer.request(req, () => handle(req, peer)),
+    fetch: (req, peer, settled) => tracer.request(req, () => handle(req, peer, settled)),
     under,
     generatedAdminToken: admin.generated,
     close: async () => {

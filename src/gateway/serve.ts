@@ -71,7 +71,7 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
   /** A request through the app's entry `entryOf` picks, counted per address; before the app is configured, once it is. */
   const serveWith = (req: Request, entryOf: (a: App) => App["fetch"]) => {
     const peer = () => peerOf(req);
-    return perIp(req, () => (app ? entryOf(app)(req, peer) : ready.then((a) => entryOf(a)(req, peer))));
+    return perIp(req, (release) => (app ? entryOf(app)(req, peer, release) : ready.then((a) => entryOf(a)(req, peer, release))));
   };
   const wholeTable = (a: App) => a.fetch;
   const server = listen({
@@ -254,8 +254,9 @@ export function inFlightPerIp(max: number, peerOf: (req: Request) => string | un
     attributed.set(req, ip);
     counts.set(ip, (counts.get(ip) ?? 0) + 1);
   };
-  // Not an async function: the handler's own promise, released when it settles (one promise and await fewer per request).
-  return (req: Request, handle: () => Promise<Response>): Response | Promise<Response> => {
+  // Not an async function, and no reaction on the handler's promise: the handler calls `release(req)` once it answered
+  // (the pipeline does, in a finally) — each promise hop on a call's way back costs (issue 41).
+  return (req: Request, handle: (release: (req: Request) => void) => Promise<Response>): Response | Promise<Response> => {
     if (unattributed.size + attributed.size < max) unattributed.add(req);
     else {
       for (const r of unattributed) count(r, peerOf(r) ?? "");
@@ -270,20 +271,12 @@ export function inFlightPerIp(max: number, peerOf: (req: Request) => string | un
       }
       count(req, ip);
     }
-    let answer: Promise<Response>;
     try {
-      answer = handle();
+      return handle(release);
     } catch (err) {
       release(req);
       throw err;
     }
-    return answer.then(
-      (res) => (release(req), res),
-      (err: unknown) => {
-        release(req);
-        throw err;
-      },
-    );
   };
 }
 

@@ -23,9 +23,15 @@ export type Peer = string | (() => string | undefined) | undefined;
 
 export const REQUEST_ID_HEADER = "x-request-id";
 
-/** `router`: the table's, or one narrowed to a prefix (createPrefixRouter) for the requests Bun's `routes` hand over. */
-export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards, router: Router = createRouter(table)): (req: Request, peer?: Peer) => Promise<Response> {
-  return async (incoming, peer) => {
+/** Told when a request was answered, with the request as it arrived (serve.ts counts requests in flight per address). */
+export type Settled = (req: Request) => void;
+
+/**
+ * `router`: the table's, or one narrowed to a prefix (createPrefixRouter) for the requests Bun's `routes` hand over.
+ * `settled` is called once the answer is made, whatever happened — no reaction on the pipeline's promise is needed.
+ */
+export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards, router: Router = createRouter(table)): (req: Request, peer?: Peer, settled?: Settled) => Promise<Response> {
+  return async (incoming, peer, settled) => {
     let req = incoming;
     const started = performance.now();
     const id = requestId(req.headers.get(REQUEST_ID_HEADER));
@@ -69,8 +75,12 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
     } catch (err) {
       res = boundary(gw, kind, err, id);
     }
-    res = withHeader(res, REQUEST_ID_HEADER, id);
-    record(gw, req.method, route, res.status, performance.now() - started, id, who);
+    try {
+      res = withHeader(res, REQUEST_ID_HEADER, id);
+      record(gw, req.method, route, res.status, performance.now() - started, id, who);
+    } finally {
+      settled?.(incoming);
+    }
     return res;
   };
 }

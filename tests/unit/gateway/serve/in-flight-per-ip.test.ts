@@ -17,7 +17,8 @@ function rig(max: number) {
     const req = new Request("http://gw.test/health");
     addresses.set(req, ip);
     let finish!: () => void;
-    const answer = limit(req, () => new Promise<Response>((resolve) => (finish = () => resolve(new Response("ok")))));
+    // the handler says when it answered (the pipeline does, serve.ts)
+    const answer = limit(req, (release) => new Promise<Response>((resolve) => (finish = () => (release(req), resolve(new Response("ok"))))));
     if (answer instanceof Response) return { status: answer.status, done: Promise.resolve() };
     pending.push(finish);
     return { status: 0, done: answer.then(() => undefined), finish };
