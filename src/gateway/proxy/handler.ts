@@ -1,7 +1,7 @@
 /**
  * ANY /ath/proxy/{provider_id}/{path} (and, in native mode, ANY /api/{path}) — the agent's calls to the provider API,
  * with the ATH token swapped for the upstream token. This door parses HTTP into the one canonical request (DESIGN
- * §16), asks domain/call.ts for the decision, and hands the call to relay.ts's `sendOnce`; bodies stream both ways
+ * §16), asks domain/call.ts for the decision, and hands the call to relay.ts's `sendOnce` (its steps, `startSend`); bodies stream both ways
  * unless a rule needs them whole, and the upstream token never reaches the agent.
  */
 import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
@@ -13,7 +13,7 @@ import { readRequestBounded } from "../http/body.ts";
 import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { fieldsOf, filterResponseHeaders, forwardInPlace, type HeaderFields } from "./headers.ts";
-import { notSent, prepareBody, sendOnce, type PreparedBody } from "./relay.ts";
+import { notSent, prepareBody, startSend, type PreparedBody } from "./relay.ts";
 import { callerPlan } from "./plan.ts";
 import { requestLine, type RequestLine } from "./request-line.ts";
 
@@ -78,7 +78,8 @@ export async function proxy(call: Call): Promise<Response> {
   }
   let res: Response;
   try {
-    res = await sendOnce(gw, {
+    // sendOnce's steps awaited here (relay.ts startSend): one promise hop fewer per call
+    const sending = startSend(gw, {
       providerId,
       grantId: token.grant_id,
       access,
@@ -90,6 +91,14 @@ export async function proxy(call: Call): Promise<Response> {
       remaining: passed.remaining,
       presented: caller.token!,
     });
+    let answer: Response;
+    try {
+      answer = await sending.first;
+    } catch (cause) {
+      throw sending.failed(cause);
+    }
+    const settled = sending.settle(answer);
+    res = settled instanceof Promise ? await settled : settled;
   } catch (err) {
     if (notSent(err)) passed.unsent();
     throw err;

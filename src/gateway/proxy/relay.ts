@@ -59,45 +59,37 @@ export interface Outbound {
  * revocation that removed the grant under this call, TOKEN_REVOKED.
  */
 export async function sendOnce(gw: Gateway, o: Outbound): Promise<Response> {
-  let access: LiveAccess;
+  const sending = startSend(gw, o);
+  let answer: Response;
   try {
-    access = o.access ?? (await currentAccess(gw, o.grantId));
-  } catch (err) {
-    // A revocation drops the token, then its grant: a call that read the token just before its revocation reached
-    // this instance finds the grant gone. Ask about the token again, so the answer names what happened.
-    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, o.presented).catch((e: unknown) => Promise.reject(unsent(e)));
-    throw unsent(err);
-  }
-  // the first call awaited here, not through send(): one promise hop fewer on every call
-  const first = new Attempt(gw, o.providerId, o.method, o.target, o.headers, o.body, access, true);
-  let res: Response;
-  try {
-    res = await first.answer;
+    answer = await sending.first;
   } catch (cause) {
-    throw first.failed(cause);
+    throw sending.failed(cause);
   }
-  first.answered(res);
-  if (res.status === 401 && access.canRefresh) {
-    if (!o.once && o.body.replayable) {
-      await res.body?.cancel();
-      access = await refreshAfterRejection(gw, o.grantId, access.version);
-      res = await send(gw, o.providerId, o.method, o.target, o.headers, o.body, access);
-    } else if (o.once) {
-      // Sent at most once: the 401 is the answer, and the grant is refreshed for later calls — a refresh that fails
-      // says nothing this answer must carry. (A streamed body, already gone, is relayed as answered: nothing learnt.)
-      await refreshAfterRejection(gw, o.grantId, access.version).catch(() => undefined);
-    }
-  }
-  if (res.status < 200 || res.status > 599) {
-    // Not an HTTP status a Response can carry (Bun's fetch passes 0–999 through): the upstream is broken, not the caller.
-    await res.body?.cancel();
-    throw new AthError("UPSTREAM_UNAVAILABLE", `The upstream answered with an invalid HTTP status (${res.status})`, { reason: "invalid_status", status: res.status });
-  }
-  // Only the gateway counts budgets: an upstream's own ATH-Budget-Remaining never reaches the caller.
-  return o.remaining === null && !res.headers.has(BUDGET_REMAINING) ? res : withBudget(res, o.remaining);
+  return sending.settle(answer);
 }
 
-/** Bodies up to this size are buffered so the request can be replayed once after a token refresh. */
+/**
+ * `sendOnce` in three steps, for a door that awaits the upstream itself (the proxy: one promise hop fewer per call,
+ * issue 41): await `first`; what it throws, `failed` says what to throw instead; what it gives, `settle` makes the
+ * answer — the rules after the first answer (the 401 rule, the status check, the budget header), with a promise only
+ * when a 401 is followed by a refresh. Starting throws at once when the provider's concurrency cap is full.
+ */
+export interface Sending {
+  first: Promise<Response>;
+  failed(cause: unknown): unknown;
+  settle(answer: Response): Response | Promise<Response>;
+}
+
+export function startSend(gw: Gateway, o: Outbound): Sending {
+  // The access kept by the caller's plan: the first call leaves now. Else read it (refreshing first), then send: the
+  // whole of it is `first`, already settled.
+  if (!o.access) return { first: sendReading(gw, o), failed: passThrough, settle: answerAsIs };
+  const attempt = new Attempt(gw, o.providerId, o.method, o.target, o.headers, o.body, o.access, true);
+  return new FirstAnswer(gw, o, o.access, attempt);
+}
+
+/** Bodies up to this size are buffered so the request can be replayed once after a token refresh. *//** Bodies up to this size are buffered so the request can be replayed once after a token refresh. */
 const REPLAYABLE_BODY_BYTES = 1024 * 1024;
 
 export interface PreparedBody {
@@ -150,11 +142,87 @@ export async function send(
 
 // internal
 
+const passThrough = (cause: unknown): unknown => cause;
+const answerAsIs = (answer: Response): Response => answer;
+
+/** sendOnce when the access must be read first (the caller's plan did not hold it fresh). */
+async function sendReading(gw: Gateway, o: Outbound): Promise<Response> {
+  let access: LiveAccess;
+  try {
+    access = await currentAccess(gw, o.grantId);
+  } catch (err) {
+    // A revocation drops the token, then its grant: a call that read the token just before its revocation reached
+    // this instance finds the grant gone. Ask about the token again, so the answer names what happened.
+    if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, o.presented).catch((e: unknown) => Promise.reject(unsent(e)));
+    throw unsent(err);
+  }
+  const attempt = new Attempt(gw, o.providerId, o.method, o.target, o.headers, o.body, access, true);
+  const next = new FirstAnswer(gw, o, access, attempt);
+  let answer: Response;
+  try {
+    answer = await attempt.answer;
+  } catch (cause) {
+    throw next.failed(cause);
+  }
+  return next.settle(answer);
+}
+
+/** The rules after a call's first answer (sendOnce's): what `Sending` gives a door that awaits the answer itself. */
+class FirstAnswer implements Sending {
+  readonly first: Promise<Response>;
+  constructor(
+    private readonly gw: Gateway,
+    private readonly o: Outbound,
+    private readonly access: LiveAccess,
+    private readonly attempt: Attempt,
+  ) {
+    this.first = attempt.answer;
+  }
+
+  failed(cause: unknown): unknown {
+    return this.attempt.failed(cause);
+  }
+
+  settle(answer: Response): Response | Promise<Response> {
+    this.attempt.answered(answer);
+    // a 401 the refreshed grant may cure, or an invalid status: the rest in full (a promise)
+    if ((answer.status === 401 && this.access.canRefresh) || answer.status < 200 || answer.status > 599) return this.afterRejection(answer);
+    return checked(answer, this.o.remaining);
+  }
+
+  private async afterRejection(first: Response): Promise<Response> {
+    const { gw, o } = this;
+    let res = first;
+    if (res.status === 401 && this.access.canRefresh) {
+      if (!o.once && o.body.replayable) {
+        await res.body?.cancel();
+        const access = await refreshAfterRejection(gw, o.grantId, this.access.version);
+        res = await send(gw, o.providerId, o.method, o.target, o.headers, o.body, access);
+      } else if (o.once) {
+        // Sent at most once: the 401 is the answer, and the grant is refreshed for later calls — a refresh that fails
+        // says nothing this answer must carry. (A streamed body, already gone, is relayed as answered: nothing learnt.)
+        await refreshAfterRejection(gw, o.grantId, this.access.version).catch(() => undefined);
+      }
+    }
+    if (res.status < 200 || res.status > 599) {
+      // Not an HTTP status a Response can carry (Bun's fetch passes 0–999 through): the upstream is broken, not the caller.
+      await res.body?.cancel();
+      throw new AthError("UPSTREAM_UNAVAILABLE", `The upstream answered with an invalid HTTP status (${res.status})`, { reason: "invalid_status", status: res.status });
+    }
+    return checked(res, o.remaining);
+  }
+}
+
+/** The answer with the budget header: only the gateway counts budgets — an upstream's own ATH-Budget-Remaining never reaches the caller. */
+function checked(res: Response, remaining: number | null): Response {
+  return remaining === null && !res.headers.has(BUDGET_REMAINING) ? res : withBudget(res, remaining);
+}
+
 /**
  * One upstream call on its way: started when made (nothing awaited), then `answered` or `failed` — each ends its
  * deadline and its place among the provider's waiting calls. Not an async function of its own: whoever sends awaits
- * `answer` itself (sendOnce's first call): one promise hop fewer per call — a hop is a microtask, a promise and an async
- * frame resumed, and this one was worth 1.048× the GET throughput (issue 41, wrk.ts --ab).
+ * `answer` itself (a call's first attempt: startSend's `first`): one promise hop fewer per call — a hop is a microtask,
+ * a promise and an async frame resumed, and this one was worth 1.048× the GET throughput (issue 41, wrk.ts --ab).
  */
 class Attempt {
   readonly answer: Promise<Response>;
