@@ -376,7 +376,7 @@ async function wrk(t: Target, shape: Shape, connections: number, seconds: number
     ].join("\n"),
   );
   const p = Bun.spawn(["taskset", "-c", REST_CPU, "wrk", "-t1", `-c${connections}`, `-d${seconds}s`, "--latency", "-s", script, t.url + shape.path], { stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]).finally(() => rmSync(script, { force: true }));
   if (code !== 0) throw new Error(`wrk against ${t.name} failed (${code}): ${err}${out}`);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
   const pct = (p: string) => {

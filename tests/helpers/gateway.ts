@@ -106,7 +106,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (line !== `listening on ${baseUrl}`) throw new Error(`unexpected ready line: ${ready}`);
   }
 
-  await start();
+  try {
+    await start();
+  } catch (err) {
+    // a gateway that did not start leaves no temporary directory behind (a test of a refused start has nothing to clean)
+    await proc?.exited;
+    await home.remove();
+    throw err;
+  }
   return {
     baseUrl,
     port,
