@@ -11,7 +11,6 @@ import type { Browser } from "playwright-core";
 import { freshPage } from "./chromium.ts";
 import { startGateway, type Gateway } from "./gateway.ts";
 import { codeGrant, registerClient, startClientHost } from "./mcp-oauth-client.ts";
-import { freePort } from "./net.ts";
 import { startReferenceMcp, type ReferenceMcp, type Wires } from "./reference-mcp/serve.ts";
 import { PG_URL } from "./store-harness.ts";
 import { startUpstreamAuth, type UpstreamAuth } from "./upstream-auth.ts";
@@ -42,8 +41,10 @@ export interface WiresWorld {
 }
 
 export async function startWiresWorld(browser: Browser, o: { pair?: boolean; binary?: boolean } = {}): Promise<WiresWorld> {
-  const ports = [await freePort(), await freePort()];
-  const bases = ports.map((p) => `http://127.0.0.1:${p}`);
+  // The fronts listen first (on ports of their own, 0: no free port looked up and raced for by the servers started
+  // after it), and learn their gateways once these run.
+  const listening = [front(), front()];
+  const bases = listening.map((f) => f.base);
   const auth = await startUpstreamAuth({ redirectUris: bases.map((b) => `${b}/ath/callback`), scopes: ["openid", "offline_access", "tools"] });
   const servers: Record<string, ReferenceMcp> = {};
   for (const [id, wires] of Object.entries(VARIANTS)) servers[id] = await startReferenceMcp(wires);
@@ -69,7 +70,12 @@ export async function startWiresWorld(browser: Browser, o: { pair?: boolean; bin
     startGateway({ providers, publicUrl: bases[0], binary: o.binary }),
     ...(o.pair === false ? [] : [0, 1].map(() => startGateway({ providers, publicUrl: bases[1], binary: o.binary, ...pg }))),
   ]);
-  const fronts = [await front(ports[0]!, [solo!]), ...(paired.length ? [await front(ports[1]!, paired)] : [])];
+  for (const [f, gateways] of [[listening[0]!, [solo!]], [listening[1]!, paired]] as const) {
+    f.gateways.push(...gateways);
+    f.handed.push(...gateways.map(() => 0));
+  }
+  if (!paired.length) await listening[1]!.stop();
+  const fronts = paired.length ? listening : [listening[0]!];
   const host = await startClientHost();
   for (const f of fronts) {
     const clientId = await registerClient(f.base, host.redirectUrl, "Conformance suite");
@@ -105,14 +111,15 @@ export async function startWiresWorld(browser: Browser, o: { pair?: boolean; bin
 
 // internal
 
-/** A load balancer in front of `gateways`: Host and Origin as the client sent them, requests in turn. */
-async function front(port: number, gateways: Gateway[]): Promise<Fronted & { stop(): Promise<void> }> {
+/** A load balancer in front of `gateways` (given once they run): Host and Origin as the client sent them, requests in turn. */
+function front(): Fronted & { stop(): Promise<void> } {
   const tokens: Record<string, string> = {};
-  const handed = gateways.map(() => 0);
+  const gateways: Gateway[] = [];
+  const handed: number[] = [];
   let turn = 0;
   const server = Bun.serve({
     hostname: "127.0.0.1",
-    port,
+    port: 0,
     idleTimeout: 120,
     async fetch(req) {
       const url = new URL(req.url);
@@ -127,6 +134,6 @@ async function front(port: number, gateways: Gateway[]): Promise<Fronted & { sto
       return new Response(res.body, { status: res.status, statusText: res.statusText, headers: res.headers });
     },
   });
-  const base = `http://127.0.0.1:${port}`;
+  const base = `http://127.0.0.1:${server.port}`;
   return { base, url: (p) => `${base}/mcp/${p}`, gateways, tokens, handed, stop: () => server.stop(true) };
 }
