@@ -177,13 +177,13 @@ export class LineBatch {
 
 /** stdout in batches; whatever is pending is written synchronously when the process exits, so no line is lost on a clean stop. */
 function stdoutBatch(): LineBatch {
-  let pending: LineBatch | null = null;
+  let exiting = false;
   const batch = new LineBatch((chunk) => {
-    if (pending === null) process.stdout.write(chunk);
-    else writeSync(1, chunk);
+    if (exiting) writeSync(1, chunk);
+    else process.stdout.write(chunk);
   });
   process.once("exit", () => {
-    pending = batch;
+    exiting = true;
     batch.flush();
   });
   return batch;

@@ -13,7 +13,7 @@ import { readRequestBounded } from "../http/body.ts";
 import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
 import { fieldsOf, filterResponseHeaders, forwardInPlace, type HeaderFields } from "./headers.ts";
-import { notSent, prepareBody, startSend, type PreparedBody } from "./relay.ts";
+import { bufferedBody, notSent, prepareBody, startSend, type PreparedBody } from "./relay.ts";
 import { callerPlan } from "./plan.ts";
 import { requestLine, type RequestLine } from "./request-line.ts";
 
@@ -67,10 +67,7 @@ export async function proxy(call: Call): Promise<Response> {
   let body: PreparedBody;
   try {
     const read = subject.body.whole();
-    const prepared =
-      read !== null
-        ? { data: read.byteLength ? read : null, replayable: true }
-        : prepareBody(req, gw.opts.maxProxyBody, contentLength);
+    const prepared = read !== null ? bufferedBody(read) : prepareBody(req, gw.opts.maxProxyBody, contentLength);
     body = prepared instanceof Promise ? await prepared : prepared;
   } catch (err) {
     passed.unsent();

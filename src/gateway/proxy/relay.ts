@@ -89,7 +89,7 @@ export function startSend(gw: Gateway, o: Outbound): Sending {
   return new FirstAnswer(gw, o, o.access, attempt);
 }
 
-/** Bodies up to this size are buffered so the request can be replayed once after a token refresh. *//** Bodies up to this size are buffered so the request can be replayed once after a token refresh. */
+/** Bodies up to this size are buffered so the request can be replayed once after a token refresh. */
 const REPLAYABLE_BODY_BYTES = 1024 * 1024;
 
 export interface PreparedBody {
@@ -113,6 +113,11 @@ export function prepareBody(req: Request, max: number, length: string | null): P
   if (declared <= REPLAYABLE_BODY_BYTES || declared > max) return wholeBody(req, length, max);
   if (length === null && !req.body) return NO_BODY;
   return streamedBody(req as Request & { body: ReadableStream<Uint8Array> }, max, length);
+}
+
+/** A body read whole (replayable), or none when it is empty. */
+export function bufferedBody(bytes: Uint8Array): PreparedBody {
+  return bytes.byteLength === 0 ? NO_BODY : { data: bytes, replayable: true };
 }
 
 /**
@@ -156,15 +161,7 @@ async function sendReading(gw: Gateway, o: Outbound): Promise<Response> {
     if (err instanceof AthError && err.details?.reason === "upstream_grant_revoked") await requireNotRevoked(gw, o.presented).catch((e: unknown) => Promise.reject(unsent(e)));
     throw unsent(err);
   }
-  const attempt = new Attempt(gw, o.providerId, o.method, o.target, o.headers, o.body, access, true);
-  const next = new FirstAnswer(gw, o, access, attempt);
-  let answer: Response;
-  try {
-    answer = await attempt.answer;
-  } catch (cause) {
-    throw next.failed(cause);
-  }
-  return next.settle(answer);
+  return sendOnce(gw, { ...o, access });
 }
 
 /** The rules after a call's first answer (sendOnce's): what `Sending` gives a door that awaits the answer itself. */
@@ -274,7 +271,7 @@ class Attempt {
   /** The upstream's answer arrived: the deadline no longer applies. */
   answered(res: Response): Response {
     this.end();
-    upstreamSeries(this.gw, this.providerId).observe((performance.now() - this.started) / 1000);
+    this.gw.metrics.upstreamDuration.observe([this.providerId], (performance.now() - this.started) / 1000);
     return res;
   }
 
@@ -300,8 +297,7 @@ class Attempt {
 const NO_BODY: PreparedBody = Object.freeze({ data: null, replayable: true });
 
 async function wholeBody(req: Request, length: string | null, max: number): Promise<PreparedBody> {
-  const bytes = await readRequestBounded(req, length, max, () => tooLarge(max));
-  return bytes.byteLength === 0 ? NO_BODY : { data: bytes, replayable: true };
+  return bufferedBody(await readRequestBounded(req, length, max, () => tooLarge(max)));
 }
 
 /** A body too large to replay: passed on as it streams (a declared length is held to by the server; a chunked one counted). */
@@ -334,17 +330,6 @@ function waitingOf(gw: Gateway): Map<string, number> {
   let counts = waitingCalls.get(gw);
   if (!counts) waitingCalls.set(gw, (counts = new Map()));
   return counts;
-}
-
-/** Each provider's upstream-duration series, kept per gateway (no label join per call; providers are configured ones). */
-const durations = new WeakMap<Gateway, Map<string, { observe(value: number): void }>>();
-
-function upstreamSeries(gw: Gateway, providerId: string): { observe(value: number): void } {
-  let byProvider = durations.get(gw);
-  if (byProvider === undefined) durations.set(gw, (byProvider = new Map()));
-  let s = byProvider.get(providerId);
-  if (s === undefined) byProvider.set(providerId, (s = gw.metrics.upstreamDuration.series([providerId])));
-  return s;
 }
 
 /** One more call waiting on `providerId` — 502 at once when `--upstream-concurrency` already are. */

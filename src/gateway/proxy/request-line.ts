@@ -54,15 +54,11 @@ function lineOf(config: ProviderConfig & { api_base_url: string }, method: strin
   const target = upstreamUrl(config.api_base_url, rawPath, search);
   const rules = config.scope_rules;
   const verdicts = new Map<string, boolean>();
-  // by the scopes array itself first: a cached token record hands out the same array on every call (no join per call)
-  let lastScopes: readonly string[] | null = null;
-  let lastVerdict = false;
   return {
     canonical,
     target,
     allows(scopes) {
       if (!rules) return undefined;
-      if (scopes === lastScopes) return lastVerdict;
       const key = scopes.join(" ");
       let v = verdicts.get(key);
       if (v === undefined) {
@@ -70,8 +66,6 @@ function lineOf(config: ProviderConfig & { api_base_url: string }, method: strin
         if (verdicts.size >= MAX_SCOPE_SETS) verdicts.clear();
         verdicts.set(key, v);
       }
-      lastScopes = scopes;
-      lastVerdict = v;
       return v;
     },
   };
