@@ -1,0 +1,77 @@
+/**
+ * Instructions per warm proxied call, counted rather than timed: `valgrind --tool=callgrind` runs the in-process
+ * gateway (tests/helpers/in-process.ts: in-memory SQLite, a scripted provider answering from memory) through the
+ * proxy's own entry for two lengths of run, and the difference over the calls between them is one steady call's
+ * instructions — its compiles, done in the first thousands of calls, fall out (the shorter run has them too). With
+ * JavaScriptCore's concurrent JIT and GC off (they would count on other threads, or not at all), the same tree gives
+ * the same figure to within a few hundred instructions per call, where wall-clock A/B on a shared machine moves by
+ * ±10 % between rounds (docs/performance.md). A count is not a time — the proxy's HTTP threads, the kernel and the
+ * cache are not in it — so a step is kept on both: fewer instructions here, and no loss in `wrk.ts --ab`.
+ *
+ * Usage: bun scripts/bench/instructions.ts [--post] [--from 9000] [--to 15000] TREE [TREE…]
+ * Each TREE is a checkout of ath (a git worktree of another commit: `git worktree add /tmp/a COMMIT`, with node_modules
+ * linked in); the runs go two at a time. Needs valgrind. A run of 15,000 calls takes about four minutes.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: string) => {
+  const i = args.indexOf(name);
+  const v = args[i + 1];
+  return i >= 0 && v !== undefined && !v.startsWith("--") ? v : fallback;
+};
+const post = args.includes("--post");
+const from = Number(flag("--from", "9000"));
+const to = Number(flag("--to", "15000"));
+const trees = args.filter((a, i) => !a.startsWith("--") && !["--from", "--to"].includes(args[i - 1] ?? "")).map((t) => resolve(t));
+if (trees.length === 0 || !(to > from && from >= 0)) {
+  console.error("usage: bun scripts/bench/instructions.ts [--post] [--from 9000] [--to 15000] TREE [TREE…]");
+  process.exit(2);
+}
+if (Bun.spawnSync(["which", "valgrind"]).exitCode !== 0) {
+  console.error("valgrind not found: apt-get install -y valgrind");
+  process.exit(1);
+}
+
+const dir = mkdtempSync(join(tmpdir(), "ath-instructions-"));
+const driver = join(import.meta.dir, "instructions-driver.ts");
+
+/** Instructions of one run of `calls` warm calls through `tree`'s gateway. */
+async function count(tree: string, calls: number): Promise<number> {
+  const out = join(dir, `${Math.random().toString(36).slice(2)}.callgrind`);
+  const p = Bun.spawn(["valgrind", "--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, driver, tree, String(calls), post ? "post" : "get"], {
+    env: { ...process.env, BUN_JSC_useConcurrentJIT: "0", BUN_JSC_useConcurrentGC: "0" },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const err = await new Response(p.stderr).text();
+  const code = await p.exited;
+  const m = /Collected : (\d+)/.exec(err);
+  if (code !== 0 || !m) throw new Error(`${tree} (${calls} calls): valgrind exited ${code}\n${err.slice(-2000)}`);
+  return Number(m[1]);
+}
+
+/** Runs `jobs` two at a time (a 2-CPU machine: one valgrind per CPU). */
+async function inPairs<T>(jobs: (() => Promise<T>)[]): Promise<T[]> {
+  const results: T[] = new Array(jobs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      results[i] = await jobs[i]!();
+    }
+  };
+  await Promise.all([worker(), worker()]);
+  return results;
+}
+
+try {
+  const counts = await inPairs(trees.flatMap((t) => [() => count(t, from), () => count(t, to)]));
+  console.log(`${post ? "POST 1 KiB" : "GET small"}: instructions per warm call, calls ${from + 1}–${to} after 3,000 uncounted (callgrind, concurrent JIT and GC off)`);
+  const per = trees.map((t, i) => (counts[2 * i + 1]! - counts[2 * i]!) / (to - from));
+  trees.forEach((t, i) => console.log(`  ${t}  ${Math.round(per[i]!).toLocaleString("en-US")}${i === 0 ? "" : `   ${(per[i]! / per[0]!).toFixed(3)}× the first`}`));
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
