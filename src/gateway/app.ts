@@ -173,12 +173,11 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   const handle = createPipeline(gateway, table, guards);
   const under: App["under"] = {};
   for (const prefix of fastPrefixes({ native })) {
-    const handleUnder = createPipeline(gateway, table, guards, createPrefixRouter(table, prefix));
-    under[prefix] = (req, peer, settled) => tracer.request(req, () => handleUnder(req, peer, settled));
+    under[prefix] = tracer.entry(createPipeline(gateway, table, guards, createPrefixRouter(table, prefix)));
   }
   return {
     gateway,
-    fetch: (req, peer, settled) => tracer.request(req, () => handle(req, peer, settled)),
+    fetch: tracer.entry(handle),
     under,
     generatedAdminToken: admin.generated,
     close: async () => {

@@ -249,6 +249,11 @@ export interface Tracer {
   readonly exporting: boolean;
   /** Runs `fn` inside the request's span (a child of its `traceparent`, if any). */
   request<T extends Response>(req: Request, fn: () => Promise<T>): Promise<T>;
+  /**
+   * `handle` as an entry of the listener: `request` around it when the request is traced or carries `traceparent`,
+   * else `handle` itself.
+   */
+  entry<P, S>(handle: (req: Request, peer?: P, settled?: S) => Promise<Response>): (req: Request, peer?: P, settled?: S) => Promise<Response>;
   /** `fetch` whose calls become client spans and carry `traceparent`. */
   wrapFetch(fetch: Fetch): Fetch;
   /** The store with each call a span of the current request (only when exporting). */

@@ -68,10 +68,20 @@ export async function startServer(o: ServeOptions, meta: { version: string; log:
     return address;
   };
   const perIp = inFlightPerIp(o.maxConnectionsPerIp, peerOf);
-  /** A request through the app's entry `entryOf` picks, counted per address; before the app is configured, once it is. */
-  const serveWith = (req: Request, entryOf: (a: App) => App["fetch"]) => {
-    const peer = () => peerOf(req);
-    return perIp(req, (release) => (app ? entryOf(app)(req, peer, release) : ready.then((a) => entryOf(a)(req, peer, release))));
+  const release = perIp.release;
+  /**
+   * A request through the app's entry `entryOf` picks, counted per address; before the app is configured, once it is.
+   * Nothing made per request here (no closure): the pipeline gets the peer reader and the release themselves.
+   */
+  const serveWith = (req: Request, entryOf: (a: App) => App["fetch"]): Response | Promise<Response> => {
+    const refused = perIp.admit(req);
+    if (refused !== null) return refused;
+    try {
+      return app ? entryOf(app)(req, peerOf, release) : ready.then((a) => entryOf(a)(req, peerOf, release));
+    } catch (err) {
+      release(req);
+      throw err;
+    }
   };
   const wholeTable = (a: App) => a.fetch;
   const server = listen({
@@ -241,24 +251,17 @@ export function inFlightPerIp(max: number, peerOf: (req: Request) => string | un
   const unattributed = new Set<Request>();
   /** Each attributed request's address, until it is answered. */
   const attributed = new Map<Request, string>();
-  const release = (req: Request) => {
-    if (unattributed.delete(req)) return;
-    const ip = attributed.get(req);
-    if (ip === undefined) return;
-    attributed.delete(req);
-    const left = (counts.get(ip) ?? 1) - 1;
-    if (left <= 0) counts.delete(ip);
-    else counts.set(ip, left);
-  };
   const count = (req: Request, ip: string) => {
     attributed.set(req, ip);
     counts.set(ip, (counts.get(ip) ?? 0) + 1);
   };
-  // Not an async function, and no reaction on the handler's promise: the handler calls `release(req)` once it answered
-  // (the pipeline does, in a finally) — each promise hop on a call's way back costs (issue 41).
-  return (req: Request, handle: (release: (req: Request) => void) => Promise<Response>): Response | Promise<Response> => {
-    if (unattributed.size + attributed.size < max) unattributed.add(req);
-    else {
+  return {
+    /** Admits `req` (null), or refuses it at once (the 429 to answer): the admitted one's handler calls `release(req)`. */
+    admit(req: Request): Response | null {
+      if (unattributed.size + attributed.size < max) {
+        unattributed.add(req);
+        return null;
+      }
       for (const r of unattributed) count(r, peerOf(r) ?? "");
       unattributed.clear();
       const ip = peerOf(req) ?? "";
@@ -270,13 +273,21 @@ export function inFlightPerIp(max: number, peerOf: (req: Request) => string | un
         return errorResponse(refused, () => undefined);
       }
       count(req, ip);
-    }
-    try {
-      return handle(release);
-    } catch (err) {
-      release(req);
-      throw err;
-    }
+      return null;
+    },
+    /**
+     * `req` was answered. Called by the handler itself (the pipeline does, in a finally), not by a reaction on its
+     * promise: each promise hop on a call's way back costs (issue 41).
+     */
+    release(req: Request): void {
+      if (unattributed.delete(req)) return;
+      const ip = attributed.get(req);
+      if (ip === undefined) return;
+      attributed.delete(req);
+      const left = (counts.get(ip) ?? 1) - 1;
+      if (left <= 0) counts.delete(ip);
+      else counts.set(ip, left);
+    },
   };
 }
 

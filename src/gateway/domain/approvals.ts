@@ -31,9 +31,11 @@ export type ApprovalView = "pending" | "approved" | "denied" | "expired" | "used
  * an HTTP request, DESIGN §16; the key of an MCP call); null when the call needs no approval.
  */
 export function approvalRuleFor(config: ProviderConfig, agent: AgentRecord | null, matches: (match: readonly string[]) => boolean): ApprovalRule | null {
-  for (const rules of [config.approval_rules, agent?.approval_rules]) {
-    for (const rule of rules ?? []) if (matches(rule.match)) return rule;
-  }
+  return firstMatching(config.approval_rules, matches) ?? firstMatching(agent?.approval_rules, matches);
+}
+
+function firstMatching(rules: readonly ApprovalRule[] | null | undefined, matches: (match: readonly string[]) => boolean): ApprovalRule | null {
+  if (rules) for (const rule of rules) if (matches(rule.match)) return rule;
   return null;
 }
 

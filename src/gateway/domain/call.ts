@@ -62,6 +62,9 @@ export type Decision =
 export function decideCall(gw: Gateway, c: Caller, subject: CallSubject): Decision | Promise<Decision> {
   const scope = subject.kind === "http" ? httpScope(gw, c, subject) : mcpScope(gw, c, subject.call);
   if (scope) return scope;
+  // Nothing configured that could judge it — no approval rule, policy, budget or delegated share (most calls): the one
+  // plain decision, no matcher made (sendDecision's answer for them).
+  if (!c.config.approval_rules && !c.agent.approval_rules && !c.config.policy && !c.agent.policy && !c.config.budgets && !c.agent.budgets && c.token.delegation?.budget == null) return SEND_PLAIN;
   const matches = matcher(subject);
   const free = subject.kind === "mcp" && isFreeMethod(subject.call.method);
   const approval = free ? null : approvalRuleFor(c.config, c.agent, (m) => matches(m, "either"));

@@ -16,10 +16,10 @@ import { createRouter, splitTarget, type Router } from "./router.ts";
 export type Guards = Record<RouteAuth, (call: Call) => void>;
 
 /**
- * Who sent the request, as the listener saw it (Bun's `server.requestIP`); absent in process. A function when reading it
- * costs (serve.ts): it is called only when a handler or a per-address budget asks.
+ * Who sent the request, as the listener saw it (Bun's `server.requestIP`); absent in process. A function of the request
+ * as it arrived when reading it costs (serve.ts): it is called only when a handler or a per-address budget asks.
  */
-export type Peer = string | (() => string | undefined) | undefined;
+export type Peer = string | ((req: Request) => string | undefined) | undefined;
 
 export const REQUEST_ID_HEADER = "x-request-id";
 
@@ -68,7 +68,7 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
       route = m.route;
       kind = route.kind;
       if (gw.tracer.exporting) gw.tracer.annotate({ "http.route": route.path });
-      const call = new PipelineCall(gw, req, route, m.params, search, id, peer, who);
+      const call = new PipelineCall(gw, req, route, m.params, search, id, incoming, peer, who);
       if (route.limit === "register") await gw.limiter.take("register", call.ip);
       guards[route.auth](call);
       res = await route.handler(call);
@@ -140,12 +140,14 @@ class PipelineCall implements Call {
     readonly params: Record<string, string>,
     readonly search: string,
     readonly id: string,
+    /** The request as the listener handed it over (the pipeline may have rebuilt `req`): whose peer `peerOf` reads. */
+    private readonly incoming: Request,
     private readonly peerOf: Peer,
     private readonly who: Who,
   ) {}
 
   get peer(): string | null {
-    if (this.address === undefined) this.address = (typeof this.peerOf === "function" ? this.peerOf() : this.peerOf) ?? null;
+    if (this.address === undefined) this.address = (typeof this.peerOf === "function" ? this.peerOf(this.incoming) : this.peerOf) ?? null;
     return this.address;
   }
 

@@ -89,9 +89,8 @@ export class LineBatch {
   /** The access record's JSON line — byte for byte what `accessLine("json", time, r)` makes (log.test.ts holds them equal). */
   access(time: number, r: AccessRecord): void {
     const id = r.request_id;
-    const idPlain = id.length <= MAX_PLAIN_ID && !MAY_HOLD_SECRET.test(id);
     const ms = r.duration_ms;
-    const plain = idPlain && ms >= 0 && ms < MAX_PLAIN_DURATION && Math.round(ms * 1000) / 1000 === ms && Number.isInteger(r.status) && r.status >= 0 && r.status < 1e15;
+    const plain = id.length <= MAX_PLAIN_ID && ms >= 0 && ms < MAX_PLAIN_DURATION && Math.round(ms * 1000) / 1000 === ms && Number.isInteger(r.status) && r.status >= 0 && r.status < 1e15;
     if (!plain) return this.line(accessLine("json", time, r));
     const head = this.head(r.route, r.method);
     const tail = this.tail(r.client_id, r.provider_id);
@@ -108,12 +107,16 @@ export class LineBatch {
     n += 24;
     b.set(ID_OPEN, n);
     n += ID_OPEN.length;
+    let hex = true;
     for (let i = 0; i < id.length; i++) {
       const c = id.charCodeAt(i);
       // what quote() writes as is: printable ASCII but `"` and `\` (else the general line, escaped)
       if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return this.line(accessLine("json", time, r));
+      if (hex && !((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || c === 0x2d)) hex = false;
       b[n++] = c;
     }
+    // An id that may hold a secret is scrubbed by the general line; one of hex digits and dashes (a generated id) cannot.
+    if (!hex && MAY_HOLD_SECRET.test(id)) return this.line(accessLine("json", time, r));
     b[n++] = 0x22; // "
     b.set(head, n);
     n += head.length;
@@ -157,13 +160,13 @@ export class LineBatch {
 
   private tail(client: string | undefined, provider: string | undefined): Uint8Array {
     if (client === undefined && provider === undefined) return CLOSE;
-    let byProvider = this.tails.get(client ?? "");
+    // (no client id and no provider id holds NUL, the key of an absent one: the router and the store refuse it)
+    let byProvider = this.tails.get(client ?? "\0");
     if (byProvider === undefined) {
       if (this.tails.size >= MAX_PARTS) this.tails.clear();
-      this.tails.set(client ?? "", (byProvider = new Map()));
+      this.tails.set(client ?? "\0", (byProvider = new Map()));
     }
-    // (no client id and no provider id hold NUL: the router and the store refuse it)
-    const key = `${client === undefined ? "\0" : ""}${provider ?? "\0"}`;
+    const key = provider ?? "\0";
     let tail = byProvider.get(key);
     if (tail === undefined) {
       let t = "";

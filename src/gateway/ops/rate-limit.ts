@@ -30,7 +30,9 @@ export function parseRate(text: string): Rate | null | undefined {
 }
 
 export function createLimiter(limits: RateLimits, deps: { store: Store; now: () => number; metrics: Metrics; log: Logger }): Limiter {
-  const buckets = new Map<string, Bucket>();
+  /** Buckets per budget, by key: no key string joined per request (the store's key, `budget:key`, is made when leasing). */
+  const byBudget = new Map<RouteLimit, Map<string, Bucket>>();
+  let size = 0;
   let storeDown = false;
   /** Past this many buckets, those of ended windows are dropped; doubled when that frees too little (no scan per request). */
   let pruneAt = PRUNE_AT;
@@ -69,21 +71,24 @@ export function createLimiter(limits: RateLimits, deps: { store: Store; now: () 
       if (!rate) return;
       const now = deps.now();
       const start = now - (now % rate.windowMs);
-      const k = `${budget}:${key}`;
-      let b = buckets.get(k);
+      let buckets = byBudget.get(budget);
+      if (buckets === undefined) byBudget.set(budget, (buckets = new Map()));
+      let b = buckets.get(key);
       if (b === undefined || b.start !== start) {
-        if (b === undefined && buckets.size >= pruneAt) {
-          prune(buckets, now);
-          pruneAt = Math.max(PRUNE_AT, buckets.size * 2);
+        if (b === undefined && size >= pruneAt) {
+          size = 0;
+          for (const m of byBudget.values()) size += prune(m, now);
+          pruneAt = Math.max(PRUNE_AT, size * 2);
         }
+        if (b === undefined) size++;
         b = { start, end: start + rate.windowMs, left: 0, leased: 0, spent: false, leasing: null };
-        buckets.set(k, b);
+        buckets.set(key, b);
       }
       if (b.left > 0) {
         b.left--;
         return;
       }
-      return leaseThenTake(budget, k, b, rate, now);
+      return leaseThenTake(budget, `${budget}:${key}`, b, rate, now);
     },
   };
 }
@@ -111,8 +116,10 @@ function batchOf(rate: Rate): number {
   return Math.max(1, Math.ceil(rate.limit / 10));
 }
 
-function prune(buckets: Map<string, Bucket>, now: number): void {
+/** Drops the buckets of ended windows; returns how many are left. */
+function prune(buckets: Map<string, Bucket>, now: number): number {
   for (const [k, b] of buckets) if (b.end <= now) buckets.delete(k);
+  return buckets.size;
 }
 
 function refuse(budget: RouteLimit, rate: Rate, start: number, now: number, metrics: Metrics): never {

@@ -138,16 +138,22 @@ export function createTracer(o: { endpoint?: string; version: string; fetch?: Fe
     }
   }
 
+  function request<T extends Response>(req: Request, fn: () => Promise<T>): Promise<T> {
+    const header = req.headers.get("traceparent");
+    // Not exporting and nothing to carry on: the request's own promise, no span, no context, no extra await.
+    if (!exporting && header === null) return fn();
+    const parsed = header ? TRACEPARENT.exec(header.trim().toLowerCase()) : null;
+    const valid = parsed && !/^0+$/.test(parsed[1]!) && !/^0+$/.test(parsed[2]!) ? parsed : null;
+    if (!exporting && !valid) return fn();
+    return traced(req, fn, valid);
+  }
+
   return {
     exporting,
-    request(req, fn) {
-      const header = req.headers.get("traceparent");
-      // Not exporting and nothing to carry on: the request's own promise, no span, no context, no extra await.
-      if (!exporting && header === null) return fn();
-      const parsed = header ? TRACEPARENT.exec(header.trim().toLowerCase()) : null;
-      const valid = parsed && !/^0+$/.test(parsed[1]!) && !/^0+$/.test(parsed[2]!) ? parsed : null;
-      if (!exporting && !valid) return fn();
-      return traced(req, fn, valid);
+    request,
+    entry(handle) {
+      // (no closure per request unless the request is traced: issue 41)
+      return (req, peer, settled) => (!exporting && !req.headers.has("traceparent") ? handle(req, peer, settled) : request(req, () => handle(req, peer, settled)));
     },
     annotate(attributes) {
       const ctx = als.getStore();

@@ -54,13 +54,14 @@ export async function proxy(call: Call): Promise<Response> {
   const headers = forwardInPlace(req.headers, apiHeaders(config));
   const subject = new ProxiedSubject(line, headers, req, contentLength);
   // (decideCall and passCall answer without a promise when no policy, approval or budget is involved: most calls)
-  const decided = decideCall(gw, { config, agent, token }, subject);
+  const who = { config, agent, token };
+  const decided = decideCall(gw, who, subject);
   const decision = decided instanceof Promise ? await decided : decided;
   if (decision.kind === "scope") {
     throw new AthError("SCOPE_NOT_APPROVED", decision.message, { scopes: token.scopes, needed_scopes: decision.needed });
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
-  const passing = passCall(gw, { config, agent, token }, subject, decision, { id: approvalId });
+  const passing = passCall(gw, who, subject, decision, { id: approvalId });
   const passed = passing instanceof Promise ? await passing : passing;
   // A call counted but never sent — its body refused while read, a store or upstream fault before it left — gives its
   // budget counts back (DESIGN §24).

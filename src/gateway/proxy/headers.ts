@@ -90,12 +90,12 @@ export function agentResponseHeaders(incoming: Headers): HeaderFields {
  */
 export function filterResponseHeaders(headers: Headers): Headers {
   const connection = headers.get("connection");
-  const listed = connection === null ? [] : connection.toLowerCase().split(",").map((s) => s.trim());
-  const dropped: string[] = [];
+  const listed = connection === null ? NO_NAMES : connection.toLowerCase().split(",").map((s) => s.trim());
+  let dropped: string[] | null = null;
   for (const name of headers.keys()) {
-    if (TO_AGENT.has(name) || name.startsWith("x-ath-") || forwarding(name) || listed.includes(name)) dropped.push(name);
+    if (TO_AGENT.has(name) || name.startsWith("x-ath-") || forwarding(name) || listed.includes(name)) (dropped ??= []).push(name);
   }
-  for (const name of dropped) headers.delete(name);
+  if (dropped !== null) for (const name of dropped) headers.delete(name);
   headers.set(HEADERS.upstream, "true");
   return headers;
 }

@@ -33,20 +33,34 @@ export interface RequestLine {
  */
 export function requestLine(config: ProviderConfig & { api_base_url: string }, method: string, rawPath: string, search: string): RequestLine {
   let lines = memo.get(config);
-  if (lines === undefined) memo.set(config, (lines = new Map()));
-  const key = `${method} ${rawPath}${search}`;
-  let line = lines.get(key);
+  if (lines === undefined) memo.set(config, (lines = new Lines()));
+  let byTarget = lines.byMethod.get(method);
+  if (byTarget === undefined) lines.byMethod.set(method, (byTarget = new Map()));
+  // (no string joined for a target without a query: most calls)
+  const key = search === "" ? rawPath : rawPath + search;
+  let line = byTarget.get(key);
   if (line === undefined) {
     line = lineOf(config, method, rawPath, search);
-    if (lines.size >= MAX_LINES) lines.clear();
-    lines.set(key, line);
+    if (lines.size >= MAX_LINES) {
+      lines.byMethod.clear();
+      lines.size = 0;
+      lines.byMethod.set(method, (byTarget = new Map()));
+    }
+    byTarget.set(key, line);
+    lines.size++;
   }
   return line;
 }
 
 // internal
 
-const memo = new WeakMap<ProviderConfig, Map<string, RequestLine>>();
+/** One provider configuration's lines, by method, then by path and query as sent. */
+class Lines {
+  readonly byMethod = new Map<string, Map<string, RequestLine>>();
+  size = 0;
+}
+
+const memo = new WeakMap<ProviderConfig, Lines>();
 
 function lineOf(config: ProviderConfig & { api_base_url: string }, method: string, rawPath: string, search: string): RequestLine {
   // The canonical request first: an ambiguous path is refused before anything else is said about it.
@@ -54,11 +68,16 @@ function lineOf(config: ProviderConfig & { api_base_url: string }, method: strin
   const target = upstreamUrl(config.api_base_url, rawPath, search);
   const rules = config.scope_rules;
   const verdicts = new Map<string, boolean>();
+  // The last scopes array asked about and its verdict: a token's record (and its scopes array) is the cache's, the same
+  // object call after call — no join per call while one token calls this line.
+  let lastScopes: readonly string[] | null = null;
+  let lastVerdict = false;
   return {
     canonical,
     target,
     allows(scopes) {
       if (!rules) return undefined;
+      if (scopes === lastScopes) return lastVerdict;
       const key = scopes.join(" ");
       let v = verdicts.get(key);
       if (v === undefined) {
@@ -66,6 +85,8 @@ function lineOf(config: ProviderConfig & { api_base_url: string }, method: strin
         if (verdicts.size >= MAX_SCOPE_SETS) verdicts.clear();
         verdicts.set(key, v);
       }
+      lastScopes = scopes;
+      lastVerdict = v;
       return v;
     },
   };

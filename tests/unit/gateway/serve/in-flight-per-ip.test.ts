@@ -18,8 +18,9 @@ function rig(max: number) {
     addresses.set(req, ip);
     let finish!: () => void;
     // the handler says when it answered (the pipeline does, serve.ts)
-    const answer = limit(req, (release) => new Promise<Response>((resolve) => (finish = () => (release(req), resolve(new Response("ok"))))));
-    if (answer instanceof Response) return { status: answer.status, done: Promise.resolve() };
+    const refused = limit.admit(req);
+    if (refused !== null) return { status: refused.status, done: Promise.resolve() };
+    const answer = new Promise<Response>((resolve) => (finish = () => (limit.release(req), resolve(new Response("ok")))));
     pending.push(finish);
     return { status: 0, done: answer.then(() => undefined), finish };
   };
