@@ -37,12 +37,16 @@ export async function readBounded(
  * length it declared. `declaredLength`: the request's Content-Length as sent (a door may have read it before its headers
  * were changed).
  */
-export function readRequestBounded(req: Request, declaredLength: string | null, limit: number, tooLarge: () => Error): Promise<Uint8Array> {
+export function readRequestBounded(req: Request, declaredLength: string | null, limit: number, tooLarge: () => Error): Promise<Uint8Array>;
+/** …and `as` the caller wants it, made in the read's own reaction. */
+export function readRequestBounded<T>(req: Request, declaredLength: string | null, limit: number, tooLarge: () => Error, as: (bytes: Uint8Array) => T): Promise<T>;
+export function readRequestBounded<T>(req: Request, declaredLength: string | null, limit: number, tooLarge: () => Error, as?: (bytes: Uint8Array) => T): Promise<T | Uint8Array> {
   const n = declaredLength === null ? NaN : Number(declaredLength);
-  // Not an async function: the server's own read is the one promise a caller awaits, through one reaction (issue 41:
-  // each promise hop on a call's way costs).
-  if (Number.isSafeInteger(n) && n > 0 && n <= limit) return req.bytes().then(undefined, rejectClientGone);
-  return readOtherwise(req, declaredLength, n, limit, tooLarge);
+  // Not an async function: the server's own read is the one promise a caller awaits, through one reaction that also
+  // makes what the caller wants of the bytes (issue 41: each promise hop on a call's way costs).
+  if (Number.isSafeInteger(n) && n > 0 && n <= limit) return req.bytes().then(as, rejectClientGone);
+  const read = readOtherwise(req, declaredLength, n, limit, tooLarge);
+  return as === undefined ? read : read.then(as);
 }
 
 /**

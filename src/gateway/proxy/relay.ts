@@ -299,8 +299,8 @@ class Attempt implements Deadline {
 const NO_BODY: PreparedBody = Object.freeze({ data: null, replayable: true });
 
 function wholeBody(req: Request, length: string | null, max: number): Promise<PreparedBody> {
-  // (a reaction, not an async function's frame: one promise hop fewer per call with a body)
-  return readRequestBounded(req, length, max, () => tooLarge(max)).then(bufferedBody);
+  // (made in the read's own reaction, not an async function's frame: promise hops fewer per call with a body)
+  return readRequestBounded(req, length, max, () => tooLarge(max), bufferedBody);
 }
 
 /** A body too large to replay: passed on as it streams (a declared length is held to by the server; a chunked one counted). */
