@@ -4,8 +4,8 @@
  * …/{issuer}` URL-encoded; the admin token required; a bad entry is 400 naming its field and changes nothing. The
  * JWKS cache's lifetime rule and the `subjects` patterns, pure.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { afterAll, afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jwksLifetime } from "../../../../src/gateway/identity/jwks.ts";
@@ -19,8 +19,12 @@ const admin = { "x-ath-user-token": ADMIN_TOKEN };
 const IDP = { issuer: "https://corp.okta.example", jwks_uri: "https://corp.okta.example/keys", kind: "idp" };
 
 describe("the providers file's trusted_issuers", () => {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
   const file = (content: unknown) => {
-    const path = join(mkdtempSync(join(tmpdir(), "issuers-")), "providers.json");
+    const dir = mkdtempSync(join(tmpdir(), "issuers-"));
+    dirs.push(dir);
+    const path = join(dir, "providers.json");
     writeFileSync(path, JSON.stringify(content));
     return path;
   };
