@@ -182,16 +182,20 @@ await withCleanup(
           if (w.threads) threads.set(t.name, w.threads);
         }
       }
-      const hopRps = median(rate.get("bare hop")!);
       const hopCpu = median(cpu.get("bare hop")!);
       console.log(`── ${shape.name}: throughput (median req/s), 64 connections; the proxy's CPU time per request (all its threads)`);
       for (const t of all) {
         const rps = median(rate.get(t.name)!);
-        const vs = t.name === "direct" ? "" : t.name === "bare hop" ? "  (the reference)" : `  ${(rps / hopRps).toFixed(2)}× bare hop`;
+        // each round's ratio, taken within the round (the hop measured beside it), then their median: the machine's drift
+        // between rounds cancels, and the spread says how far one round can be trusted
+        const rounds_ = rate.get(t.name)!.map((x, i) => x / rate.get("bare hop")![i]!);
+        const ratio = median(rounds_);
+        const spread = rounds_.length > 1 ? ` (rounds ${Math.min(...rounds_).toFixed(2)}–${Math.max(...rounds_).toFixed(2)})` : "";
+        const vs = t.name === "direct" ? "" : t.name === "bare hop" ? "  (the reference)" : `  ${ratio.toFixed(2)}× bare hop${spread}`;
         const us = cpu.get(t.name)!.length ? median(cpu.get(t.name)!) : null;
         const cpuText = us === null ? "" : `   ${us.toFixed(1).padStart(6)} µs CPU/request${t.name === "bare hop" ? "" : ` (+${(us - hopCpu).toFixed(1)}; bare/this ${(hopCpu / us).toFixed(2)}×)`}`;
         console.log(`  ${t.name.padEnd(44)} ${Math.round(rps).toLocaleString("en").padStart(8)}${vs}${cpuText}`);
-        results.push({ shape: shape.name, target: t.name, rps, ratio: t.name === "direct" ? null : rps / hopRps, cpuUs: us });
+        results.push({ shape: shape.name, target: t.name, rps, ratio: t.name === "direct" ? null : ratio, cpuUs: us });
       }
       for (const [name, split] of threads) console.log(`   µs per request by thread, ${name}: ${split}`);
       const lat = new Map<string, { p50: number[]; p99: number[] }>(all.map((t) => [t.name, { p50: [], p99: [] }]));
