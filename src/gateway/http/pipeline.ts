@@ -31,6 +31,13 @@ export type Settled = (req: Request) => void;
  * `settled` is called once the answer is made, whatever happened — no reaction on the pipeline's promise is needed.
  */
 export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards, router: Router = createRouter(table)): (req: Request, peer?: Peer, settled?: Settled) => Promise<Response> {
+  // each row's metric series, found once (the pipeline's rows are its own; undefined: no row matched)
+  const seriesByRoute = new Map<Route | undefined, RouteSeries>();
+  const seriesFor = (route: Route | undefined): RouteSeries => {
+    let s = seriesByRoute.get(route);
+    if (s === undefined) seriesByRoute.set(route, (s = seriesOf(gw.metrics, route?.path ?? UNMATCHED)));
+    return s;
+  };
   return async (incoming, peer, settled) => {
     let req = incoming;
     const started = performance.now();
@@ -77,7 +84,7 @@ export function createPipeline(gw: Gateway, table: readonly Route[], guards: Gua
     }
     try {
       res = withHeader(res, REQUEST_ID_HEADER, id);
-      record(gw, req.method, route, res.status, performance.now() - started, id, who);
+      record(gw, seriesFor(route), req.method, route, res.status, performance.now() - started, id, who);
     } finally {
       settled?.(incoming);
     }
@@ -174,10 +181,9 @@ const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIO
 const UNMATCHED = "unmatched";
 
 /** The metrics and the access record of one answered request. */
-function record(gw: Gateway, method: string, route: Route | undefined, status: number, ms: number, id: string, who: { client_id?: string; provider_id?: string }) {
+function record(gw: Gateway, series: RouteSeries, method: string, route: Route | undefined, status: number, ms: number, id: string, who: { client_id?: string; provider_id?: string }) {
   const template = route?.path ?? UNMATCHED;
   const label = METHODS.has(method) ? method : "OTHER";
-  const series = seriesOf(gw.metrics, template);
   series.requests(label, status).inc();
   series.duration.observe(ms / 1000);
   // A provider is named once the token matched it (a configured provider), never from the raw path.
@@ -209,19 +215,29 @@ class RouteSeries {
     this.duration = metrics.httpDuration.series([template]);
   }
 
+  // the last answer's series: a route's calls mostly repeat their method and status
+  private last: { method: string; status: number; series: { inc(): void } } | null = null;
+  private lastProxied: { provider: string; status: number; series: { inc(): void } } | null = null;
+
   requests(method: string, status: number): { inc(): void } {
+    const last = this.last;
+    if (last !== null && last.status === status && last.method === method) return last.series;
     let byMethod = this.byStatus.get(status);
     if (byMethod === undefined) this.byStatus.set(status, (byMethod = new Map()));
     let s = byMethod.get(method);
     if (s === undefined) byMethod.set(method, (s = this.metrics.http.series([this.template, method, String(status)])));
+    this.last = { method, status, series: s };
     return s;
   }
 
   proxied(provider: string, status: number): { inc(): void } {
+    const last = this.lastProxied;
+    if (last !== null && last.status === status && last.provider === provider) return last.series;
     let byStatus = this.byProvider.get(provider);
     if (byStatus === undefined) this.byProvider.set(provider, (byStatus = new Map()));
     let s = byStatus.get(status);
     if (s === undefined) byStatus.set(status, (s = this.metrics.proxy.series([provider, String(status)])));
+    this.lastProxied = { provider, status, series: s };
     return s;
   }
 }

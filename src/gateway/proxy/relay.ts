@@ -227,8 +227,7 @@ class Attempt implements Deadline {
   private readonly started = performance.now();
   /** When it is cut (its entry among the gateway's deadlines: the attempt itself, no object of its own). */
   readonly at: number;
-  private readonly deadlines: Deadlines;
-  private readonly waiting: Map<string, number>;
+  private readonly relay: RelayState;
   constructor(
     private readonly gw: Gateway,
     private readonly providerId: string,
@@ -239,9 +238,9 @@ class Attempt implements Deadline {
     access: LiveAccess,
     private readonly first: boolean,
   ) {
-    this.waiting = waitingOf(gw);
+    this.relay = relayOf(gw);
     try {
-      enter(gw, this.waiting, providerId);
+      enter(gw, this.relay.waiting, providerId);
     } catch (err) {
       throw first ? unsent(err) : err;
     }
@@ -250,9 +249,8 @@ class Attempt implements Deadline {
     else headers.authorization = `Bearer ${access.accessToken}`;
     // A deadline dropped once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
     // long streamed body must not be cut when it passes.
-    this.deadlines = deadlinesOf(gw);
     this.at = this.started + gw.opts.upstreamTimeoutMs;
-    this.deadlines.add(this);
+    this.relay.deadlines.add(this);
     // decompress: false — Bun's fetch would otherwise inflate the body yet keep Content-Encoding (DESIGN §3).
     const init: RequestInit & { decompress: boolean; duplex?: "half" } = {
       method,
@@ -273,7 +271,7 @@ class Attempt implements Deadline {
   /** The upstream's answer arrived: the deadline no longer applies. */
   answered(res: Response): Response {
     this.end();
-    this.gw.metrics.upstreamDuration.observe([this.providerId], (performance.now() - this.started) / 1000);
+    this.relay.upstreamDuration(this.providerId).observe((performance.now() - this.started) / 1000);
     return res;
   }
 
@@ -290,8 +288,8 @@ class Attempt implements Deadline {
   }
 
   private end(): void {
-    this.deadlines.delete(this);
-    leave(this.waiting, this.providerId);
+    this.relay.deadlines.delete(this);
+    leave(this.relay.waiting, this.providerId);
   }
 }
 
@@ -323,16 +321,33 @@ function streamedBody(req: Request & { body: ReadableStream<Uint8Array> }, max: 
 }
 
 /**
- * Calls waiting on each provider's answer, per gateway. A call counts until its response headers arrive (or it
- * fails): what a provider that never answers piles up. A body then streaming slowly is bounded by the listener's
- * timeouts instead.
+ * What the relay keeps per gateway, found once per call (one lookup, issue 41): the calls waiting on each provider's
+ * answer, their deadlines, and each provider's upstream-duration series. A call counts among the waiting until its
+ * response headers arrive (or it fails): what a provider that never answers piles up. A body then streaming slowly is
+ * bounded by the listener's timeouts instead.
  */
-const waitingCalls = new WeakMap<Gateway, Map<string, number>>();
+class RelayState {
+  readonly waiting = new Map<string, number>();
+  readonly deadlines: Deadlines;
+  private readonly durations = new Map<string, { observe(value: number): void }>();
+  constructor(private readonly gw: Gateway) {
+    this.deadlines = new Deadlines(Math.min(250, Math.max(5, gw.opts.upstreamTimeoutMs / 10)));
+  }
 
-function waitingOf(gw: Gateway): Map<string, number> {
-  let counts = waitingCalls.get(gw);
-  if (!counts) waitingCalls.set(gw, (counts = new Map()));
-  return counts;
+  /** `ath_proxy_upstream_duration_seconds{provider}`'s series (configured providers only: a bounded set). */
+  upstreamDuration(providerId: string): { observe(value: number): void } {
+    let s = this.durations.get(providerId);
+    if (s === undefined) this.durations.set(providerId, (s = this.gw.metrics.upstreamDuration.series([providerId])));
+    return s;
+  }
+}
+
+const relays = new WeakMap<Gateway, RelayState>();
+
+function relayOf(gw: Gateway): RelayState {
+  let r = relays.get(gw);
+  if (r === undefined) relays.set(gw, (r = new RelayState(gw)));
+  return r;
 }
 
 /** One more call waiting on `providerId` — 502 at once when `--upstream-concurrency` already are. */
@@ -395,14 +410,6 @@ class Deadlines {
 interface Deadline {
   readonly at: number;
   readonly controller: AbortController;
-}
-
-const deadlines = new WeakMap<Gateway, Deadlines>();
-
-function deadlinesOf(gw: Gateway): Deadlines {
-  let d = deadlines.get(gw);
-  if (!d) deadlines.set(gw, (d = new Deadlines(Math.min(250, Math.max(5, gw.opts.upstreamTimeoutMs / 10)))));
-  return d;
 }
 
 /** The budget header set on the upstream's answer, or an upstream's own removed (null); frozen headers are copied first. */
