@@ -3,11 +3,12 @@
  * gateway (tests/helpers/in-process.ts: in-memory SQLite, a scripted provider answering from memory) through the
  * proxy's own entry for two lengths of run, and the difference over the calls between them is one steady call's
  * instructions — its compiles, done in the first thousands of calls, fall out (the shorter run has them too). With
- * JavaScriptCore's concurrent JIT and GC off (they would count on other threads, or not at all), one tree read 81,684,
- * 82,259 and 84,292 instructions per GET in three runs (±1.5 %: the GC's and the JIT's own moments still differ), where
- * wall-clock A/B on a shared machine moves by ±10 % between rounds (docs/performance.md). A count is not a time — the
- * proxy's HTTP threads, the kernel and the cache are not in it — so a step is kept on both: fewer instructions here,
- * beyond that spread, and no loss in `wrk.ts --ab`.
+ * JavaScriptCore's concurrent JIT and GC off (they would count on other threads, or not at all). What runs on timers
+ * (the audit queue's batches every 50–250 ms, the GC's own schedule) is counted at valgrind's pace, so a figure moves
+ * with the machine's load: one tree read 81,684, 82,259 and 84,292 instructions per GET in three runs, another 71,496
+ * and 86,128 in two runs under different loads. Compare trees within one invocation only: its runs of one length go
+ * side by side, two at a time, under the same load. A count is not a time — the proxy's HTTP threads, the kernel and
+ * the caches are not in it — so a step is kept on both: fewer instructions here, and no loss in `wrk.ts --ab`.
  *
  * Usage: bun scripts/bench/instructions.ts [--post] [--from 9000] [--to 15000] TREE [TREE…]
  * Each TREE is a checkout of ath (a git worktree of another commit: `git worktree add /tmp/a COMMIT`, with node_modules
@@ -69,9 +70,10 @@ async function inPairs<T>(jobs: (() => Promise<T>)[]): Promise<T[]> {
 }
 
 try {
-  const counts = await inPairs(trees.flatMap((t) => [() => count(t, from), () => count(t, to)]));
+  // All the short runs first, then all the long ones: two trees' runs of one length go side by side, under the same load.
+  const counts = await inPairs([...trees.map((t) => () => count(t, from)), ...trees.map((t) => () => count(t, to))]);
   console.log(`${post ? "POST 1 KiB" : "GET small"}: instructions per warm call, calls ${from + 1}–${to} after 3,000 uncounted (callgrind, concurrent JIT and GC off)`);
-  const per = trees.map((t, i) => (counts[2 * i + 1]! - counts[2 * i]!) / (to - from));
+  const per = trees.map((_, i) => (counts[trees.length + i]! - counts[i]!) / (to - from));
   trees.forEach((t, i) => console.log(`  ${t}  ${Math.round(per[i]!).toLocaleString("en-US")}${i === 0 ? "" : `   ${(per[i]! / per[0]!).toFixed(3)}× the first`}`));
 } finally {
   rmSync(dir, { recursive: true, force: true });
