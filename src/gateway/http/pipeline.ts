@@ -31,11 +31,12 @@ export type Settled = (req: Request) => void;
  * `settled` is called once the answer is made, whatever happened — no reaction on the pipeline's promise is needed.
  */
 export function createPipeline(gw: Gateway, table: readonly Route[], guards: Guards, router: Router = createRouter(table)): (req: Request, peer?: Peer, settled?: Settled) => Promise<Response> {
-  // each row's metric series, found once (the pipeline's rows are its own; undefined: no row matched)
+  // each row's metric series, made once per pipeline (undefined: no row matched); two pipelines' series of one row
+  // count into the same metric children (Counter/Histogram.series)
   const seriesByRoute = new Map<Route | undefined, RouteSeries>();
   const seriesFor = (route: Route | undefined): RouteSeries => {
     let s = seriesByRoute.get(route);
-    if (s === undefined) seriesByRoute.set(route, (s = seriesOf(gw.metrics, route?.path ?? UNMATCHED)));
+    if (s === undefined) seriesByRoute.set(route, (s = new RouteSeries(gw.metrics, route?.path ?? UNMATCHED)));
     return s;
   };
   return async (incoming, peer, settled) => {
@@ -200,7 +201,7 @@ function record(gw: Gateway, series: RouteSeries, method: string, route: Route |
 }
 
 /**
- * A route's metric series, found once and kept (issue 41): a request's counts are Map lookups by status and method,
+ * A route's metric series, made once per pipeline and row and kept (issue 41): a request's counts are Map lookups by status and method,
  * no label string joined per request. Every key is from a bounded set — route templates, the METHODS, statuses a
  * Response can carry, configured providers (as `ath_proxy_requests_total` names them: the pipeline's proxy rows only).
  */
@@ -240,16 +241,6 @@ class RouteSeries {
     this.lastProxied = { provider, status, series: s };
     return s;
   }
-}
-
-const routeSeries = new WeakMap<Metrics, Map<string, RouteSeries>>();
-
-function seriesOf(metrics: Metrics, template: string): RouteSeries {
-  let byTemplate = routeSeries.get(metrics);
-  if (byTemplate === undefined) routeSeries.set(metrics, (byTemplate = new Map()));
-  let s = byTemplate.get(template);
-  if (s === undefined) byTemplate.set(template, (s = new RouteSeries(metrics, template)));
-  return s;
 }
 
 /** The client IP: the listener's peer, or under --trust-proxy the last X-Forwarded-For hop (what our proxy saw). */
