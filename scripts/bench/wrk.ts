@@ -23,7 +23,7 @@
  *   request by thread. scripts/bench/audit-wrk.ts runs it against a build without the per-call audit record.
  * --only GET|POST: measure that shape only (a profile of one shape: --cpu-prof with --only POST).
  * --tokens: rows to add to the SQLite gateway's token table before measuring (scale: 1,000 vs 1,000,000).
- * --cpu-prof DIR: the SQLite gateway runs from source with Bun's CPU profiler and writes its profile (.md too) there; the bare
+ * --cpu-prof DIR: the SQLite gateway (and, with --postgres, the PostgreSQL one) runs from source with Bun's CPU profiler and writes its profile (.md too) there; the bare
  *   hop is profiled too (read both with scripts/bench/profile-top.ts).
  */
 import { Database } from "bun:sqlite";
@@ -71,7 +71,8 @@ for (const tool of ["wrk", "taskset"]) {
 const WARM_UP_S = 3;
 const LOAD_CPU = "0"; // the proxy under test
 const REST_CPU = "1"; // wrk, the upstream, this process
-Bun.spawnSync(["taskset", "-pc", REST_CPU, String(process.pid)], { stdout: "ignore" });
+// all of this process's threads (-a): the access logs it drains are the rest's work, not the proxy's
+Bun.spawnSync(["taskset", "-a", "-pc", REST_CPU, String(process.pid)], { stdout: "ignore" });
 
 const SMALL = JSON.stringify({ id: "msg_1", subject: "Quarterly numbers", unread: true, labels: ["inbox"] });
 const POST_BODY = JSON.stringify({ data: "x".repeat(1024 - 11) });
@@ -130,6 +131,7 @@ const results: { shape: string; target: string; rps: number; ratio: number | nul
 const dirs: string[] = [];
 let auth: UpstreamAuth | undefined;
 let schema: string | undefined;
+let pgPinned: { restore(): void } | undefined;
 /** Upstream access tokens of the gateways' flows, which the upstream was told to accept. */
 const upstreamTokens: string[] = [];
 
@@ -160,7 +162,8 @@ await withCleanup(
       schema = `bench_${crypto.randomUUID().slice(0, 8)}`;
       const db = new URL(pgUrl);
       db.searchParams.set("schema", schema);
-      targets.push(await startAth("ath (PostgreSQL)", bin, gatewayPorts[1]!, upstream, ["--db", db.href]));
+      targets.push(await startAth("ath (PostgreSQL)", cpuProf ? "source" : bin, gatewayPorts[1]!, upstream, ["--db", db.href]));
+      pgPinned = await pinPostgres(pgUrl);
     }
     const upstreamToken = upstreamTokens[0]!; // what direct and the bare hop present: a token the upstream accepts
     const all: Target[] = [{ name: "direct", url: upstream, token: upstreamToken }, { name: "bare hop", url: hop, token: upstreamToken, pid: pids.get("bare hop")! }, ...targets];
@@ -233,6 +236,7 @@ await withCleanup(
     await Promise.all(procs.map((p) => p.exited));
     await auth?.stop();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    pgPinned?.restore();
     if (pgUrl && schema) {
       const sql = new SQL(pgUrl);
       await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => sql.close());
@@ -242,6 +246,48 @@ await withCleanup(
 );
 
 // internal
+
+/**
+ * PostgreSQL's server on the rest's CPU for the run: the database is not the proxy under test, and on a 2-CPU machine
+ * an unpinned backend answering the gateway's audit batches and budget leases runs on the proxy's CPU now and then,
+ * taking its time (in production the database is another machine's). The postmaster and every process it has forked
+ * are pinned (backends it forks later inherit it); restore() gives each the CPUs it had.
+ */
+async function pinPostgres(url: string): Promise<{ restore(): void }> {
+  const sql = new SQL(url);
+  const rows = (await sql`SELECT pg_backend_pid() AS pid`.finally(() => sql.close())) as { pid: number }[];
+  const pid = rows[0]?.pid ?? -1;
+  const parentOf = (p: number) => {
+    try {
+      // /proc/PID/stat: "pid (comm) state ppid …" — comm may hold spaces, so read after its closing parenthesis
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    } catch {
+      return -1;
+    }
+  };
+  const postmaster = parentOf(pid);
+  if (!(postmaster > 1)) return { restore() {} };
+  const family = [postmaster, ...readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number).filter((p) => parentOf(p) === postmaster)];
+  const before = new Map<number, string>();
+  for (const p of family) {
+    const out = Bun.spawnSync(["taskset", "-pc", String(p)], { stdout: "pipe", stderr: "ignore" });
+    const list = /list: (\S+)/.exec(out.stdout.toString())?.[1];
+    if (out.exitCode !== 0 || list === undefined) continue;
+    if (Bun.spawnSync(["taskset", "-a", "-pc", REST_CPU, String(p)], { stdout: "ignore", stderr: "ignore" }).exitCode === 0) before.set(p, list);
+  }
+  console.log(`PostgreSQL's server (${before.size} processes) pinned to CPU ${REST_CPU} for the run`);
+  return {
+    restore() {
+      // the postmaster's children forked since inherited the pin: they get the postmaster's CPUs back too
+      const all = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number).filter((p) => parentOf(p) === postmaster);
+      for (const p of [postmaster, ...all]) {
+        const list = before.get(p) ?? before.get(postmaster);
+        if (list !== undefined) Bun.spawnSync(["taskset", "-a", "-pc", list, String(p)], { stdout: "ignore", stderr: "ignore" });
+      }
+    },
+  };
+}
 
 /**
  * --ab: `groups[0]` (this build's processes) against each other group (a --compare binary's), `rounds` rounds of
