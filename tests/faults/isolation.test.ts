@@ -20,15 +20,31 @@ import { startWorld, type World } from "../helpers/world.ts";
 
 const HANGING = 300;
 
-/** An API that records each request and answers after `delayMs` (never, when null). */
+/**
+ * An API that records each request and answers after `delayMs` (never, when null) — but at once to `/stream` (a body
+ * whose second half comes `delayMs` later, no declared length) and to `POST /upload` (the bytes it received).
+ */
 function slowApi(delayMs: number | null) {
   let seen = 0;
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     idleTimeout: 0,
-    fetch: async () => {
+    fetch: async (req) => {
       seen++;
+      const path = new URL(req.url).pathname;
+      if (path.endsWith("/upload")) return Response.json({ received: (await req.arrayBuffer()).byteLength });
+      if (path.endsWith("/stream") && delayMs !== null) {
+        const body = new ReadableStream<Uint8Array>({
+          async start(c) {
+            c.enqueue(new TextEncoder().encode("first half,"));
+            await Bun.sleep(delayMs);
+            c.enqueue(new TextEncoder().encode("second half"));
+            c.close();
+          },
+        });
+        return new Response(body, { headers: { "content-type": "text/plain" } });
+      }
       if (delayMs === null) return new Promise<Response>(() => undefined);
       await Bun.sleep(delayMs);
       return Response.json({ slow: true });
@@ -38,7 +54,7 @@ function slowApi(delayMs: number | null) {
 }
 
 /** Opens a raw connection and writes `bytes` (no more): the request stays in flight until the gateway answers or cuts it. */
-function openRaw(port: number, bytes: string): { socket: Socket; answer: Promise<string>; closed: Promise<void> } {
+function openRaw(port: number, bytes: string): { socket: Socket; answer: Promise<string>; closed: Promise<void>; received: () => string } {
   const socket = connect(port, "127.0.0.1");
   let text = "";
   let answered: (s: string) => void = () => undefined;
@@ -50,7 +66,7 @@ function openRaw(port: number, bytes: string): { socket: Socket; answer: Promise
     if (text.includes("\r\n\r\n")) answered(text);
   });
   socket.on("connect", () => socket.write(bytes));
-  return { socket, answer, closed };
+  return { socket, answer, closed, received: () => text };
 }
 
 /** A request through this process's fetch that must answer within 5 s (a starved gateway would not). */
@@ -169,10 +185,18 @@ describe("connections", () => {
     slow?.stop();
   });
 
+  /** A first call with the token, answered at once: the calls after it are warm (the caller's plan kept, nothing awaited before they leave). */
+  async function warm(token: string) {
+    const r = await call(`${w.baseUrl}/ath/proxy/slow/v1/upload`, { headers: { authorization: `Bearer ${token}` } });
+    expect({ status: r.status, body: r.json }).toEqual({ status: 200, body: { received: 0 } });
+  }
+
   test(`--max-connections-per-ip ${MAX}: one more request is 429 at once; stalled bodies and headers are cut by the timeouts; a slow authenticated proxy call outlives them`, async () => {
     const f = await fullFlow(w.baseUrl, { provider_id: "slow", scopes: ["mail:read"] });
+    await warm(f.accessToken);
     const started = Date.now();
-    // an authenticated call to an upstream that takes 12 s: longer than the 10 s idle timeout
+    // an authenticated call to an upstream that takes 12 s: longer than the 10 s idle timeout (a warm call, which
+    // waits on nothing before it is sent: the relay keeps it once its upstream is slow)
     const slowCall = call(`${w.baseUrl}/ath/proxy/slow/v1/x`, { headers: { authorization: `Bearer ${f.accessToken}` } });
     // MAX - 1 bodies that stop half-way (the slow call is the MAX-th request in flight)
     const stalled = Array.from({ length: MAX - 1 }, () =>
@@ -197,6 +221,35 @@ describe("connections", () => {
     expect((await call(`${w.baseUrl}/health`)).status).toBe(200);
     const r = await slowCall;
     expect({ status: r.status, body: r.json }).toEqual({ status: 200, body: { slow: true } });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(12_000);
+  }, 60_000);
+
+  test("an authenticated call is kept past the 10 s idle rule whenever it may wait: an answer streaming with a 12 s pause, a long upload pausing 12 s; a short body of declared length pausing is cut like anyone's", async () => {
+    const f = await fullFlow(w.baseUrl, { provider_id: "slow", scopes: ["mail:read"] });
+    await warm(f.accessToken);
+    const started = Date.now();
+    const streamed = call(`${w.baseUrl}/ath/proxy/slow/v1/stream`, { headers: { authorization: `Bearer ${f.accessToken}` } });
+    // bodies sent half, the rest 12 s later: 200,000 bytes declared (long: kept), 100 bytes declared (short: cut)
+    const upload = (length: number) => {
+      const head = `POST /ath/proxy/slow/v1/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${f.accessToken}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${length}\r\n\r\n`;
+      const raw = openRaw(w.gw.port, head + "x".repeat(length / 2));
+      const rest = Bun.sleep(12_000).then(() => {
+        if (!raw.socket.destroyed) raw.socket.write("y".repeat(length / 2));
+      });
+      return { raw, rest };
+    };
+    const long = upload(200_000);
+    const short = upload(100);
+    const r = await streamed;
+    expect({ status: r.status, body: r.text }).toEqual({ status: 200, body: "first half,second half" });
+    await Promise.all([long.rest, short.rest]);
+    await eventually("the long upload's answer", () => long.raw.received().includes('{"received":200000}'), 10_000);
+    expect(long.raw.received().split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+    long.raw.socket.destroy();
+    // the short body's connection was cut by the listener after 10 s idle, before its second half: never answered 200
+    await Promise.race([short.raw.closed, Bun.sleep(5_000)]);
+    expect(short.raw.socket.destroyed).toBe(true);
+    expect(short.raw.received()).not.toContain("200 OK");
     expect(Date.now() - started).toBeGreaterThanOrEqual(12_000);
   }, 60_000);
 });

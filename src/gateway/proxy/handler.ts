@@ -5,7 +5,7 @@
  * unless a rule needs them whole, and the upstream token never reaches the agent.
  */
 import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
-import type { Call } from "../context.ts";
+import type { Call, Gateway } from "../context.ts";
 import { audit, auditProxyCall } from "../domain/audit.ts";
 import { decideCall, passCall, type HttpSubject } from "../domain/call.ts";
 import type { RequestBody } from "../domain/policy.ts";
@@ -20,8 +20,10 @@ import { requestLine, type RequestLine } from "./request-line.ts";
 /** Methods the proxy forwards (the rule and its reason: PROXY_METHODS). */
 const FORWARDED_METHODS = PROXY_METHODS;
 
-/** How long an authenticated proxied request may stay idle (Bun's maximum idle timeout). */
+/** How long an authenticated proxied request may stay idle once it may wait (Bun's maximum idle timeout). */
 const AUTHENTICATED_PROXY_TIMEOUT_S = 255;
+/** A body (the agent's or the upstream's) declared at most this long is read or written under the listener's own idle rule. */
+const SHORT_BODY_BYTES = 64 * 1024;
 
 export async function proxy(call: Call): Promise<Response> {
   const { gw, req } = call;
@@ -35,12 +37,9 @@ export async function proxy(call: Call): Promise<Response> {
   const caller = callerCredentials(req, gw.opts.baseUrl);
   // The caller's checks (token, agent, door, provider): kept per token while nothing they read changed (plan.ts).
   const plan = callerPlan(gw, caller, providerId);
-  const { token, agent, record, access } = plan instanceof Promise ? await plan : plan;
+  const { token, agent, record, access } = plan instanceof Promise ? await waitLong(gw, req, plan) : plan;
   const identified = call.identify({ client_id: token.client_id, provider_id: providerId });
-  if (identified !== undefined) await identified;
-  // An authenticated request may wait on its upstream (and stream long bodies) past the listener's 10 s idle timeout,
-  // which is for everyone else (DESIGN §14); Bun's longest.
-  gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
+  if (identified !== undefined) await waitLong(gw, req, identified);
   const claimedAgent = req.headers.get(HEADERS.agentId);
   if (claimedAgent !== null && claimedAgent !== token.agent_id) throw new AthError("AGENT_IDENTITY_MISMATCH");
 
@@ -56,19 +55,22 @@ export async function proxy(call: Call): Promise<Response> {
   // (decideCall and passCall answer without a promise when no policy, approval or budget is involved: most calls)
   const who = { config, agent, token };
   const decided = decideCall(gw, who, subject);
-  const decision = decided instanceof Promise ? await decided : decided;
+  const decision = decided instanceof Promise ? await waitLong(gw, req, decided) : decided;
   if (decision.kind === "scope") {
     throw new AthError("SCOPE_NOT_APPROVED", decision.message, { scopes: token.scopes, needed_scopes: decision.needed });
   }
   if (!token.grant_id) throw new AthError("TOKEN_EXPIRED", "This token has no upstream grant; run authorize again", { reason: "upstream_grant_revoked" });
   const passing = passCall(gw, who, subject, decision, { id: approvalId });
-  const passed = passing instanceof Promise ? await passing : passing;
+  const passed = passing instanceof Promise ? await waitLong(gw, req, passing) : passing;
   // A call counted but never sent — its body refused while read, a store or upstream fault before it left — gives its
   // budget counts back (DESIGN §24).
   let body: PreparedBody;
   try {
     const read = subject.body.whole();
     const prepared = read !== null ? bufferedBody(read) : prepareBody(req, gw.opts.maxProxyBody, contentLength);
+    // a short body of declared length is read under the listener's idle rule (it is in, or nearly); a long one, a
+    // chunked one or one that streams upstream while the call waits may wait
+    if (prepared instanceof Promise ? !shortBody(contentLength) : !prepared.replayable) extendIdle(gw, req);
     body = prepared instanceof Promise ? await prepared : prepared;
   } catch (err) {
     passed.unsent();
@@ -76,6 +78,8 @@ export async function proxy(call: Call): Promise<Response> {
   }
   let res: Response;
   try {
+    // the grant's access not kept fresh: read (and maybe refreshed upstream) before the call leaves
+    if (access === null) extendIdle(gw, req);
     // sendOnce's steps awaited here (relay.ts startSend): one promise hop fewer per call
     const sending = startSend(gw, {
       providerId,
@@ -88,6 +92,7 @@ export async function proxy(call: Call): Promise<Response> {
       once: passed.approval !== null,
       remaining: passed.remaining,
       presented: caller.token!,
+      listener: req,
     });
     let answer: Response;
     try {
@@ -96,7 +101,7 @@ export async function proxy(call: Call): Promise<Response> {
       throw sending.failed(cause);
     }
     const settled = sending.settle(answer);
-    res = settled instanceof Promise ? await settled : settled;
+    res = settled instanceof Promise ? await waitLong(gw, req, settled) : settled;
   } catch (err) {
     if (notSent(err)) passed.unsent();
     throw err;
@@ -113,10 +118,35 @@ export async function proxy(call: Call): Promise<Response> {
       ? { method: line.canonical.method, path: line.canonical.literal, status: res.status }
       : { method: line.canonical.method, path: line.canonical.literal, status: res.status, request_digest: passed.digest },
   );
+  // an answer that may stream for long (no declared length, or a long one) is written past the listener's idle rule
+  if (res.body !== null && !shortBody(res.headers.get("content-length"))) extendIdle(gw, req);
   return answerOf(res);
 }
 
 // internal
+
+/**
+ * The listener's idle timeout (10 s, DESIGN §14) is for everyone else: an authenticated call outlives it whenever it may
+ * wait — on the store, on a person's approval, on a long body either way, on an upstream slow to answer (the relay
+ * extends it after a few seconds: `Outbound.listener`). A call that answers at once never asks: the extension is a
+ * native call (`server.timeout`) worth a few per cent of a warm call's throughput (issue 41, docs/performance.md).
+ */
+function extendIdle(gw: Gateway, req: Request): void {
+  gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
+}
+
+/** `waiting`, once the listener's idle timeout no longer cuts it (the same promise: no hop added). */
+function waitLong<T>(gw: Gateway, req: Request, waiting: Promise<T>): Promise<T> {
+  extendIdle(gw, req);
+  return waiting;
+}
+
+/** Whether a body of this Content-Length is short enough to go under the listener's idle rule (none declared: no). */
+function shortBody(length: string | null): boolean {
+  if (length === null) return false;
+  const n = Number(length);
+  return n <= SHORT_BODY_BYTES;
+}
 
 /**
  * The call as the decision reads it (a class: its getters are shared, not made per request). The headers' plain view

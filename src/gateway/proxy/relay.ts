@@ -51,6 +51,11 @@ export interface Outbound {
   remaining: number | null;
   /** The caller's token as presented: a revocation that raced this call names itself (TOKEN_REVOKED). */
   presented: string;
+  /**
+   * The agent's request as the listener got it, when its idle timeout is to be extended once the upstream is slow to
+   * answer (`SLOW_ANSWER_MS`: the proxy door, which extends it only when a call may wait); absent: the door did.
+   */
+  listener?: Request;
 }
 
 /**
@@ -85,7 +90,7 @@ export function startSend(gw: Gateway, o: Outbound): Sending {
   // The access kept by the caller's plan: the first call leaves now. Else read it (refreshing first), then send: the
   // whole of it is `first`, already settled.
   if (!o.access) return { first: sendReading(gw, o), failed: passThrough, settle: answerAsIs };
-  const attempt = new Attempt(gw, o.providerId, o.method, o.target, o.headers, o.body, o.access, true);
+  const attempt = new Attempt(gw, o.providerId, o.method, o.target, o.headers, o.body, o.access, true, o.listener);
   return new FirstAnswer(gw, o, o.access, attempt);
 }
 
@@ -134,8 +139,9 @@ export async function send(
   body: PreparedBody,
   access: LiveAccess,
   first = false,
+  listener?: Request,
 ): Promise<Response> {
-  const call = new Attempt(gw, providerId, method, target, headers, body, access, first);
+  const call = new Attempt(gw, providerId, method, target, headers, body, access, first, listener);
   let res: Response;
   try {
     res = await call.answer;
@@ -194,7 +200,7 @@ class FirstAnswer implements Sending {
       if (!o.once && o.body.replayable) {
         await res.body?.cancel();
         const access = await refreshAfterRejection(gw, o.grantId, this.access.version);
-        res = await send(gw, o.providerId, o.method, o.target, o.headers, o.body, access);
+        res = await send(gw, o.providerId, o.method, o.target, o.headers, o.body, access, false, o.listener);
       } else if (o.once) {
         // Sent at most once: the 401 is the answer, and the grant is refreshed for later calls — a refresh that fails
         // says nothing this answer must carry. (A streamed body, already gone, is relayed as answered: nothing learnt.)
@@ -227,6 +233,8 @@ class Attempt implements Deadline {
   private readonly started = performance.now();
   /** When it is cut (its entry among the gateway's deadlines: the attempt itself, no object of its own). */
   readonly at: number;
+  /** When the listener's idle timeout is extended if it still waits (Infinity: no listener, or done). */
+  slowAt: number;
   private readonly relay: RelayState;
   constructor(
     private readonly gw: Gateway,
@@ -237,6 +245,7 @@ class Attempt implements Deadline {
     private readonly body: PreparedBody,
     access: LiveAccess,
     private readonly first: boolean,
+    private readonly listener: Request | undefined,
   ) {
     this.relay = relayOf(gw);
     try {
@@ -250,6 +259,7 @@ class Attempt implements Deadline {
     // A deadline dropped once the headers are in, not AbortSignal.timeout: the limit is on the answer starting, and a
     // long streamed body must not be cut when it passes.
     this.at = this.started + gw.opts.upstreamTimeoutMs;
+    this.slowAt = listener === undefined ? Infinity : this.started + SLOW_ANSWER_MS;
     this.relay.deadlines.add(this);
     // decompress: false — Bun's fetch would otherwise inflate the body yet keep Content-Encoding (DESIGN §3).
     const init: RequestInit & { decompress: boolean; duplex?: "half" } = {
@@ -266,6 +276,12 @@ class Attempt implements Deadline {
     } catch (err) {
       this.answer = Promise.reject(err);
     }
+  }
+
+  /** Still waiting after SLOW_ANSWER_MS: the agent's connection is kept past the listener's idle timeout. */
+  slow(): void {
+    this.slowAt = Infinity;
+    if (this.listener !== undefined) this.gw.extendTimeout?.(this.listener, SLOW_ANSWER_IDLE_S);
   }
 
   /** The upstream's answer arrived: the deadline no longer applies. */
@@ -395,7 +411,10 @@ class Deadlines {
   private sweep(): void {
     const now = performance.now();
     for (const d of this.waiting) {
-      if (d.at > now) continue;
+      if (d.at > now) {
+        if (d.slowAt <= now) d.slow();
+        continue;
+      }
       this.waiting.delete(d);
       d.controller.abort();
     }
@@ -406,11 +425,21 @@ class Deadlines {
   }
 }
 
-/** A call waiting with the moment it is cut and what cuts it. */
+/** A call waiting with the moment it is cut and what cuts it, and the moment it counts as slow (then `slow()`). */
 interface Deadline {
   readonly at: number;
   readonly controller: AbortController;
+  readonly slowAt: number;
+  slow(): void;
 }
+
+/**
+ * An upstream call still unanswered after this long keeps its agent's connection past the listener's idle timeout
+ * (10 s, DESIGN §14) — to Bun's longest, `SLOW_ANSWER_IDLE_S` — well before it would be cut, a loaded loop's late
+ * sweep included.
+ */
+const SLOW_ANSWER_MS = 2_000;
+const SLOW_ANSWER_IDLE_S = 255;
 
 /** The budget header set on the upstream's answer, or an upstream's own removed (null); frozen headers are copied first. */
 function withBudget(res: Response, remaining: number | null): Response {
