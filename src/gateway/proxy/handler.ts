@@ -22,8 +22,8 @@ const FORWARDED_METHODS = PROXY_METHODS;
 
 /** How long an authenticated proxied request may stay idle once it may wait (Bun's maximum idle timeout). */
 const AUTHENTICATED_PROXY_TIMEOUT_S = 255;
-/** A body (the agent's or the upstream's) declared at most this long is read or written under the listener's own idle rule. */
-const SHORT_BODY_BYTES = 64 * 1024;
+/** An upstream's answer declared at most this long is written under the listener's own idle rule. */
+const SHORT_ANSWER_BYTES = 64 * 1024;
 
 export async function proxy(call: Call): Promise<Response> {
   const { gw, req } = call;
@@ -68,10 +68,12 @@ export async function proxy(call: Call): Promise<Response> {
   try {
     const read = subject.body.whole();
     const prepared = read !== null ? bufferedBody(read) : prepareBody(req, gw.opts.maxProxyBody, contentLength);
-    // a short body of declared length is read under the listener's idle rule (it is in, or nearly); a long one, a
-    // chunked one or one that streams upstream while the call waits may wait
-    if (prepared instanceof Promise ? !shortBody(contentLength) : !prepared.replayable) extendIdle(gw, req);
-    body = prepared instanceof Promise ? await prepared : prepared;
+    // a call with a body may wait on it: its upload may pause, and a long one streams upstream while the call waits
+    if (prepared instanceof Promise) body = await waitLong(gw, req, prepared);
+    else {
+      body = prepared;
+      if (body.data !== null) extendIdle(gw, req);
+    }
   } catch (err) {
     passed.unsent();
     throw err;
@@ -118,8 +120,10 @@ export async function proxy(call: Call): Promise<Response> {
       ? { method: line.canonical.method, path: line.canonical.literal, status: res.status }
       : { method: line.canonical.method, path: line.canonical.literal, status: res.status, request_digest: passed.digest },
   );
-  // an answer that may stream for long (no declared length, or a long one) is written past the listener's idle rule
-  if (res.body !== null && !shortBody(res.headers.get("content-length"))) extendIdle(gw, req);
+  // a bodiless call's answer that may stream for long (no declared length, or a long one) is written past the
+  // listener's idle rule (res.body is not read: in Bun that makes a JavaScript stream of the native body, which then
+  // goes out through it)
+  if (body.data === null && !shortAnswer(res.headers.get("content-length"))) extendIdle(gw, req);
   return answerOf(res);
 }
 
@@ -127,9 +131,10 @@ export async function proxy(call: Call): Promise<Response> {
 
 /**
  * The listener's idle timeout (10 s, DESIGN §14) is for everyone else: an authenticated call outlives it whenever it may
- * wait — on the store, on a person's approval, on a long body either way, on an upstream slow to answer (the relay
- * extends it after a few seconds: `Outbound.listener`). A call that answers at once never asks: the extension is a
- * native call (`server.timeout`) worth a few per cent of a warm call's throughput (issue 41, docs/performance.md).
+ * wait — on the store, on a person's approval, on its own body, on an upstream slow to answer (the relay extends it
+ * after a few seconds: `Outbound.listener`), on a long answer. A bodiless call answered at once never asks: the
+ * extension is a native call (`server.timeout`) worth a few per cent of a warm GET's throughput (issue 41,
+ * docs/performance.md).
  */
 function extendIdle(gw: Gateway, req: Request): void {
   gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
@@ -141,11 +146,9 @@ function waitLong<T>(gw: Gateway, req: Request, waiting: Promise<T>): Promise<T>
   return waiting;
 }
 
-/** Whether a body of this Content-Length is short enough to go under the listener's idle rule (none declared: no). */
-function shortBody(length: string | null): boolean {
-  if (length === null) return false;
-  const n = Number(length);
-  return n <= SHORT_BODY_BYTES;
+/** Whether an answer of this Content-Length is short enough to go out under the listener's idle rule (none declared: no). */
+function shortAnswer(length: string | null): boolean {
+  return length !== null && Number(length) <= SHORT_ANSWER_BYTES;
 }
 
 /**
