@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { stat } from "node:fs/promises";
 import { authorize, call, consent, exchange, registeredAgent } from "../helpers/agent.ts";
 import { ath, ATH_BIN, ensureBinary } from "../helpers/cli-binary.ts";
-import { rootHeld, walk, type Holder, type WalkWorld } from "../helpers/delegation-walk.ts";
+import { rootHeld, walkUntil, type Holder, type WalkWorld } from "../helpers/delegation-walk.ts";
 import { tempDir } from "../helpers/net.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 
@@ -124,7 +124,7 @@ describe("delegation over HTTP against the binary (DESIGN §23)", () => {
       request: (s) => (s.includes("mail:read") ? { method: "GET", path: "/v1/messages" } : { method: "POST", path: "/v1/messages", body: '{"to":"x"}' }),
     };
     const seed = Number(process.env.DELEGATION_SEED ?? Date.now() % 100_000);
-    const all = await walk(world, rootHeld(root, t.json as never), agents.slice(1), { seed, steps: 60 });
+    const all = await walkUntil(world, rootHeld(root, t.json as never), agents.slice(1), { seed, steps: 60, tokens: 4 });
     expect(all.length).toBeGreaterThan(4);
     expect((await call(`${gw}/ath/revoke`, { json: { token: t.json.access_token, ...root.client } })).status).toBe(200);
     for (const h of all) {

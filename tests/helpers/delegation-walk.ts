@@ -74,6 +74,20 @@ export async function callWith(world: WalkWorld, net: Net, h: Held): Promise<num
   return res.status;
 }
 
+/**
+ * Walks from `root` (walk's steps, seed after seed from `o.seed`) until the walks together hold more than `o.tokens`
+ * tokens and reached `o.depth`: some seeds' walks saturate early (the last tokens too deep or their shares spent), and
+ * a guard on the walks' reach must not fail by chance. Returns `root` and every token the walks made.
+ */
+export async function walkUntil(world: WalkWorld, root: Held, pool: Holder[], o: { seed: number; steps: number; tokens: number; depth?: number }): Promise<Held[]> {
+  const all: Held[] = [root];
+  for (let k = 0; ; k++) {
+    all.push(...(await walk(world, root, pool, { seed: o.seed + k, steps: o.steps })).slice(1));
+    if (all.length > o.tokens && Math.max(...all.map((h) => h.depth)) >= (o.depth ?? 0)) return all;
+    if (k === 19) throw new Error(`20 walks from seed ${o.seed} held ${all.length} tokens`);
+  }
+}
+
 /** Walks `steps` random steps from `root` with the sub-agents of `pool`; returns every token the walk holds. */
 export async function walk(world: WalkWorld, root: Held, pool: Holder[], o: { seed: number; steps: number }): Promise<Held[]> {
   const { seed } = o;

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { authorize, consent, exchange, registeredAgent } from "../../../helpers/agent.ts";
 import { attest } from "../../../helpers/attestations.ts";
 import { expectError } from "../../../helpers/expect-error.ts";
-import { delegateOver, rootHeld, walk, type Held, type Holder, type WalkWorld } from "../../../helpers/delegation-walk.ts";
+import { delegateOver, rootHeld, walkUntil, type Held, type Holder, type WalkWorld } from "../../../helpers/delegation-walk.ts";
 import { ADMIN_TOKEN, BASE, INTROSPECTION_TOKEN, inProcessGateway, postJson, type InProcess } from "../../../helpers/in-process.ts";
 
 const TOKEN_URL = `${BASE}/ath/token`;
@@ -94,7 +94,7 @@ describe("delegation (DESIGN §23)", () => {
       scopes: SCOPES,
       request: (scopes) => (scopes.includes("notes:read") ? { method: "GET", path: "/notes" } : { method: "POST", path: "/notes", body: '{"text":"x"}' }),
     };
-    const all = await walk(world, root, pool.slice(1), { seed, steps: 80 });
+    const all = await walkUntil(world, root, pool.slice(1), { seed, steps: 80, tokens: 8, depth: 3 });
     // the walk did go deep and wide (else it proves little)
     expect(all.length).toBeGreaterThan(8);
     expect(Math.max(...all.map((h) => h.depth))).toBe(3);
