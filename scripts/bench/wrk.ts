@@ -268,9 +268,10 @@ async function pinPostgres(url: string): Promise<{ restore(): void }> {
   };
   const postmaster = parentOf(pid);
   if (!(postmaster > 1)) return { restore() {} };
-  const family = [postmaster, ...readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number).filter((p) => parentOf(p) === postmaster)];
+  // the postmaster and the processes it has forked by now
+  const family = () => [postmaster, ...readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number).filter((p) => parentOf(p) === postmaster)];
   const before = new Map<number, string>();
-  for (const p of family) {
+  for (const p of family()) {
     const out = Bun.spawnSync(["taskset", "-pc", String(p)], { stdout: "pipe", stderr: "ignore" });
     const list = /list: (\S+)/.exec(out.stdout.toString())?.[1];
     if (out.exitCode !== 0 || list === undefined) continue;
@@ -280,8 +281,7 @@ async function pinPostgres(url: string): Promise<{ restore(): void }> {
   return {
     restore() {
       // the postmaster's children forked since inherited the pin: they get the postmaster's CPUs back too
-      const all = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number).filter((p) => parentOf(p) === postmaster);
-      for (const p of [postmaster, ...all]) {
+      for (const p of family()) {
         const list = before.get(p) ?? before.get(postmaster);
         if (list !== undefined) Bun.spawnSync(["taskset", "-a", "-pc", list, String(p)], { stdout: "ignore", stderr: "ignore" });
       }

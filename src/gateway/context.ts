@@ -6,6 +6,12 @@ import type { McpGroups } from "../protocol/mcp-groups.ts";
 import type { AuditPublicJwk, EndLine } from "../protocol/audit-chain.ts";
 import type { AuditCheckpoint, AuditEvent, Store } from "../store/types.ts";
 
+/**
+ * The longest a request may stay idle once `Gateway.extendTimeout` let it outlive the listener's 10 s (Bun's maximum
+ * for `server.timeout`): the proxy's and the MCP doors' authenticated calls that may wait.
+ */
+export const LONGEST_IDLE_TIMEOUT_S = 255;
+
 export interface GatewayOptions {
   /** Public base URL, no trailing slash: `http://127.0.0.1:8787`. */
   baseUrl: string;

@@ -4,7 +4,7 @@
  * one-time code minted), then redirect to the agent or show the code.
  */
 import { AthError, PATHS } from "../../protocol/index.ts";
-import type { Call } from "../context.ts";
+import { LONGEST_IDLE_TIMEOUT_S, type Call } from "../context.ts";
 import { constantTimeEqual } from "../crypto/secrets.ts";
 import { approverCookieAfterConsent } from "../domain/approver-cookie.ts";
 import { audit } from "../domain/audit.ts";
@@ -38,7 +38,7 @@ export async function callback(call: Call): Promise<Response> {
   if (!code) throw new AthError("INVALID_REQUEST", "The provider's response carries neither a code nor an error.");
 
   // The code exchange and the userinfo call each wait up to --upstream-timeout: past the listener's 10 s idle timeout.
-  gw.extendTimeout?.(req, Math.min(255, Math.ceil((2 * gw.opts.upstreamTimeoutMs) / 1000) + 10));
+  gw.extendTimeout?.(req, Math.min(LONGEST_IDLE_TIMEOUT_S, Math.ceil((2 * gw.opts.upstreamTimeoutMs) / 1000) + 10));
   const record = await requireProvider(gw, session.provider_id);
   const provider = await openProvider(gw, record);
   let tokens: UpstreamTokenResponse;

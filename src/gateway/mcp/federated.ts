@@ -10,7 +10,7 @@
 import { AthError } from "../../protocol/index.ts";
 import { MCP_ERROR, MCP_META, MCP_WIRE } from "../../protocol/mcp-front-door.ts";
 import type { TokenRecord } from "../../store/types.ts";
-import type { Call, Gateway } from "../context.ts";
+import { LONGEST_IDLE_TIMEOUT_S, type Call, type Gateway } from "../context.ts";
 import { mintSecret } from "../crypto/secrets.ts";
 import { boundSession, declaresUrlElicitation, forgetSession, rememberSession, updateHeld } from "../domain/mcp-sessions.ts";
 import { readRequestBounded } from "../http/body.ts";
@@ -30,8 +30,6 @@ import { advertisedScopes } from "./providers.ts";
 import { isObject } from "./sse.ts";
 import { isStateless } from "./wire.ts";
 
-/** How long an authenticated MCP request may stay idle (Bun's maximum), as at `/mcp/{id}`. */
-const MCP_IDLE_TIMEOUT_S = 255;
 
 export async function federatedMcp(call: Call): Promise<Response> {
   const { gw, req } = call;
@@ -44,7 +42,7 @@ export async function federatedMcp(call: Call): Promise<Response> {
   requireOwnOrigin(gw, req);
   const { token, agent } = await requireTokenFor(gw, req, resourceDoor(gw, f));
   await call.identify({ client_id: token.client_id });
-  gw.extendTimeout?.(req, MCP_IDLE_TIMEOUT_S);
+  gw.extendTimeout?.(req, LONGEST_IDLE_TIMEOUT_S);
   const fed: Fed = { gw, req, f, token, agent, held: null, urlElicitation: false };
   if (req.method !== "POST") return stateful(fed, null);
   const bytes = await readRequestBounded(req, req.headers.get("content-length"), gw.opts.maxProxyBody, () =>

@@ -7,7 +7,7 @@
  * the pipeline's boundary answers them.
  */
 import { AthError } from "../../protocol/index.ts";
-import type { Call } from "../context.ts";
+import { LONGEST_IDLE_TIMEOUT_S, type Call } from "../context.ts";
 import { readRequestBounded } from "../http/body.ts";
 import type { PreparedBody } from "../proxy/relay.ts";
 import { reauthorize, requireMcpToken } from "./access.ts";
@@ -18,9 +18,6 @@ import { findMcpProvider } from "./providers.ts";
 import { stateful } from "./stateful.ts";
 import { stateless } from "./stateless.ts";
 import { isStateless } from "./wire.ts";
-
-/** How long an authenticated MCP request may stay idle: a GET stream, a long tool call (Bun's maximum). */
-const MCP_IDLE_TIMEOUT_S = 255;
 
 export async function mcp(call: Call): Promise<Response> {
   const { gw, req } = call;
@@ -34,7 +31,8 @@ export async function mcp(call: Call): Promise<Response> {
   const { token, agent } = await requireMcpToken(gw, req, record);
   await call.identify({ client_id: token.client_id, provider_id: providerId });
   if (!token.grant_id) throw reauthorize(gw, record, "The sign-in at the upstream is gone; authorize again");
-  gw.extendTimeout?.(req, MCP_IDLE_TIMEOUT_S);
+  // an authenticated MCP request may wait long: a GET stream, a long tool call
+  gw.extendTimeout?.(req, LONGEST_IDLE_TIMEOUT_S);
   const door: Door = { gw, req, record, caller: { config: record.config, agent, token }, token };
 
   let posted: Posted = { batch: false, messages: [], text: "" };

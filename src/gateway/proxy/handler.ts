@@ -5,7 +5,7 @@
  * unless a rule needs them whole, and the upstream token never reaches the agent.
  */
 import { AthError, HEADERS, PROXY_METHODS } from "../../protocol/index.ts";
-import type { Call, Gateway } from "../context.ts";
+import { LONGEST_IDLE_TIMEOUT_S, type Call, type Gateway } from "../context.ts";
 import { audit, auditProxyCall } from "../domain/audit.ts";
 import { decideCall, passCall, type HttpSubject } from "../domain/call.ts";
 import type { RequestBody } from "../domain/policy.ts";
@@ -20,8 +20,6 @@ import { requestLine, type RequestLine } from "./request-line.ts";
 /** Methods the proxy forwards (the rule and its reason: PROXY_METHODS). */
 const FORWARDED_METHODS = PROXY_METHODS;
 
-/** How long an authenticated proxied request may stay idle once it may wait (Bun's maximum idle timeout). */
-const AUTHENTICATED_PROXY_TIMEOUT_S = 255;
 /** An upstream's answer declared at most this long is written under the listener's own idle rule. */
 const SHORT_ANSWER_BYTES = 64 * 1024;
 
@@ -137,7 +135,7 @@ export async function proxy(call: Call): Promise<Response> {
  * docs/performance.md).
  */
 function extendIdle(gw: Gateway, req: Request): void {
-  gw.extendTimeout?.(req, AUTHENTICATED_PROXY_TIMEOUT_S);
+  gw.extendTimeout?.(req, LONGEST_IDLE_TIMEOUT_S);
 }
 
 /** `waiting`, once the listener's idle timeout no longer cuts it (the same promise: no hop added). */

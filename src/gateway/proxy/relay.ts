@@ -5,7 +5,7 @@
  * refreshed for later calls) or its body streamed and cannot be replayed; a status outside 200–599 is the upstream's fault (502); the budget's `ATH-Budget-Remaining`.
  */
 import { AthError } from "../../protocol/index.ts";
-import type { Gateway } from "../context.ts";
+import { LONGEST_IDLE_TIMEOUT_S, type Gateway } from "../context.ts";
 import { currentAccess, refreshAfterRejection, type LiveAccess } from "../domain/grants.ts";
 import { requireNotRevoked } from "../domain/tokens.ts";
 import { readRequestBounded } from "../http/body.ts";
@@ -281,7 +281,7 @@ class Attempt implements Deadline {
   /** Still waiting after SLOW_ANSWER_MS: the agent's connection is kept past the listener's idle timeout. */
   slow(): void {
     this.slowAt = Infinity;
-    if (this.listener !== undefined) this.gw.extendTimeout?.(this.listener, SLOW_ANSWER_IDLE_S);
+    if (this.listener !== undefined) this.gw.extendTimeout?.(this.listener, LONGEST_IDLE_TIMEOUT_S);
   }
 
   /** The upstream's answer arrived: the deadline no longer applies. */
@@ -435,11 +435,9 @@ interface Deadline {
 
 /**
  * An upstream call still unanswered after this long keeps its agent's connection past the listener's idle timeout
- * (10 s, DESIGN §14) — to Bun's longest, `SLOW_ANSWER_IDLE_S` — well before it would be cut, a loaded loop's late
- * sweep included.
+ * (10 s, DESIGN §14) — to Bun's longest — well before it would be cut, a loaded loop's late sweep included.
  */
 const SLOW_ANSWER_MS = 2_000;
-const SLOW_ANSWER_IDLE_S = 255;
 
 /** The budget header set on the upstream's answer, or an upstream's own removed (null); frozen headers are copied first. */
 function withBudget(res: Response, remaining: number | null): Response {
