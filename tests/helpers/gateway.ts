@@ -79,6 +79,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   ];
   let log = "";
   let proc: ReturnType<typeof spawn> | undefined;
+  /** The running process's pipes read to their end: what `stop` and `kill` wait for, so `output()` then holds everything. */
+  let reading: Promise<void>[] = [];
 
   function spawn() {
     return Bun.spawn(args, {
@@ -94,8 +96,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   async function start(): Promise<void> {
     const p = spawn();
     proc = p;
-    void drain(p.stderr, (s) => (log += s));
-    const ready = await waitForLine(p.stdout, "listening on ", (s) => (log += s));
+    reading = [drain(p.stderr, (s) => (log += s))];
+    const ready = await waitForLine(p.stdout, "listening on ", (s) => (log += s), (rest) => reading.push(rest));
     if (ready === undefined) {
       const code = await Promise.race([p.exited, Bun.sleep(200).then(() => undefined)]);
       p.kill("SIGKILL");
@@ -127,7 +129,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       if (p === undefined) return 0;
       p.kill(signal);
       proc = undefined;
-      return p.exited;
+      const code = await p.exited;
+      await Promise.all(reading);
+      return code;
     },
     async kill() {
       const p = proc;
@@ -135,6 +139,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       p.kill("SIGKILL");
       proc = undefined;
       await p.exited;
+      await Promise.all(reading);
     },
     restart: start,
     async cleanup() {
@@ -150,8 +155,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
 // internal
 
-/** Reads `stream` until a line containing `marker` arrives (returned) or the stream ends (undefined). */
-async function waitForLine(stream: ReadableStream<Uint8Array>, marker: string, sink: (s: string) => void): Promise<string | undefined> {
+/** Reads `stream` until a line containing `marker` arrives (returned; the rest is read on, `rest` told) or the stream ends (undefined). */
+async function waitForLine(stream: ReadableStream<Uint8Array>, marker: string, sink: (s: string) => void, rest: (reading: Promise<void>) => void): Promise<string | undefined> {
   const reader = stream.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
@@ -166,7 +171,7 @@ async function waitForLine(stream: ReadableStream<Uint8Array>, marker: string, s
     const found = lines.find((l) => l.includes(marker));
     if (found !== undefined) {
       reader.releaseLock();
-      void drain(stream, sink);
+      rest(drain(stream, sink));
       return found;
     }
   }
