@@ -8,7 +8,6 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { verifyAuditExport } from "../../src/agent/audit-verify.ts";
 import { forgeChain, postgresTables } from "../helpers/audit-forger.ts";
-import { eventually } from "../helpers/lifecycle.ts";
 import { startPostgresPair, type PostgresPair } from "../helpers/postgres-pair.ts";
 import { PG_URL } from "../helpers/store-harness.ts";
 
@@ -76,8 +75,7 @@ test("a rewrite of the shared store is refused by every instance: each walks the
     const res = await fetch(`${gw.baseUrl}/ath/admin/audit/export`, { headers: { "x-ath-user-token": gw.adminToken } });
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ code: "NOT_READY", details: { reason: "audit_chain_tampered" } });
-    // stderr is read from a pipe of its own: the line may arrive after the answer
-    await eventually("the rewrite named in the log", () => /AUDIT CHAIN REWRITTEN IN THE STORE at seq \d+/.test(gw.output()));
+    await gw.waitForOutput(/AUDIT CHAIN REWRITTEN IN THE STORE at seq \d+/);
   }
   // each instance pinned its own head, in its own data dir
   for (const gw of [a, b]) expect(readdirSync(gw.dataDir).filter((f) => f.startsWith("audit-head."))).toHaveLength(1);

@@ -12,7 +12,6 @@ import { join } from "node:path";
 import { forgeChain, forgedExport, sqliteTables } from "../helpers/audit-forger.ts";
 import { ath, ensureBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
-import { eventually } from "../helpers/lifecycle.ts";
 import { tempDir } from "../helpers/net.ts";
 
 let gw: Gateway;
@@ -78,8 +77,7 @@ describe("records rewritten and re-chained, checkpoints deleted, the tail cut â€
   }, 60_000);
 
   test("the restarted gateway names the rewrite loudly in its log", async () => {
-    // stderr is read from a pipe of its own: the ready line on stdout may arrive first
-    await eventually("the rewrite named in the log", () => /AUDIT CHAIN REWRITTEN IN THE STORE at seq \d+/.test(gw.output()));
+    await gw.waitForOutput(/AUDIT CHAIN REWRITTEN IN THE STORE at seq \d+/);
     expect(gw.output()).toContain("audit-head.");
   });
 

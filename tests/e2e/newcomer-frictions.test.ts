@@ -12,7 +12,6 @@ import { join } from "node:path";
 import { consent } from "../helpers/agent.ts";
 import { ath, ATH_BIN, ensureBinary } from "../helpers/cli-binary.ts";
 import { startGateway, type Gateway } from "../helpers/gateway.ts";
-import { eventually } from "../helpers/lifecycle.ts";
 import { startHost, type ToolResult } from "../helpers/mcp-host.ts";
 import { freePort, tempDir } from "../helpers/net.ts";
 import { start } from "../helpers/processes.ts";
@@ -215,8 +214,7 @@ describe("ath proxy's output", () => {
 describe("ath serve", () => {
   test("prints the admin console's URL and every MCP server it fronts, after the ready line", async () => {
     const printed = `listening on ${gw.baseUrl}\nadmin console: ${gw.baseUrl}/admin/ (sign in with the admin token)\nMCP server demo: ${gw.baseUrl}/mcp/demo\n`;
-    // the lines after the ready line may come in a later read of the pipe
-    await eventually("the lines after the ready line", () => gw.output().includes("MCP server demo:"), 10_000);
+    await gw.waitForOutput(/MCP server demo:/);
     expect(gw.output()).toContain(printed);
   });
 

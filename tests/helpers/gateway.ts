@@ -6,6 +6,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { ProviderConfigInput } from "../../src/protocol/index.ts";
 import { ATH_BIN, ensureBinary } from "./cli-binary.ts";
+import { eventually } from "./lifecycle.ts";
 import { freePort, randomString, tempDir } from "./net.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
@@ -38,6 +39,11 @@ export interface Gateway {
   providersFile: string;
   /** Everything the process wrote to stdout and stderr so far (for failure messages). */
   output(): string;
+  /**
+   * Resolves once `output()` matches `pattern`. stdout and stderr are read from pipes of their own: a line the gateway
+   * wrote before an answer (or after its ready line) may be read after it.
+   */
+  waitForOutput(pattern: RegExp): Promise<void>;
   /** The running process's id (the gateway itself: a launcher must `exec` it). */
   pid(): number | undefined;
   stop(signal?: NodeJS.Signals): Promise<number>;
@@ -123,6 +129,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     adminToken,
     providersFile,
     output: () => log,
+    waitForOutput: (pattern) => eventually(`ath serve to print ${pattern}`, () => pattern.test(log)),
     pid: () => proc?.pid,
     async stop(signal = "SIGTERM") {
       const p = proc;
