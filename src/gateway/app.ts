@@ -26,6 +26,7 @@ import { SILENT } from "./ops/log.ts";
 import { createTracer } from "./ops/tracing.ts";
 import { createMetrics } from "./ops/metrics.ts";
 import { createLimiter, type RateLimits } from "./ops/rate-limit.ts";
+import { cancellable, createUpstreamClient } from "./proxy/http1.ts";
 import { fastPrefixes, routeTable } from "./routes.ts";
 
 export interface AppOptions
@@ -98,6 +99,8 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
   const store = tracer.wrapStore(cached);
   const now = deps.clock ?? Date.now;
   const fetch = tracer.wrapFetch(deps.fetch ?? ((input, init) => globalThis.fetch(input, init)));
+  // The relay's own HTTP/1.1 client (issue 41), unless a fetch is injected: then every call goes through it.
+  const upstream = deps.fetch ? null : createUpstreamClient((input, init) => globalThis.fetch(input, init));
   const ids = [...Object.keys(providers), ...(withDemo ? ["demo"] : [])];
   if (opts.mode === "native" && ids.length !== 1) {
     throw new TypeError(`native mode fronts exactly one app: got ${ids.length} providers (${ids.join(", ") || "none"})`);
@@ -133,6 +136,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
     keys: createKeyResolver({ dev: opts.dev, fetch, now }),
     now,
     fetch,
+    upstreamFetch: upstream === null ? cancellable(fetch) : tracer.wrapFetch(upstream.fetch),
     log,
     auditLog: auditQueue(store, log, {
       ...auditBatch,
@@ -186,6 +190,7 @@ export async function createGateway(options: AppOptions, deps: AppDeps): Promise
       await gateway.webhooks?.stop();
       await tracer.close();
       await store.close();
+      upstream?.close();
     },
   };
 }

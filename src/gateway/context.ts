@@ -115,6 +115,8 @@ export interface Gateway {
   /** The clock: epoch milliseconds. Every expiry decision reads it. */
   now: () => number;
   fetch: Fetch;
+  /** The relay's calls to providers' APIs: proxy/http1.ts's client (falling back to `fetch`), or `fetch` when one is injected; both honour `UpstreamInit.canceller`. */
+  upstreamFetch: Fetch;
   log: Logger;
   /** Audit events on their way to the store, in batches (domain/audit.ts writes here). */
   auditLog: AuditQueue;

@@ -10,6 +10,7 @@ import { currentAccess, refreshAfterRejection, type LiveAccess } from "../domain
 import { requireNotRevoked } from "../domain/tokens.ts";
 import { readRequestBounded } from "../http/body.ts";
 import type { HeaderFields } from "./headers.ts";
+import type { Canceller, UpstreamInit } from "./http1.ts";
 
 /** On answers to calls a budget counted: the calls left in the tightest matching budget's window (DESIGN §16). */
 export const BUDGET_REMAINING = "ath-budget-remaining";
@@ -227,9 +228,12 @@ function checked(res: Response, remaining: number | null): Response {
  * `answer` itself (a call's first attempt: startSend's `first`): one promise hop fewer per call — a hop is a microtask,
  * a promise and an async frame resumed, and this one was worth 1.048× the GET throughput (issue 41, wrk.ts --ab).
  */
-class Attempt implements Deadline {
+class Attempt implements Deadline, Canceller {
   readonly answer: Promise<Response>;
-  readonly controller = new AbortController();
+  /** Set by the upstream client while the answer is awaited (proxy/http1.ts): cuts the call. */
+  cancel: (() => void) | null = null;
+  /** The deadline passed before the answer came. */
+  private expired = false;
   private readonly started = performance.now();
   /** When it is cut (its entry among the gateway's deadlines: the attempt itself, no object of its own). */
   readonly at: number;
@@ -262,20 +266,26 @@ class Attempt implements Deadline {
     this.slowAt = listener === undefined ? Infinity : this.started + SLOW_ANSWER_MS;
     this.relay.deadlines.add(this);
     // decompress: false — Bun's fetch would otherwise inflate the body yet keep Content-Encoding (DESIGN §3).
-    const init: RequestInit & { decompress: boolean; duplex?: "half" } = {
+    const init: UpstreamInit = {
       method,
       headers,
       body: body.data as BodyInit | null, // (a Uint8Array is a body: its buffer's type is all TypeScript doubts)
       redirect: "manual",
-      signal: this.controller.signal,
+      canceller: this,
       decompress: false,
     };
     if (body.data instanceof ReadableStream) init.duplex = "half";
     try {
-      this.answer = gw.fetch(target, init);
+      this.answer = gw.upstreamFetch(target, init);
     } catch (err) {
       this.answer = Promise.reject(err);
     }
+  }
+
+  /** The deadline passed: the call is cut (504 UPSTREAM_TIMEOUT). */
+  expire(): void {
+    this.expired = true;
+    this.cancel?.();
   }
 
   /** Still waiting after SLOW_ANSWER_MS: the agent's connection is kept past the listener's idle timeout. */
@@ -296,11 +306,17 @@ class Attempt implements Deadline {
     this.end();
     const { gw, target } = this;
     if (this.body.cut?.()) return tooLarge(gw.opts.maxProxyBody);
-    if (this.controller.signal.aborted) {
+    if (this.expired) {
       return new AthError("UPSTREAM_TIMEOUT", `The provider API did not answer within ${gw.opts.upstreamTimeoutMs} ms`, { url_origin: target.origin });
     }
+    const code = (cause as { code?: unknown } | null)?.code;
+    if (code === "ERR_UPSTREAM_STATUS") {
+      // proxy/http1.ts: a status a Response cannot carry, as afterRejection's check below says of fetch's answers
+      const status = (cause as { status: number }).status;
+      return new AthError("UPSTREAM_UNAVAILABLE", `The upstream answered with an invalid HTTP status (${status})`, { reason: "invalid_status", status });
+    }
     const err = new AthError("UPSTREAM_UNAVAILABLE", `The provider API at ${target.origin} could not be reached`, { url_origin: target.origin }, { cause });
-    return this.first && NOT_CONNECTED.has(String((cause as { code?: unknown } | null)?.code)) ? unsent(err) : err;
+    return this.first && NOT_CONNECTED.has(String(code)) ? unsent(err) : err;
   }
 
   private end(): void {
@@ -416,7 +432,7 @@ class Deadlines {
         continue;
       }
       this.waiting.delete(d);
-      d.controller.abort();
+      d.expire();
     }
     if (this.waiting.size === 0 && this.timer !== null) {
       clearInterval(this.timer);
@@ -428,7 +444,7 @@ class Deadlines {
 /** A call waiting with the moment it is cut and what cuts it, and the moment it counts as slow (then `slow()`). */
 interface Deadline {
   readonly at: number;
-  readonly controller: AbortController;
+  expire(): void;
   readonly slowAt: number;
   slow(): void;
 }
