@@ -93,6 +93,7 @@ scripts.set("interim", (s) => s.write("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103
 scripts.set("no-content", (s) => s.write("HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n"));
 scripts.set("not-modified", (s) => s.write("HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\nETag: \"x\"\r\n\r\n"));
 scripts.set("head", (s, req) => s.write(req.method === "HEAD" ? "HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n" : plain("head's body!")));
+scripts.set("names", (s) => s.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConstructor: c\r\n__proto__: p\r\nX-Twice: 1\r\nx-twice: 2\r\nContent-Length: 2\r\n\r\nok"));
 scripts.set("obs-text", (s) => s.write(Buffer.from("HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\nContent-Length: 2\r\n\r\nok", "latin1")));
 scripts.set("big", (s) => {
   const body = Buffer.alloc(4 * 1024 * 1024, "z");
@@ -236,6 +237,14 @@ describe("answers read exactly, connections reused only after a clean end", () =
     expect((await proxy("http10")).text).toBe("old!");
     await proxy("plain");
     expect(last("plain").conn).not.toBe(last("http10").conn);
+  });
+
+  test("field names are data: `constructor` and `__proto__` pass as fields, a repeated field is joined", async () => {
+    const r = await proxy("names");
+    expect(r.text).toBe("ok");
+    expect(r.headers.get("constructor")).toBe("c");
+    expect(r.headers.get("__proto__")).toBe("p");
+    expect(r.headers.get("x-twice")).toBe("1, 2");
   });
 
   test("1xx answers before the real one are dropped", async () => {

@@ -48,11 +48,11 @@ const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"])
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** What no field line may hold (it would end the line, or a C string). */
 const LINE_BREAK = /[\r\n\0]/;
+/** What a request's field value may not hold: a line break, a NUL, a character that is not one byte. */
+const NOT_A_FIELD_VALUE = /[\r\n\0]|[^\x00-\xff]/;
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/;
-/** A field line: a token name, the colon right after it (no space before: RFC 9112 §5.1), the value without its surrounding whitespace. */
-const FIELD_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$/;
-/** In a header section: a CR not before an LF, an LF not after a CR, a NUL. */
-const BARE_CR_LF_NUL = /\r(?!\n)|(?<!\r)\n|\0/;
+/** In a header section: a CR not before an LF, an LF not after a CR, a NUL (no lookbehind: JavaScriptCore interprets those). */
+const BARE_CR_LF_NUL = /\r(?:[^\n]|$)|(?:^|[^\r])\n|\0/;
 const DIGITS = /^\d{1,15}$/;
 /** A chunk's size (hex, at most 12 digits) and any extensions, which are ignored. */
 const CHUNK_SIZE = /^([0-9a-fA-F]{1,12})[ \t]*(?:;.*)?$/;
@@ -116,6 +116,15 @@ function codedError(message: string, code: string, extra?: Record<string, unknow
 
 function abortError(): Error {
   return new DOMException("The operation was aborted.", "AbortError");
+}
+
+/** A field line's value from `from`: without the spaces and tabs around it (RFC 9112 §5: OWS), nothing else trimmed. */
+function fieldValue(line: string, from: number): string {
+  let start = from;
+  let end = line.length;
+  while (start < end && (line.charCodeAt(start) === 32 || line.charCodeAt(start) === 9)) start++;
+  while (end > start && (line.charCodeAt(end - 1) === 32 || line.charCodeAt(end - 1) === 9)) end--;
+  return line.slice(start, end);
 }
 
 function framing(reason: string): Error {
@@ -208,7 +217,7 @@ function requestHead(url: URL, method: string, headers: Headers | Record<string,
   } else if (headers !== undefined) {
     for (const name in headers) {
       const value = headers[name]!;
-      if (!TOKEN.test(name) || LINE_BREAK.test(value)) throw new TypeError(`Invalid header: ${name}`);
+      if (!TOKEN.test(name) || NOT_A_FIELD_VALUE.test(value)) throw new TypeError(`Invalid header: ${name}`);
       const lower = name.toLowerCase();
       if (lower === "user-agent") agent = true;
       else if (lower === "accept") accept = true;
@@ -284,13 +293,12 @@ class Exchange {
       this.resolve = resolve;
       this.reject = reject;
     });
-    const h = Buffer.from(head, "latin1");
-    if (body === null || body.byteLength === 0) this.bytes = h;
-    else {
-      this.bytes = new Uint8Array(h.byteLength + body.byteLength);
-      this.bytes.set(h, 0);
-      this.bytes.set(body, h.byteLength);
-    }
+    // one buffer, every byte of it written (the head's characters are bytes: requestHead refuses any above 0xFF)
+    const length = head.length + (body === null ? 0 : body.byteLength);
+    const bytes = Buffer.allocUnsafe(length);
+    bytes.write(head, 0, "latin1");
+    if (body !== null) bytes.set(body, head.length);
+    this.bytes = bytes;
   }
 
   /** On `reused` when given, else on a new connection. */
@@ -510,17 +518,21 @@ class Conn {
       if (statusMatch === null) throw framing("malformed status line");
       const status = Number(statusMatch[2]);
       const http10 = statusMatch[1] === "0";
-      const fields: [string, string][] = [];
+      // the fields as an object (the Response's cheapest form: ≈ 0.25 µs less than pairs); a repeated name joins its
+      // values (RFC 9110 §5.3), Set-Cookie excepted, which keeps the pairs
+      let fields: Record<string, string> | [string, string][] = Object.create(null) as Record<string, string>; // (no inherited names: a field called "constructor")
       let length: string | null = null;
       let transfer: string | null = null;
       let close = http10;
       let keepAlive: string | null = null;
       let typed = false;
       for (let i = 1; i < lines.length; i++) {
-        const m = FIELD_LINE.exec(lines[i]!);
-        if (m === null) throw framing("malformed header line");
-        const name = m[1]!;
-        const value = m[2]!;
+        const line = lines[i]!;
+        const colon = line.indexOf(":");
+        const name = colon > 0 ? line.slice(0, colon) : "";
+        // a token right before the colon: no whitespace there (RFC 9112 §5.1), no empty name
+        if (!TOKEN.test(name)) throw framing("malformed header line");
+        const value = fieldValue(line, colon + 1);
         const lower = name.toLowerCase();
         if (lower === "content-length") {
           if (length !== null && length !== value) throw framing("conflicting Content-Length");
@@ -534,7 +546,10 @@ class Conn {
           else if (http10 && tokens.includes("keep-alive")) close = false;
         } else if (lower === "keep-alive") keepAlive = value;
         else if (lower === "content-type") typed = true;
-        fields.push([name, value]);
+        if (Array.isArray(fields)) fields.push([lower, value]);
+        else if (fields[lower] === undefined) fields[lower] = value;
+        else if (lower === "set-cookie") fields = [...Object.entries(fields), [lower, value]];
+        else fields[lower] = `${fields[lower]}, ${value}`;
       }
       if (status < 100 || status > 599) throw Object.assign(codedError(`The upstream answered with status ${status}`, "ERR_UPSTREAM_STATUS"), { status });
       if (status < 200) {
@@ -575,7 +590,7 @@ class Conn {
    * The answer: with the whole body when it is already here (no stream) — unless it has no Content-Type, which the
    * server would then add (`application/octet-stream`, for a buffered body): that one streams, as every longer one.
    */
-  private answer(status: number, statusText: string, fields: [string, string][], typed: boolean): Response {
+  private answer(status: number, statusText: string, fields: HeadersInit, typed: boolean): Response {
     const ex = this.ex!;
     if (this.phase === Phase.Done) return new Response(null, { status, statusText, headers: fields });
     const buf = this.buf;
