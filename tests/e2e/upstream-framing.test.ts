@@ -94,6 +94,9 @@ scripts.set("no-content", (s) => s.write("HTTP/1.1 204 No Content\r\nContent-Len
 scripts.set("not-modified", (s) => s.write("HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\nETag: \"x\"\r\n\r\n"));
 scripts.set("head", (s, req) => s.write(req.method === "HEAD" ? "HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n" : plain("head's body!")));
 scripts.set("names", (s) => s.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConstructor: c\r\n__proto__: p\r\nX-Twice: 1\r\nx-twice: 2\r\nContent-Length: 2\r\n\r\nok"));
+const HOP = "Connection: x-secret, keep-alive\r\nX-Secret: s\r\nKeep-Alive: timeout=5\r\nX-ATH-Upstream: false\r\nX-Forwarded-For: 10.0.0.1\r\nATH-Budget-Remaining: 99\r\n";
+scripts.set("hop-fields", (s) => s.write(plain("filtered", `${HOP}Set-Cookie: a=1\r\n`)));
+scripts.set("hop-fields-cookies", (s) => s.write(plain("filtered", `${HOP}Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n`)));
 scripts.set("obs-text", (s) => s.write(Buffer.from("HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\nContent-Length: 2\r\n\r\nok", "latin1")));
 scripts.set("big", (s) => {
   const body = Buffer.alloc(4 * 1024 * 1024, "z");
@@ -246,6 +249,16 @@ describe("answers read exactly, connections reused only after a clean end", () =
     expect(r.headers.get("__proto__")).toBe("p");
     expect(r.headers.get("x-twice")).toBe("1, 2");
   });
+
+  for (const name of ["hop-fields", "hop-fields-cookies"]) {
+    test(`${name}: the agent sees none of the upstream's hop, cookie, forwarding, ATH or budget fields, and X-ATH-Upstream: true`, async () => {
+      const r = await proxy(name);
+      expect(r.text).toBe("filtered");
+      for (const f of ["connection", "x-secret", "keep-alive", "x-forwarded-for", "set-cookie", "ath-budget-remaining"]) expect(r.headers.get(f)).toBeNull();
+      expect(r.headers.get("x-ath-upstream")).toBe("true");
+      expect(r.headers.get("content-type")).toBe("text/plain");
+    });
+  }
 
   test("1xx answers before the real one are dropped", async () => {
     const r = await proxy("interim");

@@ -12,7 +12,7 @@ import type { RequestBody } from "../domain/policy.ts";
 import { readRequestBounded } from "../http/body.ts";
 import { callerCredentials } from "../http/request.ts";
 import { apiHeaders } from "../oauth/quirks.ts";
-import { fieldsOf, filterResponseHeaders, forwardInPlace, type HeaderFields } from "./headers.ts";
+import { AGENT_ANSWER, fieldsOf, filtered, filterResponseHeaders, forwardInPlace, type HeaderFields } from "./headers.ts";
 import { bufferedBody, notSent, prepareBody, startSend, type PreparedBody } from "./relay.ts";
 import { callerPlan } from "./plan.ts";
 import { requestLine, type RequestLine } from "./request-line.ts";
@@ -93,6 +93,7 @@ export async function proxy(call: Call): Promise<Response> {
       remaining: passed.remaining,
       presented: caller.token!,
       listener: req,
+      answer: AGENT_ANSWER,
     });
     let answer: Response;
     try {
@@ -209,6 +210,7 @@ class ProxiedBody implements RequestBody {
  * (immutable) is copied instead.
  */
 function answerOf(res: Response): Response {
+  if (filtered(res)) return res; // made by the upstream client under the same rules (headers.ts AGENT_ANSWER)
   try {
     filterResponseHeaders(res.headers);
     return res;

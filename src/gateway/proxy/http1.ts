@@ -65,8 +65,19 @@ export interface Canceller {
   cancel: (() => void) | null;
 }
 
-/** The relay's request options: fetch's, with the call's canceller in place of a signal. */
-export type UpstreamInit = RequestInit & { decompress?: boolean; duplex?: "half"; canceller?: Canceller };
+/**
+ * What the caller would do to an answer's header fields (the proxy's rules, headers.ts AGENT_ANSWER), done by the client
+ * while it parses them: `filter` on the fields (lower-case names, repeated fields joined) before the Response is made,
+ * `made` on that Response. An answer the client cannot hand to `filter` (Set-Cookie repeated; `fetch`'s) gets neither,
+ * and its caller filters it as usual.
+ */
+export interface AnswerFields {
+  filter(fields: Record<string, string>): void;
+  made(res: Response): void;
+}
+
+/** The relay's request options: fetch's, with the call's canceller in place of a signal, and the answer's field rules. */
+export type UpstreamInit = RequestInit & { decompress?: boolean; duplex?: "half"; canceller?: Canceller; answer?: AnswerFields };
 
 export interface UpstreamClient {
   fetch: Fetch;
@@ -102,7 +113,7 @@ export function createUpstreamClient(fallback: Fetch, env: Record<string, string
     const body = o.body;
     if (body !== null && body !== undefined && !(body instanceof Uint8Array) && !(body instanceof ArrayBuffer)) return other(input, init);
     if (input.protocol !== "http:" && input.protocol !== "https:") return other(input, init);
-    return send(pool, input, o.method ?? "GET", o.headers as Headers | Record<string, string> | undefined, body ?? null, o.canceller ?? null);
+    return send(pool, input, o.method ?? "GET", o.headers as Headers | Record<string, string> | undefined, body ?? null, o.canceller ?? null, o.answer ?? null);
   };
   return { fetch, close: () => pool.closeAll() };
 }
@@ -187,7 +198,15 @@ class Pool {
 }
 
 /** Sends one call: on a pooled connection when one is fit, else a new one; once more on a fresh one when a reused one was stale. */
-function send(pool: Pool, url: URL, method: string, headers: Headers | Record<string, string> | undefined, body: Uint8Array | ArrayBuffer | null, canceller: Canceller | null): Promise<Response> {
+function send(
+  pool: Pool,
+  url: URL,
+  method: string,
+  headers: Headers | Record<string, string> | undefined,
+  body: Uint8Array | ArrayBuffer | null,
+  canceller: Canceller | null,
+  answer: AnswerFields | null,
+): Promise<Response> {
   let head: string;
   try {
     // (as fetch: a Content-Length on every request but a bodiless GET or HEAD — 0 for one without a body)
@@ -195,7 +214,7 @@ function send(pool: Pool, url: URL, method: string, headers: Headers | Record<st
   } catch (err) {
     return Promise.reject(err);
   }
-  const ex = new Exchange(url, method, head, body === null ? null : body instanceof Uint8Array ? body : new Uint8Array(body), pool);
+  const ex = new Exchange(url, method, head, body === null ? null : body instanceof Uint8Array ? body : new Uint8Array(body), pool, answer);
   if (canceller !== null) canceller.cancel = () => ex.cancel();
   ex.start(pool.take(ex.origin, performance.now()));
   return ex.answer;
@@ -287,6 +306,7 @@ class Exchange {
     head: string,
     body: Uint8Array | null,
     private readonly pool: Pool,
+    readonly fields: AnswerFields | null,
   ) {
     this.origin = url.origin;
     this.answer = new Promise<Response>((resolve, reject) => {
@@ -589,41 +609,48 @@ class Conn {
   /**
    * The answer: with the whole body when it is already here (no stream) — unless it has no Content-Type, which the
    * server would then add (`application/octet-stream`, for a buffered body): that one streams, as every longer one.
+   * The caller's field rules (`UpstreamInit.answer`) are applied to the fields before the Response is made.
    */
-  private answer(status: number, statusText: string, fields: HeadersInit, typed: boolean): Response {
+  private answer(status: number, statusText: string, fields: Record<string, string> | [string, string][], typed: boolean): Response {
     const ex = this.ex!;
-    if (this.phase === Phase.Done) return new Response(null, { status, statusText, headers: fields });
+    let body: BodyInit | null = null;
     const buf = this.buf;
-    if (typed && this.phase === Phase.Length && buf !== null && buf.byteLength - this.pos >= this.left) {
-      const whole = buf.subarray(this.pos, this.pos + this.left);
+    if (this.phase === Phase.Done) body = null;
+    else if (typed && this.phase === Phase.Length && buf !== null && buf.byteLength - this.pos >= this.left) {
+      body = buf.subarray(this.pos, this.pos + this.left) as Uint8Array<ArrayBuffer>;
       this.consume(this.pos + this.left);
       this.left = 0;
       this.phase = Phase.Done;
-      return new Response(whole as Uint8Array<ArrayBuffer>, { status, statusText, headers: fields });
+    } else {
+      body = new ReadableStream<Uint8Array>(
+        {
+          start: (controller) => {
+            this.stream = controller;
+          },
+          pull: () => {
+            if (this.paused && this.ex === ex) {
+              this.paused = false;
+              this.socket?.resume();
+            }
+          },
+          cancel: () => {
+            // the agent went away: the rest of this answer will not be read, so the connection cannot be reused
+            if (this.ex === ex) {
+              this.stream = null;
+              this.release();
+              this.destroy();
+            }
+          },
+        },
+        new ByteLengthQueuingStrategy({ highWaterMark: READ_AHEAD_BYTES }),
+      );
     }
-    const body = new ReadableStream<Uint8Array>(
-      {
-        start: (controller) => {
-          this.stream = controller;
-        },
-        pull: () => {
-          if (this.paused && this.ex === ex) {
-            this.paused = false;
-            this.socket?.resume();
-          }
-        },
-        cancel: () => {
-          // the agent went away: the rest of this answer will not be read, so the connection cannot be reused
-          if (this.ex === ex) {
-            this.stream = null;
-            this.release();
-            this.destroy();
-          }
-        },
-      },
-      new ByteLengthQueuingStrategy({ highWaterMark: READ_AHEAD_BYTES }),
-    );
-    return new Response(body, { status, statusText, headers: fields });
+    const rules = Array.isArray(fields) ? null : ex.fields;
+    if (rules === null) return new Response(body, { status, statusText, headers: fields });
+    rules.filter(fields as Record<string, string>);
+    const res = new Response(body, { status, statusText, headers: fields });
+    rules.made(res);
+    return res;
   }
 
   /** Hands the body's bytes in hand to the stream, following the framing; finishes at its end. */

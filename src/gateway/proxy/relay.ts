@@ -10,7 +10,7 @@ import { currentAccess, refreshAfterRejection, type LiveAccess } from "../domain
 import { requireNotRevoked } from "../domain/tokens.ts";
 import { readRequestBounded } from "../http/body.ts";
 import type { HeaderFields } from "./headers.ts";
-import type { Canceller, UpstreamInit } from "./http1.ts";
+import type { AnswerFields, Canceller, UpstreamInit } from "./http1.ts";
 
 /** On answers to calls a budget counted: the calls left in the tightest matching budget's window (DESIGN §16). */
 export const BUDGET_REMAINING = "ath-budget-remaining";
@@ -57,6 +57,8 @@ export interface Outbound {
    * answer (`SLOW_ANSWER_MS`: the proxy door, which extends it only when a call may wait); absent: the door did.
    */
   listener?: Request;
+  /** How the answer's fields are made fit for the caller while the upstream client parses them (the proxy door's rules). */
+  answer?: AnswerFields;
 }
 
 /**
@@ -91,7 +93,7 @@ export function startSend(gw: Gateway, o: Outbound): Sending {
   // The access kept by the caller's plan: the first call leaves now. Else read it (refreshing first), then send: the
   // whole of it is `first`, already settled.
   if (!o.access) return { first: sendReading(gw, o), failed: passThrough, settle: answerAsIs };
-  const attempt = new Attempt(gw, o.providerId, o.method, o.target, o.headers, o.body, o.access, true, o.listener);
+  const attempt = new Attempt(gw, o.providerId, o.method, o.target, o.headers, o.body, o.access, true, o.listener, o.answer);
   return new FirstAnswer(gw, o, o.access, attempt);
 }
 
@@ -141,8 +143,9 @@ export async function send(
   access: LiveAccess,
   first = false,
   listener?: Request,
+  answerFields?: AnswerFields,
 ): Promise<Response> {
-  const call = new Attempt(gw, providerId, method, target, headers, body, access, first, listener);
+  const call = new Attempt(gw, providerId, method, target, headers, body, access, first, listener, answerFields);
   let res: Response;
   try {
     res = await call.answer;
@@ -201,7 +204,7 @@ class FirstAnswer implements Sending {
       if (!o.once && o.body.replayable) {
         await res.body?.cancel();
         const access = await refreshAfterRejection(gw, o.grantId, this.access.version);
-        res = await send(gw, o.providerId, o.method, o.target, o.headers, o.body, access, false, o.listener);
+        res = await send(gw, o.providerId, o.method, o.target, o.headers, o.body, access, false, o.listener, o.answer);
       } else if (o.once) {
         // Sent at most once: the 401 is the answer, and the grant is refreshed for later calls — a refresh that fails
         // says nothing this answer must carry. (A streamed body, already gone, is relayed as answered: nothing learnt.)
@@ -250,6 +253,7 @@ class Attempt implements Deadline, Canceller {
     access: LiveAccess,
     private readonly first: boolean,
     private readonly listener: Request | undefined,
+    answerFields?: AnswerFields,
   ) {
     this.relay = relayOf(gw);
     try {
@@ -274,6 +278,7 @@ class Attempt implements Deadline, Canceller {
       canceller: this,
       decompress: false,
     };
+    if (answerFields !== undefined) init.answer = answerFields;
     if (body.data instanceof ReadableStream) init.duplex = "half";
     try {
       this.answer = gw.upstreamFetch(target, init);
