@@ -109,7 +109,8 @@ export function createUpstreamClient(fallback: Fetch, env: Record<string, string
   const pool = new Pool();
   const fetch: Fetch = (input, init) => {
     const o = init as UpstreamInit | undefined;
-    if (proxied || !(input instanceof URL) || o === undefined || o.signal) return other(input, init);
+    // (headers: the relay's Headers or plain object — a list of pairs goes to fetch)
+    if (proxied || !(input instanceof URL) || o === undefined || o.signal || Array.isArray(o.headers)) return other(input, init);
     const body = o.body;
     if (body !== null && body !== undefined && !(body instanceof Uint8Array) && !(body instanceof ArrayBuffer)) return other(input, init);
     if (input.protocol !== "http:" && input.protocol !== "https:") return other(input, init);
