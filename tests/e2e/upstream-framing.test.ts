@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { call, fullFlow } from "../helpers/agent.ts";
 import { ATH_BIN, ensureBinary } from "../helpers/cli-binary.ts";
 import { expectError } from "../helpers/expect-error.ts";
-import { startWorld, type World } from "../helpers/world.ts";
+import { mailProvider, startWorld, type World } from "../helpers/world.ts";
 
 interface Seen {
   conn: number;
@@ -143,17 +143,7 @@ beforeAll(async () => {
   upstream = await scriptedUpstream();
   w = await startWorld({
     binary: ATH_BIN,
-    providers: (auth) => ({
-      raw: {
-        display_name: "Raw API",
-        available_scopes: ["mail:read"],
-        authorize_endpoint: auth.authorizeEndpoint,
-        token_endpoint: auth.tokenEndpoint,
-        api_base_url: upstream.url,
-        client_id: auth.postClient.client_id,
-        client_secret: auth.postClient.client_secret,
-      },
-    }),
+    providers: (auth, api) => ({ raw: mailProvider(auth, api, { display_name: "Raw API", api_base_url: upstream.url }) }),
   });
   token = (await fullFlow(w.baseUrl, { provider_id: "raw", scopes: ["mail:read"] })).accessToken;
 }, 120_000);
@@ -314,19 +304,9 @@ describe("ambiguous or broken answers: a 502 or a cut body, never a wrong body, 
     expect(last("plain").conn).not.toBe(last("late-bytes").conn);
   });
 
-  for (const name of ["te-and-cl", "two-lengths", "length-list", "space-before-colon", "folded", "bare-lf", "lf-inside", "gzip-te", "switch", "huge-head", "garbage"]) {
+  // (bad-chunk, chunk-no-crlf: the whole broken answer in one write is found broken before the answer is handed over)
+  for (const name of ["te-and-cl", "two-lengths", "length-list", "space-before-colon", "folded", "bare-lf", "lf-inside", "gzip-te", "switch", "huge-head", "garbage", "bad-chunk", "chunk-no-crlf"]) {
     test(`${name}: 502 UPSTREAM_UNAVAILABLE, and the next call has a connection of its own`, async () => {
-      const r = await proxy(name);
-      expectError(r, "UPSTREAM_UNAVAILABLE");
-      const next = await proxy("plain");
-      expect(next.text).toBe(`plain ${last("plain").nth}`);
-      expect(last("plain").conn).not.toBe(last(name).conn);
-    });
-  }
-
-  for (const name of ["bad-chunk", "chunk-no-crlf"]) {
-    test(`${name}: 502 UPSTREAM_UNAVAILABLE when it breaks in the bytes that came with the headers`, async () => {
-      // the whole broken answer in one write: found broken before the answer is handed over, a 502
       const r = await proxy(name);
       expectError(r, "UPSTREAM_UNAVAILABLE");
       const next = await proxy("plain");
@@ -383,9 +363,7 @@ describe("TLS", () => {
       try {
         const gw = await startWorld({
           binary: ATH_BIN,
-          providers: (a) => ({
-            tls: { display_name: "TLS API", available_scopes: ["mail:read"], authorize_endpoint: a.authorizeEndpoint, token_endpoint: a.tokenEndpoint, api_base_url: `https://127.0.0.1:${server.port}`, client_id: a.postClient.client_id, client_secret: a.postClient.client_secret },
-          }),
+          providers: (a, api) => ({ tls: mailProvider(a, api, { display_name: "TLS API", api_base_url: `https://127.0.0.1:${server.port}` }) }),
         });
         try {
           const t = (await fullFlow(gw.baseUrl, { provider_id: "tls", scopes: ["mail:read"] })).accessToken;

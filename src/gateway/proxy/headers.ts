@@ -48,8 +48,7 @@ export function upstreamRequestHeaders(incoming: Headers, apiHeaders: Readonly<R
  * X-ATH-Approval) it reads first.
  */
 export function forwardInPlace(out: Headers, apiHeaders: Readonly<Record<string, string>> = {}): Headers {
-  const connection = out.get("connection");
-  const listed = connection === null ? NO_NAMES : connection.toLowerCase().split(",").map((s) => s.trim());
+  const listed = listedBy(out.get("connection"));
   let dropped: string[] | null = null;
   let underscored = false;
   for (const name of out.keys()) {
@@ -75,12 +74,13 @@ export function fieldsOf(headers: Headers): HeaderFields {
 
 const NO_NAMES: readonly string[] = [];
 
-/** The upstream's response headers the agent may see. */
+/** The upstream's response headers the agent may see, as a plain copy (for the answers relayed as new Responses). */
 export function agentResponseHeaders(incoming: Headers): HeaderFields {
-  const out = filter(incoming, TO_AGENT);
-  // after the filter, which drops any X-ATH-* the upstream sent: only the gateway says what is the upstream's
-  out[HEADERS.upstream] = "true";
-  return out;
+  const out = incoming.toJSON() as Record<string, string | string[]>;
+  // Set-Cookie is the one field that is not joined (RFC 9110 §5.3); it never reaches the agent anyway
+  for (const name in out) if (Array.isArray(out[name])) delete out[name];
+  AGENT_ANSWER.filter(out as HeaderFields);
+  return out as HeaderFields;
 }
 
 /**
@@ -89,12 +89,9 @@ export function agentResponseHeaders(incoming: Headers): HeaderFields {
  * Response per request.
  */
 export function filterResponseHeaders(headers: Headers): Headers {
-  const connection = headers.get("connection");
-  const listed = connection === null ? NO_NAMES : connection.toLowerCase().split(",").map((s) => s.trim());
+  const listed = listedBy(headers.get("connection"));
   let dropped: string[] | null = null;
-  for (const name of headers.keys()) {
-    if (TO_AGENT.has(name) || name.startsWith("x-ath-") || forwarding(name) || listed.includes(name)) (dropped ??= []).push(name);
-  }
+  for (const name of headers.keys()) if (notForAgent(name, listed)) (dropped ??= []).push(name);
   if (dropped !== null) for (const name of dropped) headers.delete(name);
   headers.set(HEADERS.upstream, "true");
   return headers;
@@ -108,11 +105,9 @@ export function filterResponseHeaders(headers: Headers): Headers {
  */
 export const AGENT_ANSWER = {
   filter(fields: Record<string, string>): void {
-    const connection = fields.connection;
-    const listed = connection === undefined ? NO_NAMES : connection.toLowerCase().split(",").map((s) => s.trim());
-    for (const name in fields) {
-      if (TO_AGENT.has(name) || name.startsWith("x-ath-") || forwarding(name) || listed.includes(name)) delete fields[name];
-    }
+    const listed = listedBy(fields.connection);
+    for (const name in fields) if (notForAgent(name, listed)) delete fields[name];
+    // after the rule, which dropped any X-ATH-* the upstream sent: only the gateway says what is the upstream's
     fields[HEADERS.upstream] = "true";
   },
   made(res: Response): void {
@@ -130,20 +125,17 @@ export function filtered(res: Response): boolean {
 const agentReady = new WeakSet<Response>();
 
 /**
- * Drops the listed names, every forwarding field, every name the Connection header lists (RFC 9110 §7.6.1) and every `X-ATH-*` (only the
- * gateway speaks as the gateway: an upstream cannot forge a refusal, an agent cannot pass one on). Works on a plain
- * copy (Headers.toJSON), for the answers relayed as new Responses (agentResponseHeaders).
+ * The one rule for an upstream's response field (every answer path above): hop-by-hop, Set-Cookie, forwarding fields,
+ * every name the Connection header lists (RFC 9110 §7.6.1) and every `X-ATH-*` (only the gateway speaks as the
+ * gateway: an upstream cannot forge a refusal) never reach the agent.
  */
-function filter(incoming: Headers, drop: ReadonlySet<string>): HeaderFields {
-  const out = incoming.toJSON() as Record<string, string | string[]>;
-  const connection = out.connection;
-  const listed = typeof connection === "string" ? connection.toLowerCase().split(",").map((s) => s.trim()) : [];
-  for (const name in out) {
-    if (drop.has(name) || name.startsWith("x-ath-") || forwarding(name) || listed.includes(name)) delete out[name];
-    // Set-Cookie is the one field that is not joined (RFC 9110 §5.3); both directions drop it anyway.
-    else if (Array.isArray(out[name])) delete out[name];
-  }
-  return out as HeaderFields;
+function notForAgent(name: string, listed: readonly string[]): boolean {
+  return TO_AGENT.has(name) || name.startsWith("x-ath-") || forwarding(name) || listed.includes(name);
+}
+
+/** The names a Connection header lists, lower-case (none when absent). */
+function listedBy(connection: string | null | undefined): readonly string[] {
+  return typeof connection === "string" ? connection.toLowerCase().split(",").map((s) => s.trim()) : NO_NAMES;
 }
 
 /**
