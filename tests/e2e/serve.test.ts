@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { statSync, existsSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -215,6 +215,22 @@ describe("ath serve — first start, admin token, master key, shutdown", () => {
     expect(existsSync(join(home, "gateway", "ath.db"))).toBe(true);
     expect(existsSync(join(home, "gateway", "master.key"))).toBe(true);
     expect(await fetchFails(`${s.url}/health`)).toBe(true);
+  });
+
+  test("it runs with the runtime settings it re-executes itself for (the fetch pool, the allocator), an operator's own value of each kept", async () => {
+    /** The environment the running process was (re-)executed with. */
+    const environ = (pid: number) => Object.fromEntries(readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
+    const plain = await serve(["--admin-token", "t0ken-for-test-24-characters"], { ATH_HOME: await tmp() });
+    const own = await serve(["--admin-token", "t0ken-for-test-24-characters"], { ATH_HOME: await tmp(), MIMALLOC_PURGE_HOLES: "1" });
+    try {
+      expect(environ(plain.p.pid)).toMatchObject({ BUN_CONFIG_MAX_HTTP_REQUESTS: "65336", MIMALLOC_PURGE_HOLES: "0" });
+      expect(environ(own.p.pid)).toMatchObject({ BUN_CONFIG_MAX_HTTP_REQUESTS: "65336", MIMALLOC_PURGE_HOLES: "1" });
+      expect((await fetch(`${plain.url}/health`)).status).toBe(200);
+    } finally {
+      plain.p.kill("SIGTERM");
+      own.p.kill("SIGTERM");
+      expect([await plain.p.exited, await own.p.exited]).toEqual([0, 0]);
+    }
   });
 
   test("audit events still queued when SIGTERM arrives are written before the process exits", async () => {

@@ -20,14 +20,14 @@ export default defineCommand({
       if (e instanceof OptionsError) throw usageError(e.message);
       throw e;
     }
-    const notResized = sizeFetchPool();
+    const notTuned = tuneRuntime();
     const [{ runServer }, { ConfigError }, { createLogger }] = await Promise.all([
       import("../../gateway/serve.ts"),
       import("../../gateway/providers/file.ts"),
       import("../../gateway/ops/log.ts"),
     ]);
     const log = createLogger({ format: options.logFormat, level: options.logLevel });
-    if (notResized) log.warn(notResized);
+    if (notTuned) log.warn(notTuned);
     if (options.dev) log.warn("--dev: http:// and loopback agent identity documents are accepted. Never use this in production.");
     try {
       await runServer(options, { version: pkg.version, log });
@@ -40,30 +40,44 @@ export default defineCommand({
 });
 
 /**
- * Bun's `fetch` shares one process-wide pool of connections — 256 unless BUN_CONFIG_MAX_HTTP_REQUESTS says otherwise,
- * read once at process start — so one provider that never answers would hold all 256 and starve every other outbound
- * call, whatever the per-provider cap (DESIGN §14; measured). `ath serve` therefore re-executes itself once, in place
- * (execve: same pid, same stdio, same signals), with the pool at Bun's maximum; the per-provider cap
- * (--upstream-concurrency, default 256) and the identity-document pool are then what bound outbound calls. An
- * operator's own BUN_CONFIG_MAX_HTTP_REQUESTS is kept as given. Where the re-exec fails, `ath serve` says so and goes on
- * with the default pool.
+ * Settings the runtime reads once, at process start, that `ath serve` wants other than Bun's defaults. `ath serve`
+ * therefore re-executes itself once, in place (execve: same pid, same stdio, same signals), with those the operator
+ * has not set; an operator's own value of each is kept as given, and with all of them set there is no re-exec. Where
+ * the re-exec fails, `ath serve` says so and goes on with the runtime's defaults.
  */
-function sizeFetchPool(): string | undefined {
+const RUNTIME_ENV: Record<string, { value: string; otherwise: string }> = {
+  /**
+   * Bun's `fetch` shares one process-wide pool of connections — 256 unless this says otherwise — so one provider that
+   * never answers would hold all 256 and starve every other outbound call that still uses `fetch`, whatever the
+   * per-provider cap (DESIGN §14; measured): Bun's largest pool; the per-provider cap (--upstream-concurrency, default
+   * 256) and the identity-document pool are then what bound outbound calls.
+   */
+  BUN_CONFIG_MAX_HTTP_REQUESTS: { value: "65336", otherwise: "Bun's outbound connection pool stays at 256" },
+  /**
+   * Bun's allocator (its fork of mimalloc) discards the free blocks inside pages still in use each time a thread's
+   * event loop goes idle, on its scavenger thread; the next allocations there fault the pages back in. On a gateway
+   * whose loop idles between bursts that is work on the proxy's own core for every burst: ≈ 7 % of proxied
+   * throughput and a longer tail (docs/performance.md, measured with scripts/bench/wrk.ts). Off, as upstream mimalloc
+   * has it; pages wholly free are still returned to the system after the allocator's purge delay.
+   */
+  MIMALLOC_PURGE_HOLES: { value: "0", otherwise: "Bun's allocator keeps discarding free blocks of used pages when idle" },
+};
+
+function tuneRuntime(): string | undefined {
   const execve = (process as { execve?: (file: string, args: string[], env: Record<string, string | undefined>) => never }).execve;
-  if (process.env.BUN_CONFIG_MAX_HTTP_REQUESTS !== undefined || typeof execve !== "function" || process.platform === "win32") return undefined;
+  const missing = Object.keys(RUNTIME_ENV).filter((name) => process.env[name] === undefined);
+  if (missing.length === 0 || typeof execve !== "function" || process.platform === "win32") return undefined;
   // A compiled binary sees argv [bun, /$bunfs/root/<name>, …args]; the OS started it as [path, …args].
   const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/");
   // From source, Bun's own flags (execArgv: --cpu-prof…) go along.
   const args = compiled ? [process.execPath, ...process.argv.slice(2)] : [process.execPath, ...process.execArgv, ...process.argv.slice(1)];
   try {
-    execve(process.execPath, args, { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: String(FETCH_POOL_SIZE) });
+    execve(process.execPath, args, { ...process.env, ...Object.fromEntries(missing.map((name) => [name, RUNTIME_ENV[name]!.value])) });
   } catch (e) {
     // the executable cannot be started again as it was (under qemu-user without binfmt_misc: ENOEXEC): serve anyway
     const code = (e as { code?: string }).code ?? "error";
-    return `could not re-execute with a larger outbound connection pool (${code}): Bun's default of 256 applies; set BUN_CONFIG_MAX_HTTP_REQUESTS to choose it and skip the re-exec`;
+    const otherwise = missing.map((name) => RUNTIME_ENV[name]!.otherwise).join("; ");
+    return `could not re-execute with the runtime's settings (${code}): ${otherwise}; set ${missing.join(" and ")} to choose and skip the re-exec`;
   }
   return undefined;
 }
-
-/** Bun's largest fetch pool. */
-const FETCH_POOL_SIZE = 65_336;

@@ -22,12 +22,12 @@ export function nativeRunner(): Runner {
   return { argv: (file) => [file], env: {} };
 }
 
-/** qemu-user cannot follow `ath serve`'s re-exec (execve of an aarch64 file without binfmt_misc): setting
- * BUN_CONFIG_MAX_HTTP_REQUESTS, as an operator may, skips it. */
+/** qemu-user cannot follow `ath serve`'s re-exec (execve of an aarch64 file without binfmt_misc): setting the
+ * variables it re-executes itself for (BUN_CONFIG_MAX_HTTP_REQUESTS, MIMALLOC_PURGE_HOLES), as an operator may, skips it. */
 export function qemuRunner(): Runner {
   need("/usr/bin/qemu-aarch64-static", "qemu-user-static");
   need("/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1", "libc6-arm64-cross");
-  return { argv: (file) => ["/usr/bin/qemu-aarch64-static", "-L", "/usr/aarch64-linux-gnu", file], env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "256" } };
+  return { argv: (file) => ["/usr/bin/qemu-aarch64-static", "-L", "/usr/aarch64-linux-gnu", file], env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "256", MIMALLOC_PURGE_HOLES: "0" } };
 }
 
 /** Builds the shim into `dir` (once) and runs the musl artifact with it on the library path. */
