@@ -4,7 +4,7 @@
  * ratios against a bare Bun pass-through hop measured in the same run. Also: added latency at one connection (p50,
  * p99 over direct), read twice in each round — by wrk, and by a client loop of our own that keeps every request's time
  * (scripts/bench/loop-client.ts: wrk's one-connection p99 moved by a millisecond between runs for the bare hop too) —
- * and the gateway's peak RSS under 100 connections.
+ * and each proxy's peak RSS under 100 connections, split into anonymous memory and file pages.
  *
  * Layout on a 2-CPU machine: the proxy under load (bare hop, or ath) alone on CPU 0; wrk, the upstream API and the
  * benchmark's own processes (oidc-provider for the one consent flow) on CPU 1. Unpinned, ath spreads over both CPUs
@@ -243,10 +243,11 @@ await withCleanup(
       console.log("");
     }
     if (check) await checkBudgets();
-    for (const t of targets) {
+    // the bare hop's too: what the runtime alone takes under the same load
+    for (const t of all) {
       if (t.pid === undefined) continue;
       const peak = await peakRss(t, () => wrk(t, SHAPES[0], 100, duration));
-      console.log(`RSS of ${t.name} under 100 connections: peak ${(peak / 1024).toFixed(1)} MB`);
+      console.log(`RSS of ${t.name} under 100 connections: peak ${(peak.rss / 1024).toFixed(1)} MB (anonymous ${(peak.anon / 1024).toFixed(1)} MB, file pages ${(peak.file / 1024).toFixed(1)} MB)`);
     }
   },
   async () => {
@@ -548,13 +549,20 @@ async function addTokens(t: Target, n: number): Promise<void> {
   void t;
 }
 
-async function peakRss(t: Target, during: () => Promise<unknown>): Promise<number> {
-  let peak = 0;
+/**
+ * The peak of VmRSS while `during` runs, in kB, with its parts at that moment: anonymous memory (heaps, buffers) and
+ * file pages (mostly the executable's code as mapped: clean, shared with every process of the same file, given back
+ * under memory pressure without a write) — /proc/PID/status.
+ */
+async function peakRss(t: Target, during: () => Promise<unknown>): Promise<{ rss: number; anon: number; file: number }> {
+  let peak = { rss: 0, anon: 0, file: 0 };
   let running = true;
+  const kb = (status: string, field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
   const sample = (async () => {
     while (running) {
-      const kb = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${t.pid}/status`, "utf8"))?.[1] ?? 0);
-      peak = Math.max(peak, kb);
+      const status = readFileSync(`/proc/${t.pid}/status`, "utf8");
+      const rss = kb(status, "VmRSS");
+      if (rss > peak.rss) peak = { rss, anon: kb(status, "RssAnon"), file: kb(status, "RssFile") };
       await Bun.sleep(50);
     }
   })();
