@@ -57,8 +57,8 @@ const RUNTIME_ENV: Record<string, { value: string; otherwise: string }> = {
    * Bun's allocator (its fork of mimalloc) discards the free blocks inside pages still in use each time a thread's
    * event loop goes idle, on its scavenger thread; the next allocations there fault the pages back in. On a gateway
    * whose loop idles between bursts that is work on the proxy's own core for every burst: 9–12 % of proxied
-   * throughput (scripts/bench/wrk.ts --ab) and a longer tail (docs/performance.md, measured with scripts/bench/wrk.ts). Off, as upstream mimalloc
-   * has it; pages wholly free are still returned to the system after the allocator's purge delay.
+   * throughput and a longer tail (docs/performance.md "The allocator", scripts/bench/wrk.ts --ab). Off, as upstream
+   * mimalloc has it; pages wholly free are still returned to the system after the allocator's purge delay.
    */
   MIMALLOC_PURGE_HOLES: { value: "0", otherwise: "Bun's allocator keeps discarding free blocks of used pages when idle" },
 };
