@@ -205,40 +205,18 @@ await withCleanup(
         results.push({ shape: shape.name, target: t.name, rps, ratio: t.name === "direct" ? null : ratio, cpuUs: us });
       }
       for (const [name, split] of threads) console.log(`   µs per request by thread, ${name}: ${split}`);
-      const lat = new Map<string, { p50: number[]; p99: number[]; p999: number[] }>(all.map((t) => [t.name, { p50: [], p99: [], p999: [] }]));
-      const loopLat = new Map<string, LoopLatency[]>(all.map((t) => [t.name, []]));
+      const byWrk = new Map<string, Latency[]>(all.map((t) => [t.name, []]));
+      const byLoop = new Map<string, Latency[]>(all.map((t) => [t.name, []]));
       for (let r = 0; r < rounds; r++) {
         for (const t of r % 2 === 0 ? all : [...all].reverse()) {
-          const w = await wrk(t, shape, 1, Math.max(2, Math.ceil(duration / 2)));
-          lat.get(t.name)!.p50.push(w.p50);
-          lat.get(t.name)!.p99.push(w.p99);
-          lat.get(t.name)!.p999.push(w.p999);
-          loopLat.get(t.name)!.push(await loop(t, shape, Math.max(2, Math.ceil(duration / 2))));
+          byWrk.get(t.name)!.push(await wrk(t, shape, 1, Math.max(2, Math.ceil(duration / 2))));
+          byLoop.get(t.name)!.push(await loop(t, shape, Math.max(2, Math.ceil(duration / 2))));
         }
       }
-      const d50 = median(lat.get("direct")!.p50);
-      const d99 = median(lat.get("direct")!.p99);
-      console.log(`   latency at 1 connection: p50 / p99, and added over direct`);
-      for (const t of all) {
-        const p50 = median(lat.get(t.name)!.p50);
-        const p99 = median(lat.get(t.name)!.p99);
-        const added = t.name === "direct" ? "" : `   +${(p50 - d50).toFixed(3)} / +${(p99 - d99).toFixed(3)} ms`;
-        const row = results.find((x) => x.shape === shape.name && x.target === t.name);
-        if (row) Object.assign(row, { p50Added: p50 - d50, p99Added: p99 - d99 });
-        const each = lat.get(t.name)!.p99.map((x) => x.toFixed(2)).join(" ");
-        console.log(`  ${t.name.padEnd(44)} ${p50.toFixed(3)} / ${p99.toFixed(3)} ms${added}   (p99.9 ${median(lat.get(t.name)!.p999).toFixed(2)}; each round's p99 ${each})`);
-      }
-      console.log(`   the same, read by a client loop of our own (scripts/bench/loop-client.ts; every request's time kept): p50 / p99, added over direct`);
-      const loopDirect = loopLat.get("direct")!;
-      for (const t of all) {
-        const xs = loopLat.get(t.name)!;
-        const p50 = median(xs.map((x) => x.p50));
-        const p99 = median(xs.map((x) => x.p99));
-        const added = t.name === "direct" ? "" : `   +${(p50 - median(loopDirect.map((x) => x.p50))).toFixed(3)} / +${(p99 - median(loopDirect.map((x) => x.p99))).toFixed(3)} ms`;
-        const row = results.find((x) => x.shape === shape.name && x.target === t.name);
-        if (row) row.loopP99Added = p99 - median(loopDirect.map((x) => x.p99));
-        const each = xs.map((x) => x.p99.toFixed(2)).join(" ");
-        console.log(`  ${t.name.padEnd(44)} ${p50.toFixed(3)} / ${p99.toFixed(3)} ms${added}   (p99.9 ${median(xs.map((x) => x.p999)).toFixed(2)}; each round's p99 ${each}; ${Math.round(median(xs.map((x) => x.n)))} requests a round)`);
+      const wrkAdded = latencyTable("latency at 1 connection, read by wrk: p50 / p99, and added over direct", byWrk);
+      const loopAdded = latencyTable("the same, read by a client loop of our own (scripts/bench/loop-client.ts; every request's time kept)", byLoop);
+      for (const row of results.filter((x) => x.shape === shape.name)) {
+        Object.assign(row, { p50Added: wrkAdded.get(row.target)?.p50, p99Added: wrkAdded.get(row.target)?.p99, loopP99Added: loopAdded.get(row.target)?.p99 });
       }
       console.log("");
     }
@@ -465,15 +443,35 @@ async function wrk(t: Target, shape: Shape, connections: number, seconds: number
   return { rps, p50: pct("50"), p99: pct("99"), p999, cpuUs, ...(threadUs ? { threads, threadUs } : {}) };
 }
 
-interface LoopLatency {
-  n: number;
+/** One round's latency at one connection, in ms (n: requests, where the instrument says). */
+interface Latency {
   p50: number;
   p99: number;
   p999: number;
+  n?: number;
+}
+
+/** Prints one instrument's rounds per target — medians, p50 and p99 added over direct's, p99.9, each round's p99 — and returns what each target added. */
+function latencyTable(title: string, rounds: Map<string, Latency[]>): Map<string, { p50: number; p99: number }> {
+  const med = (xs: Latency[], pick: (x: Latency) => number) => median(xs.map(pick));
+  const direct = rounds.get("direct")!;
+  const d50 = med(direct, (x) => x.p50);
+  const d99 = med(direct, (x) => x.p99);
+  const added = new Map<string, { p50: number; p99: number }>();
+  console.log(`   ${title}`);
+  for (const [name, xs] of rounds) {
+    const p50 = med(xs, (x) => x.p50);
+    const p99 = med(xs, (x) => x.p99);
+    if (name !== "direct") added.set(name, { p50: p50 - d50, p99: p99 - d99 });
+    const plus = name === "direct" ? "" : `   +${(p50 - d50).toFixed(3)} / +${(p99 - d99).toFixed(3)} ms`;
+    const n = xs[0]?.n === undefined ? "" : `; ${Math.round(med(xs, (x) => x.n!))} requests a round`;
+    console.log(`  ${name.padEnd(44)} ${p50.toFixed(3)} / ${p99.toFixed(3)} ms${plus}   (p99.9 ${med(xs, (x) => x.p999).toFixed(2)}; each round's p99 ${xs.map((x) => x.p99.toFixed(2)).join(" ")}${n})`);
+  }
+  return added;
 }
 
 /** One round of scripts/bench/loop-client.ts against `t`, pinned where wrk runs. */
-async function loop(t: Target, shape: Shape, seconds: number): Promise<LoopLatency> {
+async function loop(t: Target, shape: Shape, seconds: number): Promise<Latency> {
   const p = Bun.spawn(["taskset", "-c", REST_CPU, process.execPath, join(REPO, "scripts/bench/loop-client.ts"), t.url + shape.path, t.token, shape.method, String(seconds), shape.method === "POST" ? POST_BODY : ""], { stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   if (code !== 0) throw new Error(`the client loop against ${t.name} failed (${code}): ${err}`);
